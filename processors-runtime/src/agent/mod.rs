@@ -1,0 +1,419 @@
+//! The agent: a model, tools, memory and processor lists, run step by step.
+
+mod options;
+mod result;
+mod run;
+mod stream;
+
+pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo, Violation, ViolationKind};
+pub use result::{AgentError, GenerateResult, RunSummary, StepResult, ToolCallInfo, ToolResultInfo};
+pub use stream::AgentStream;
+
+use crate::memory::{MEMORY_ID, Memory};
+use crate::message::Message;
+use crate::model::{LanguageModel, ModelSettings, ToolChoice};
+use crate::processor::{DynPipeline, DynProcessor, Pipeline, Processor, ProcessorRef, boxed};
+use crate::tool::Tool;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+
+/// The default step limit of a run.
+pub const DEFAULT_MAX_STEPS: u32 = 5;
+
+/// What an agent is asked: text, one message, or several.
+#[derive(Debug, Clone)]
+pub struct AgentInput(pub Vec<Message>);
+
+impl From<&str> for AgentInput {
+    fn from(s: &str) -> Self {
+        AgentInput(vec![Message::user(s)])
+    }
+}
+impl From<String> for AgentInput {
+    fn from(s: String) -> Self {
+        AgentInput(vec![Message::user(s)])
+    }
+}
+impl From<Message> for AgentInput {
+    fn from(m: Message) -> Self {
+        AgentInput(vec![m])
+    }
+}
+impl From<Vec<Message>> for AgentInput {
+    fn from(m: Vec<Message>) -> Self {
+        AgentInput(m)
+    }
+}
+
+pub(crate) struct AgentInner<I, O, E> {
+    pub name: String,
+    pub instructions: Vec<Message>,
+    pub model: Arc<dyn LanguageModel>,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub memory: Option<Memory>,
+    pub input: I,
+    pub output: O,
+    pub error: E,
+    pub max_processor_retries: Option<u32>,
+    pub max_steps: Option<u32>,
+    pub tool_choice: ToolChoice,
+    pub model_settings: ModelSettings,
+    pub provider_options: serde_json::Value,
+    pub on_violation: Option<options::ViolationHandler>,
+}
+
+/// An agent. `I`, `O` and `E` are its input, output and error processor lists: tuples of
+/// processors (statically dispatched, as `agent!` builds them) or [`DynPipeline`]s (built at
+/// run time). Cloning is cheap.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+/// let agent = Agent::builder()
+///     .instructions("You are terse.")
+///     .model(ScriptedModel::new([Turn::deltas(["Hi", " there"])]))
+///     .build()
+///     .unwrap();
+/// let result = agent.generate("hello").await.unwrap();
+/// assert_eq!(result.text, "Hi there");
+/// # });
+/// ```
+pub struct Agent<I = DynPipeline, O = DynPipeline, E = DynPipeline> {
+    inner: Arc<AgentInner<I, O, E>>,
+}
+
+impl<I, O, E> Clone for Agent<I, O, E> {
+    fn clone(&self) -> Self {
+        Agent {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder {
+            settings: Settings {
+                name: "agent".to_owned(),
+                instructions: Vec::new(),
+                model: None,
+                tools: Vec::new(),
+                memory: None,
+                max_processor_retries: None,
+                max_steps: None,
+                tool_choice: ToolChoice::Auto,
+                model_settings: ModelSettings::default(),
+                provider_options: serde_json::Value::Null,
+                on_violation: None,
+            },
+            input: DynPipeline::new(),
+            output: DynPipeline::new(),
+            error: DynPipeline::new(),
+        }
+    }
+}
+
+impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Runs to the end and returns the result.
+    pub async fn generate(&self, input: impl Into<AgentInput>) -> Result<GenerateResult, AgentError> {
+        self.generate_with(input, GenerateOptions::default()).await
+    }
+
+    /// Runs to the end with per-call options.
+    pub async fn generate_with(
+        &self,
+        input: impl Into<AgentInput>,
+        options: GenerateOptions,
+    ) -> Result<GenerateResult, AgentError> {
+        run::run(self.inner.clone(), input.into().0, options, None).await
+    }
+
+    /// Runs as a stream of chunks; [`AgentStream::finish`] gives the result.
+    pub fn stream(&self, input: impl Into<AgentInput>) -> AgentStream {
+        self.stream_with(input, GenerateOptions::default())
+    }
+
+    /// Runs as a stream with per-call options.
+    pub fn stream_with(&self, input: impl Into<AgentInput>, options: GenerateOptions) -> AgentStream {
+        let inner = self.inner.clone();
+        let input = input.into().0;
+        AgentStream::new(move |slot| run::run(inner, input, options, Some(slot)))
+    }
+}
+
+/// An agent with its processor types erased, to keep agents of different types together.
+pub trait AnyAgent: Send + Sync {
+    /// [`Agent::name`].
+    fn name(&self) -> &str;
+    /// [`Agent::generate_with`].
+    fn generate_with(
+        &self,
+        input: AgentInput,
+        options: GenerateOptions,
+    ) -> BoxFuture<'_, Result<GenerateResult, AgentError>>;
+    /// [`Agent::stream_with`].
+    fn stream_with(&self, input: AgentInput, options: GenerateOptions) -> AgentStream;
+}
+
+impl<I: Pipeline, O: Pipeline, E: Pipeline> AnyAgent for Agent<I, O, E> {
+    fn name(&self) -> &str {
+        Agent::name(self)
+    }
+    fn generate_with(
+        &self,
+        input: AgentInput,
+        options: GenerateOptions,
+    ) -> BoxFuture<'_, Result<GenerateResult, AgentError>> {
+        Box::pin(Agent::generate_with(self, input, options))
+    }
+    fn stream_with(&self, input: AgentInput, options: GenerateOptions) -> AgentStream {
+        Agent::stream_with(self, input, options)
+    }
+}
+
+/// Why an agent could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No model was given.
+    #[error("the agent has no model; call `.model(...)`")]
+    MissingModel,
+    /// A processor with the memory id is in a list, but the agent has no memory.
+    #[error(
+        "a processor with the id `memory` is in the {0} list but the agent has no memory; call `.memory(...)`"
+    )]
+    MemoryWithoutMemory(&'static str),
+    /// Memory is placed in the output list with processors after it.
+    #[error(
+        "memory must be the last output processor: processors after it would change what streams but not what is saved"
+    )]
+    MemoryNotLast,
+}
+
+pub(crate) struct Settings {
+    name: String,
+    instructions: Vec<Message>,
+    model: Option<Arc<dyn LanguageModel>>,
+    tools: Vec<Arc<dyn Tool>>,
+    memory: Option<Memory>,
+    max_processor_retries: Option<u32>,
+    max_steps: Option<u32>,
+    tool_choice: ToolChoice,
+    model_settings: ModelSettings,
+    provider_options: serde_json::Value,
+    on_violation: Option<options::ViolationHandler>,
+}
+
+/// Builds an [`Agent`]; see [`Agent::builder`].
+#[must_use]
+pub struct AgentBuilder<I = DynPipeline, O = DynPipeline, E = DynPipeline> {
+    settings: Settings,
+    input: I,
+    output: O,
+    error: E,
+}
+
+impl<I, O, E> AgentBuilder<I, O, E> {
+    /// Names the agent.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.settings.name = name.into();
+        self
+    }
+
+    /// Adds a system instruction (kept as an untagged system message, restored every step).
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.settings.instructions.push(Message::system(text));
+        self
+    }
+
+    /// Sets the model.
+    pub fn model(self, model: impl LanguageModel) -> Self {
+        self.shared_model(Arc::new(model))
+    }
+
+    /// Sets a shared model.
+    pub fn shared_model(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.settings.model = Some(model);
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.settings.tools.push(tool);
+        self
+    }
+
+    /// Gives the agent memory: it loads history first on input and saves last on output,
+    /// unless placed explicitly in a list.
+    pub fn memory(mut self, memory: Memory) -> Self {
+        self.settings.memory = Some(memory);
+        self
+    }
+
+    /// Lets processors retry a step up to `n` times in a row (and provider errors `n` times).
+    pub fn max_processor_retries(mut self, n: u32) -> Self {
+        self.settings.max_processor_retries = Some(n);
+        self
+    }
+
+    /// Limits the steps (model calls, retries not counted) of a run; 5 by default.
+    pub fn max_steps(mut self, n: u32) -> Self {
+        self.settings.max_steps = Some(n);
+        self
+    }
+
+    /// Sets the default tool choice.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.settings.tool_choice = choice;
+        self
+    }
+
+    /// Sets the default sampling settings.
+    pub fn model_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings.model_settings = settings;
+        self
+    }
+
+    /// Sets default provider options.
+    pub fn provider_options(mut self, options: serde_json::Value) -> Self {
+        self.settings.provider_options = options;
+        self
+    }
+
+    /// Calls `f` for every abort (block) and warning a processor raises. A panicking callback is
+    /// caught and logged.
+    pub fn on_violation(mut self, f: impl Fn(&Violation) + Send + Sync + 'static) -> Self {
+        self.settings.on_violation = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets the input processors as a statically typed list (a tuple).
+    pub fn input_pipeline<I2: Pipeline>(self, input: I2) -> AgentBuilder<I2, O, E> {
+        AgentBuilder {
+            settings: self.settings,
+            input,
+            output: self.output,
+            error: self.error,
+        }
+    }
+
+    /// Sets the output processors as a statically typed list (a tuple).
+    pub fn output_pipeline<O2: Pipeline>(self, output: O2) -> AgentBuilder<I, O2, E> {
+        AgentBuilder {
+            settings: self.settings,
+            input: self.input,
+            output,
+            error: self.error,
+        }
+    }
+
+    /// Sets the error processors as a statically typed list (a tuple).
+    pub fn error_pipeline<E2: Pipeline>(self, error: E2) -> AgentBuilder<I, O, E2> {
+        AgentBuilder {
+            settings: self.settings,
+            input: self.input,
+            output: self.output,
+            error,
+        }
+    }
+}
+
+impl<O, E> AgentBuilder<DynPipeline, O, E> {
+    /// Appends an input processor.
+    pub fn input(mut self, p: impl Processor) -> Self {
+        self.input.push(boxed(p));
+        self
+    }
+    /// Appends a shared input processor.
+    pub fn input_ref(mut self, p: ProcessorRef) -> Self {
+        self.input.push(p);
+        self
+    }
+}
+
+impl<I, E> AgentBuilder<I, DynPipeline, E> {
+    /// Appends an output processor.
+    pub fn output(mut self, p: impl Processor) -> Self {
+        self.output.push(boxed(p));
+        self
+    }
+    /// Appends a shared output processor.
+    pub fn output_ref(mut self, p: ProcessorRef) -> Self {
+        self.output.push(p);
+        self
+    }
+}
+
+impl<I, O> AgentBuilder<I, O, DynPipeline> {
+    /// Appends an error processor.
+    pub fn error(mut self, p: impl Processor) -> Self {
+        self.error.push(boxed(p));
+        self
+    }
+    /// Appends a shared error processor.
+    pub fn error_ref(mut self, p: ProcessorRef) -> Self {
+        self.error.push(p);
+        self
+    }
+}
+
+/// Checks where memory is placed in the lists.
+pub(crate) fn check_memory_placement(
+    has_memory: bool,
+    input: &[&dyn DynProcessor],
+    output: &[&dyn DynProcessor],
+) -> Result<(), BuildError> {
+    let is_memory = |p: &&dyn DynProcessor| p.dyn_id() == MEMORY_ID;
+    if !has_memory {
+        if input.iter().any(is_memory) {
+            return Err(BuildError::MemoryWithoutMemory("input"));
+        }
+        if output.iter().any(is_memory) {
+            return Err(BuildError::MemoryWithoutMemory("output"));
+        }
+    }
+    if let Some(i) = output.iter().position(is_memory) {
+        if i + 1 != output.len() {
+            return Err(BuildError::MemoryNotLast);
+        }
+    }
+    Ok(())
+}
+
+impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
+    /// Builds the agent.
+    pub fn build(self) -> Result<Agent<I, O, E>, BuildError> {
+        let s = self.settings;
+        let model = s.model.ok_or(BuildError::MissingModel)?;
+        {
+            let (mut input, mut output) = (Vec::new(), Vec::new());
+            self.input.collect(&mut input);
+            self.output.collect(&mut output);
+            check_memory_placement(s.memory.is_some(), &input, &output)?;
+        }
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                name: s.name,
+                instructions: s.instructions,
+                model,
+                tools: s.tools,
+                memory: s.memory,
+                input: self.input,
+                output: self.output,
+                error: self.error,
+                max_processor_retries: s.max_processor_retries,
+                max_steps: s.max_steps,
+                tool_choice: s.tool_choice,
+                model_settings: s.model_settings,
+                provider_options: s.provider_options,
+                on_violation: s.on_violation,
+            }),
+        })
+    }
+}

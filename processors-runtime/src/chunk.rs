@@ -1,0 +1,352 @@
+//! Stream items: what a model emits and what an agent's stream yields.
+
+use crate::tripwire::TripWire;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Why a step or a run finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model hit its output token limit.
+    Length,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// The run failed.
+    Error,
+    /// A processor rejected the step (a step's reason only).
+    Tripwire,
+    /// Anything else; a run ended by a tripwire finishes with this.
+    Other,
+}
+
+/// Token usage of a call or a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Their sum.
+    pub total_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.total_tokens += rhs.total_tokens;
+    }
+}
+
+/// Who emitted a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ChunkFrom {
+    /// The agent loop (the usual case).
+    Agent,
+    /// A workflow of processors.
+    Workflow,
+    /// The user.
+    User,
+    /// The framework itself.
+    System,
+}
+
+/// What a chunk carries; its serde tag is the chunk's `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload", rename_all = "kebab-case")]
+#[serde(rename_all_fields = "camelCase")]
+pub enum ChunkKind {
+    /// The run started.
+    Start,
+    /// A step (one model call) started.
+    StepStart {
+        /// The step's number, from 0.
+        step_number: u32,
+    },
+    /// A text block starts.
+    TextStart {
+        /// The block's id.
+        id: Arc<str>,
+    },
+    /// A piece of text.
+    TextDelta {
+        /// The block's id.
+        id: Arc<str>,
+        /// The text.
+        text: String,
+    },
+    /// A text block ends.
+    TextEnd {
+        /// The block's id.
+        id: Arc<str>,
+    },
+    /// A reasoning block starts.
+    ReasoningStart {
+        /// The block's id.
+        id: Arc<str>,
+    },
+    /// A piece of reasoning.
+    ReasoningDelta {
+        /// The block's id.
+        id: Arc<str>,
+        /// The text.
+        text: String,
+    },
+    /// A reasoning block ends.
+    ReasoningEnd {
+        /// The block's id.
+        id: Arc<str>,
+    },
+    /// A piece of a tool call's arguments, as the model streams them.
+    ToolCallDelta {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The next piece of the JSON arguments.
+        args_text_delta: String,
+    },
+    /// A complete tool call.
+    ToolCall {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The arguments.
+        args: Value,
+    },
+    /// A tool's result.
+    ToolResult {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The result.
+        result: Value,
+    },
+    /// A tool failed.
+    ToolError {
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// What went wrong.
+        error: String,
+    },
+    /// A step finished (the model's own `finish` becomes this).
+    StepFinish {
+        /// Why.
+        finish_reason: FinishReason,
+        /// The step's usage.
+        usage: Usage,
+    },
+    /// The run finished (from a model: its call finished).
+    Finish {
+        /// Why.
+        finish_reason: FinishReason,
+        /// Usage of the call (model) or the run (agent).
+        usage: Usage,
+    },
+    /// The run failed.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+    /// A processor aborted the run.
+    Tripwire(TripWire),
+    /// A custom `data-<name>` chunk.
+    Data {
+        /// The name after `data-`.
+        name: String,
+        /// The payload.
+        data: Value,
+        /// Transient data streams but is not persisted.
+        transient: bool,
+    },
+}
+
+impl ChunkKind {
+    /// The chunk's `type` tag (`text-delta`, `data-progress`, …).
+    pub fn type_name(&self) -> std::borrow::Cow<'static, str> {
+        use std::borrow::Cow::Borrowed;
+        match self {
+            ChunkKind::Start => Borrowed("start"),
+            ChunkKind::StepStart { .. } => Borrowed("step-start"),
+            ChunkKind::TextStart { .. } => Borrowed("text-start"),
+            ChunkKind::TextDelta { .. } => Borrowed("text-delta"),
+            ChunkKind::TextEnd { .. } => Borrowed("text-end"),
+            ChunkKind::ReasoningStart { .. } => Borrowed("reasoning-start"),
+            ChunkKind::ReasoningDelta { .. } => Borrowed("reasoning-delta"),
+            ChunkKind::ReasoningEnd { .. } => Borrowed("reasoning-end"),
+            ChunkKind::ToolCallDelta { .. } => Borrowed("tool-call-delta"),
+            ChunkKind::ToolCall { .. } => Borrowed("tool-call"),
+            ChunkKind::ToolResult { .. } => Borrowed("tool-result"),
+            ChunkKind::ToolError { .. } => Borrowed("tool-error"),
+            ChunkKind::StepFinish { .. } => Borrowed("step-finish"),
+            ChunkKind::Finish { .. } => Borrowed("finish"),
+            ChunkKind::Error { .. } => Borrowed("error"),
+            ChunkKind::Tripwire(_) => Borrowed("tripwire"),
+            ChunkKind::Data { name, .. } => std::borrow::Cow::Owned(format!("data-{name}")),
+        }
+    }
+}
+
+/// One item of an agent's stream.
+///
+/// Serialised as `{"type": …, "runId": …, "from": "AGENT", "payload": {…}}`.
+///
+/// ```
+/// use processors_runtime::chunk::{Chunk, ChunkKind};
+/// let c = Chunk::new("run-1".into(), ChunkKind::TextDelta { id: "t".into(), text: "hi".into() });
+/// let json = serde_json::to_value(&c).unwrap();
+/// assert_eq!(json["type"], "text-delta");
+/// assert_eq!(json["payload"]["text"], "hi");
+/// let back: Chunk = serde_json::from_value(json).unwrap();
+/// assert_eq!(back, c);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// The run that emitted it.
+    pub run_id: Arc<str>,
+    /// Who emitted it.
+    pub from: ChunkFrom,
+    /// What it carries.
+    pub kind: ChunkKind,
+}
+
+impl Chunk {
+    /// A chunk from the agent.
+    pub fn new(run_id: Arc<str>, kind: ChunkKind) -> Self {
+        Chunk {
+            run_id,
+            from: ChunkFrom::Agent,
+            kind,
+        }
+    }
+
+    /// The text of a text delta.
+    pub fn text_delta(&self) -> Option<&str> {
+        match &self.kind {
+            ChunkKind::TextDelta { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The same chunk with a text delta's text changed (other chunks are returned unchanged).
+    pub fn map_text(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        if let ChunkKind::TextDelta { text, .. } = &mut self.kind {
+            *text = f(text);
+        }
+        self
+    }
+
+    /// Whether this is a custom `data-*` chunk.
+    pub fn is_data(&self) -> bool {
+        matches!(self.kind, ChunkKind::Data { .. })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DataPayload {
+    data: Value,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    transient: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a, T> {
+    run_id: &'a str,
+    from: ChunkFrom,
+    #[serde(flatten)]
+    body: T,
+}
+
+#[derive(Serialize)]
+struct DataBody {
+    #[serde(rename = "type")]
+    ty: String,
+    payload: DataPayload,
+}
+
+impl Serialize for Chunk {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let ChunkKind::Data {
+            name,
+            data,
+            transient,
+        } = &self.kind
+        {
+            return Envelope {
+                run_id: &self.run_id,
+                from: self.from,
+                body: DataBody {
+                    ty: format!("data-{name}"),
+                    payload: DataPayload {
+                        data: data.clone(),
+                        transient: *transient,
+                    },
+                },
+            }
+            .serialize(s);
+        }
+        Envelope {
+            run_id: &self.run_id,
+            from: self.from,
+            body: &self.kind,
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawChunk {
+    #[serde(rename = "type")]
+    ty: String,
+    run_id: Arc<str>,
+    #[serde(default = "agent")]
+    from: ChunkFrom,
+    #[serde(default)]
+    payload: Value,
+}
+
+fn agent() -> ChunkFrom {
+    ChunkFrom::Agent
+}
+
+impl<'de> Deserialize<'de> for Chunk {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = RawChunk::deserialize(d)?;
+        let kind = if let Some(name) = raw.ty.strip_prefix("data-") {
+            let p: DataPayload = serde_json::from_value(raw.payload).map_err(D::Error::custom)?;
+            ChunkKind::Data {
+                name: name.to_owned(),
+                data: p.data,
+                transient: p.transient,
+            }
+        } else {
+            let mut obj = serde_json::Map::new();
+            obj.insert("type".into(), Value::String(raw.ty));
+            if !raw.payload.is_null() {
+                obj.insert("payload".into(), raw.payload);
+            }
+            serde_json::from_value(Value::Object(obj)).map_err(D::Error::custom)?
+        };
+        Ok(Chunk {
+            run_id: raw.run_id,
+            from: raw.from,
+            kind,
+        })
+    }
+}

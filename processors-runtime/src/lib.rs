@@ -1,0 +1,45 @@
+//! Runtime of the processors framework: messages, chunks, the [`Processor`] trait and its
+//! hooks, the runner, the agent loop, models, tools and memory.
+//!
+//! Most users depend on the `processors` facade crate and write `use processors::prelude::*;`.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod chunk;
+pub mod context;
+pub mod memory;
+pub mod message;
+pub mod model;
+pub mod processor;
+pub mod tool;
+pub mod tripwire;
+
+pub use agent::{Agent, AgentError, GenerateOptions, GenerateResult};
+pub use chunk::{Chunk, ChunkKind, FinishReason, Usage};
+pub use context::RequestContext;
+pub use message::{Message, MessageList, Role};
+pub use processor::{Hook, Hooks, Processor};
+pub use tripwire::{Abort, ProcessorError, TripWire};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::agent::{
+        Agent, AgentError, AgentStream, AnyAgent, GenerateOptions, GenerateResult, PrepareStep,
+        StepResult, Violation, ViolationKind,
+    };
+    pub use crate::chunk::{Chunk, ChunkKind, FinishReason, Usage};
+    pub use crate::context::RequestContext;
+    pub use crate::memory::{InMemoryStore, Memory, MemoryStore};
+    pub use crate::message::{Message, MessageList, MessageSource, Part, Role};
+    pub use crate::model::{ApiError, LanguageModel, ScriptedModel, ToolChoice, Turn};
+    pub use crate::processor::{
+        ApiErrorAction, ApiErrorArgs, DynPipeline, DynProcessor, ErrorProcessor, Hook, Hooks,
+        InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
+        LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
+        OutputStepArgs, OutputStreamArgs, Pipeline, Processor, StepOverrides, StreamAction,
+        ToolResultArgs,
+    };
+    pub use crate::tool::{Tool, tool};
+    pub use crate::tripwire::{Abort, ProcessorError, TripWire};
+}

@@ -1,0 +1,91 @@
+use super::*;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+#[derive(Default)]
+struct Data {
+    threads: HashMap<String, Thread>,
+    messages: Vec<Message>,
+}
+
+/// A [`MemoryStore`] in the process's memory: for tests, examples and short-lived agents.
+/// Clones share the data.
+#[derive(Clone, Default)]
+pub struct InMemoryStore {
+    data: Arc<Mutex<Data>>,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Data) -> T) -> T {
+        f(&mut self.data.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl MemoryStore for InMemoryStore {
+    fn get_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
+        let t = self.with(|d| d.threads.get(thread_id).cloned());
+        Box::pin(async move { Ok(t) })
+    }
+
+    fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.with(|d| d.threads.insert(thread.id.clone(), thread));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn list_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        let ms = self.with(|d| {
+            let all: Vec<Message> = d
+                .messages
+                .iter()
+                .filter(|m| m.thread_id.as_deref() == Some(thread_id))
+                .cloned()
+                .collect();
+            let skip = limit.map_or(0, |n| all.len().saturating_sub(n));
+            all.into_iter().skip(skip).collect()
+        });
+        Box::pin(async move { Ok(ms) })
+    }
+
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        resource_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        let ms = self.with(|d| {
+            d.messages
+                .iter()
+                .filter(|m| m.resource_id.as_deref() == Some(resource_id))
+                .cloned()
+                .collect()
+        });
+        Box::pin(async move { Ok(ms) })
+    }
+
+    fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.with(|d| {
+            for m in messages {
+                match d.messages.iter_mut().find(|x| x.id == m.id) {
+                    Some(slot) => *slot = m,
+                    None => d.messages.push(m),
+                }
+            }
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.with(|d| d.messages.retain(|m| !ids.contains(&m.id)));
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,217 @@
+//! Memory: where conversations are kept between runs, and the processor that loads and saves
+//! them.
+
+mod in_memory;
+
+pub use in_memory::InMemoryStore;
+
+use crate::message::{Message, MessageSource};
+use crate::processor::{
+    Hooks, InputArgs, InputOutcome, InputProcessor, OutputOutcome, OutputProcessor,
+    OutputResultArgs, Processor,
+};
+use crate::tripwire::{BoxError, ProcessorError};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A conversation thread, owned by one resource (a user, a tenant).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Thread {
+    /// Its id.
+    pub id: String,
+    /// The resource that owns it.
+    pub resource_id: String,
+    /// An optional title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// Milliseconds since the Unix epoch.
+    pub updated_at: u64,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// What a store can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// The thread belongs to another resource; nothing was read or written.
+    #[error(
+        "thread `{thread_id}` belongs to resource `{owner}`, not `{requested}`; use a thread id of that resource"
+    )]
+    ForeignThread {
+        /// The thread.
+        thread_id: String,
+        /// Its owner.
+        owner: String,
+        /// The resource that asked.
+        requested: String,
+    },
+    /// The backend failed (connection, disk, corrupt data).
+    #[error("memory storage failed: {0}")]
+    Backend(#[source] BoxError),
+}
+
+/// Storage for threads and their messages. Async and fallible, so that databases fit.
+pub trait MemoryStore: Send + Sync + 'static {
+    /// The thread with this id.
+    fn get_thread<'a>(&'a self, thread_id: &'a str)
+    -> BoxFuture<'a, Result<Option<Thread>, MemoryError>>;
+    /// Creates or updates a thread.
+    fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>>;
+    /// The last `limit` messages of a thread (all with `None`), oldest first.
+    fn list_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>>;
+    /// Every message of a resource, across its threads, oldest first.
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        resource_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>>;
+    /// Saves messages (each carries its thread and resource ids); a known id is replaced.
+    /// All or nothing.
+    fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>>;
+    /// Deletes messages by id.
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>>;
+}
+
+/// The id of the memory processor.
+pub const MEMORY_ID: &str = "memory";
+
+/// Conversation memory: loads a thread's history before the user's input processors and saves
+/// the turn after the user's output processors.
+///
+/// The thread and resource come from the request context
+/// ([`RequestContext::with_thread`](crate::RequestContext::with_thread)); without them memory
+/// does nothing. A run that ends in a trip wire saves nothing.
+#[derive(Clone)]
+pub struct Memory {
+    store: Arc<dyn MemoryStore>,
+    last_messages: Option<usize>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("last_messages", &self.last_messages)
+            .finish()
+    }
+}
+
+impl Memory {
+    /// Memory over a store, loading the last 40 messages.
+    pub fn new(store: impl MemoryStore) -> Self {
+        Self::shared(Arc::new(store))
+    }
+
+    /// Memory over a shared store.
+    pub fn shared(store: Arc<dyn MemoryStore>) -> Self {
+        Memory {
+            store,
+            last_messages: Some(40),
+        }
+    }
+
+    /// How many recent messages to load (`None`: all).
+    pub fn last_messages(mut self, n: Option<usize>) -> Self {
+        self.last_messages = n;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    async fn owned_thread(
+        &self,
+        thread_id: &str,
+        resource_id: &str,
+    ) -> Result<Option<Thread>, MemoryError> {
+        let thread = self.store.get_thread(thread_id).await?;
+        if let Some(t) = &thread {
+            if t.resource_id != resource_id {
+                return Err(MemoryError::ForeignThread {
+                    thread_id: thread_id.to_owned(),
+                    owner: t.resource_id.clone(),
+                    requested: resource_id.to_owned(),
+                });
+            }
+        }
+        Ok(thread)
+    }
+}
+
+impl Processor for Memory {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT.with(Hooks::OUTPUT_RESULT);
+
+    fn id(&self) -> &str {
+        MEMORY_ID
+    }
+
+    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        let (Some(thread_id), Some(resource_id)) = (
+            args.request_context.thread_id(),
+            args.request_context.resource_id(),
+        ) else {
+            return Ok(InputOutcome::Unchanged);
+        };
+        if self.owned_thread(thread_id, resource_id).await?.is_none() {
+            return Ok(InputOutcome::Unchanged);
+        }
+        let history = self.store.list_messages(thread_id, self.last_messages).await?;
+        args.message_list.add_remembered(history);
+        Ok(InputOutcome::Unchanged)
+    }
+
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_, ()>,
+    ) -> Result<OutputOutcome, ProcessorError> {
+        let (Some(thread_id), Some(resource_id)) = (
+            args.request_context.thread_id(),
+            args.request_context.resource_id(),
+        ) else {
+            return Ok(OutputOutcome::Unchanged);
+        };
+        let now = crate::message::now_millis();
+        let thread = match self.owned_thread(thread_id, resource_id).await? {
+            Some(mut t) => {
+                t.updated_at = now;
+                t
+            }
+            None => Thread {
+                id: thread_id.to_owned(),
+                resource_id: resource_id.to_owned(),
+                title: None,
+                created_at: now,
+                updated_at: now,
+                metadata: None,
+            },
+        };
+        let list = &*args.message_list;
+        let turn: Vec<Message> = list
+            .view(MessageSource::Input)
+            .chain(list.view(MessageSource::Response))
+            .map(|m| {
+                let mut m = m.clone();
+                m.thread_id = Some(thread_id.to_owned());
+                m.resource_id = Some(resource_id.to_owned());
+                m
+            })
+            .collect();
+        self.store.save_thread(thread).await?;
+        self.store.save_messages(turn).await?;
+        Ok(OutputOutcome::Unchanged)
+    }
+}
+
+impl InputProcessor for Memory {}
+impl OutputProcessor for Memory {}

@@ -1,0 +1,234 @@
+//! Messages: the unit of conversation, their parts, and the run's live [`MessageList`].
+
+mod list;
+
+pub use list::{MessageList, MessageSource, ReconcileError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person (or program) talking to the agent.
+    User,
+    /// The model.
+    Assistant,
+    /// Instructions for the model.
+    System,
+    /// Tool results.
+    Tool,
+}
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+pub enum Part {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Model reasoning, kept apart from the answer.
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+    },
+    /// A call of a tool by the model.
+    ToolCall {
+        /// The provider's id of the call.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The arguments, as JSON.
+        args: Value,
+    },
+    /// The result of a tool call.
+    ToolResult {
+        /// The id of the call this answers.
+        tool_call_id: String,
+        /// The tool's name.
+        tool_name: String,
+        /// The result, as JSON.
+        result: Value,
+        /// Whether the tool failed (the result then holds the error).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+    /// A file, inline (base64) or by URL.
+    File {
+        /// Its media type, such as `image/png`.
+        mime_type: String,
+        /// Base64 data or a URL.
+        data: String,
+    },
+    /// A custom data part (what a persisted `data-*` chunk becomes).
+    Data {
+        /// The name after `data-`.
+        name: String,
+        /// The payload.
+        data: Value,
+    },
+}
+
+/// A message's content: its parts in order, in format version 2.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Content {
+    /// The format version (always 2).
+    pub format: u8,
+    /// The parts, in order.
+    pub parts: Vec<Part>,
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content {
+            format: 2,
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// A message of the conversation.
+///
+/// ```
+/// use processors_runtime::message::{Message, Role};
+/// let m = Message::user("hello");
+/// assert_eq!(m.role, Role::User);
+/// assert_eq!(m.text(), "hello");
+/// let json = serde_json::to_string(&m).unwrap();
+/// let back: Message = serde_json::from_str(&json).unwrap();
+/// assert_eq!(back, m);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Unique id; processors return messages by id and the list reconciles on it.
+    pub id: String,
+    /// Who wrote it.
+    pub role: Role,
+    /// The parts.
+    pub content: Content,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The memory thread it belongs to, once saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// The resource (user, tenant) it belongs to, once saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A process-unique id with the given prefix (`msg-…`, `run-…`).
+pub fn new_id(prefix: &str) -> String {
+    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}-{:x}-{n}", start_stamp())
+}
+
+fn start_stamp() -> u64 {
+    static STAMP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *STAMP.get_or_init(|| now_millis() & 0xff_ffff_ffff)
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Message {
+    /// A message with the given role and parts, a fresh id and the current time.
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Message {
+            id: new_id("msg"),
+            role,
+            content: Content { format: 2, parts },
+            created_at: now_millis(),
+            thread_id: None,
+            resource_id: None,
+            metadata: None,
+        }
+    }
+
+    /// A user message with one text part.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::new(Role::User, vec![Part::Text { text: text.into() }])
+    }
+
+    /// An assistant message with one text part.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::new(Role::Assistant, vec![Part::Text { text: text.into() }])
+    }
+
+    /// A system message with one text part.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::new(Role::System, vec![Part::Text { text: text.into() }])
+    }
+
+    /// The same message with another id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// The text parts, concatenated.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content.parts {
+            if let Part::Text { text } = part {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// Replaces every text part by one part holding `text` (kept at the first text part's place).
+    pub fn set_text(&mut self, text: impl Into<String>) {
+        let mut text = Some(text.into());
+        let mut parts = Vec::with_capacity(self.content.parts.len());
+        for part in self.content.parts.drain(..) {
+            match part {
+                Part::Text { .. } => {
+                    if let Some(t) = text.take() {
+                        parts.push(Part::Text { text: t });
+                    }
+                }
+                other => parts.push(other),
+            }
+        }
+        if let Some(t) = text {
+            parts.push(Part::Text { text: t });
+        }
+        self.content.parts = parts;
+    }
+
+    /// The tool-call parts of this message.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &Part> {
+        self.content
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::ToolCall { .. }))
+    }
+}
+
+impl From<&str> for Message {
+    fn from(text: &str) -> Self {
+        Message::user(text)
+    }
+}
+
+impl From<String> for Message {
+    fn from(text: String) -> Self {
+        Message::user(text)
+    }
+}

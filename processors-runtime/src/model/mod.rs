@@ -1,0 +1,135 @@
+//! Language models: the [`LanguageModel`] trait, its request and errors, and the
+//! [`ScriptedModel`] used offline.
+
+mod scripted;
+
+pub use scripted::{ScriptedModel, Turn};
+
+use crate::chunk::ChunkKind;
+use crate::message::Message;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A provider's error, classified.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("model API error{}: {message}", status.map(|s| format!(" (status {s})")).unwrap_or_default())]
+pub struct ApiError {
+    /// The HTTP status, when there was a response.
+    pub status: Option<u16>,
+    /// What went wrong.
+    pub message: String,
+    /// The response body, when there was one.
+    pub body: Option<String>,
+    /// Whether calling again may succeed (429, 5xx, connection failures).
+    pub retryable: bool,
+}
+
+impl ApiError {
+    /// An error with this status and message; retryable for 408, 429 and 5xx.
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        ApiError {
+            status: Some(status),
+            message: message.into(),
+            body: None,
+            retryable: status == 408 || status == 429 || status >= 500,
+        }
+    }
+
+    /// An error without a response (connection, stream or protocol failure).
+    pub fn other(message: impl Into<String>, retryable: bool) -> Self {
+        ApiError {
+            status: None,
+            message: message.into(),
+            body: None,
+            retryable,
+        }
+    }
+
+    /// The same error with a body.
+    pub fn with_body(mut self, body: impl Into<String>) -> Self {
+        self.body = Some(body.into());
+        self
+    }
+}
+
+/// How the model may use tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// Some tool call is required.
+    Required,
+    /// This tool must be called.
+    Tool(String),
+}
+
+/// Sampling settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSettings {
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Output token limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop_sequences: Vec<String>,
+    /// Seed for deterministic sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+/// One call of a model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRequest {
+    /// The conversation: system messages first.
+    pub prompt: Vec<Message>,
+    /// The tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// How tools may be used.
+    pub tool_choice: ToolChoice,
+    /// Provider-specific options, passed through.
+    pub provider_options: Value,
+    /// Sampling settings.
+    pub settings: ModelSettings,
+}
+
+/// A model's answer: model chunks (text deltas, tool calls, one `finish`) or an error.
+pub type ModelStream = BoxStream<'static, Result<ChunkKind, ApiError>>;
+
+/// A language model the agent can call.
+///
+/// `stream` resolves once the provider accepted the request (or rejected it: a 4xx is an
+/// [`ApiError`] here, which the `process_api_error` processors may fix); the stream then yields
+/// [`ChunkKind`]s ending with [`ChunkKind::Finish`]. Dropping the stream cancels the call.
+pub trait LanguageModel: Send + Sync + 'static {
+    /// The provider's name (`openai`, `anthropic`, `scripted`).
+    fn provider(&self) -> &str;
+    /// The model's id.
+    fn model_id(&self) -> &str;
+    /// Starts a call.
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>>;
+}

@@ -1,0 +1,333 @@
+use super::*;
+use crate::chunk::{FinishReason, Usage};
+use futures::FutureExt;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// One scripted answer of a [`ScriptedModel`].
+///
+/// ```
+/// use processors_runtime::model::Turn;
+/// let t = Turn::text("Hello world")
+///     .tool_call("call-1", "weather", serde_json::json!({ "city": "Oslo" }))
+///     .usage(12, 3);
+/// assert_eq!(t.text_len(), 11);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Turn {
+    deltas: Vec<String>,
+    repeat: Option<(String, usize)>,
+    reasoning: Option<String>,
+    tool_calls: Vec<(String, String, Value)>,
+    usage: Usage,
+    finish: Option<FinishReason>,
+    data: Vec<ChunkKind>,
+    reject: Option<ApiError>,
+    fail_mid_stream: Option<ApiError>,
+}
+
+impl Turn {
+    /// Answers with one text delta.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::deltas([text])
+    }
+
+    /// Answers with these text deltas.
+    pub fn deltas<I: IntoIterator<Item = S>, S: Into<String>>(deltas: I) -> Self {
+        Turn {
+            deltas: deltas.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Answers with `count` deltas of `delta` (kept once, however large `count` is).
+    pub fn repeated(delta: impl Into<String>, count: usize) -> Self {
+        Turn {
+            repeat: Some((delta.into(), count)),
+            ..Self::default()
+        }
+    }
+
+    /// An answer without text (add tool calls to it).
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// The provider rejects the request with this error.
+    pub fn error(error: ApiError) -> Self {
+        Turn {
+            reject: Some(error),
+            ..Self::default()
+        }
+    }
+
+    /// Adds reasoning before the text.
+    pub fn reasoning(mut self, text: impl Into<String>) -> Self {
+        self.reasoning = Some(text.into());
+        self
+    }
+
+    /// Adds a tool call after the text; the finish reason becomes `tool-calls`.
+    pub fn tool_call(mut self, id: impl Into<String>, name: impl Into<String>, args: Value) -> Self {
+        self.tool_calls.push((id.into(), name.into(), args));
+        self
+    }
+
+    /// Adds a raw chunk (such as a `data-*` chunk) before the text.
+    pub fn chunk(mut self, chunk: ChunkKind) -> Self {
+        self.data.push(chunk);
+        self
+    }
+
+    /// Sets the usage reported by the `finish` chunk.
+    pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Usage {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens + output_tokens,
+        };
+        self
+    }
+
+    /// Sets the finish reason.
+    pub fn finish(mut self, reason: FinishReason) -> Self {
+        self.finish = Some(reason);
+        self
+    }
+
+    /// The stream fails with this error after the text, before `finish`.
+    pub fn fail_mid_stream(mut self, error: ApiError) -> Self {
+        self.fail_mid_stream = Some(error);
+        self
+    }
+
+    /// Number of characters of text this turn streams.
+    pub fn text_len(&self) -> usize {
+        let listed: usize = self.deltas.iter().map(|d| d.chars().count()).sum();
+        let repeated = self
+            .repeat
+            .as_ref()
+            .map_or(0, |(d, n)| d.chars().count() * n);
+        listed + repeated
+    }
+
+    fn into_stream(self) -> ModelStream {
+        let turn = Arc::new(self);
+        let text_id: Arc<str> = Arc::from("text-0");
+        let mut head: Vec<ChunkKind> = turn.data.clone();
+        if let Some(r) = &turn.reasoning {
+            let id: Arc<str> = Arc::from("reasoning-0");
+            head.push(ChunkKind::ReasoningStart { id: id.clone() });
+            head.push(ChunkKind::ReasoningDelta {
+                id: id.clone(),
+                text: r.clone(),
+            });
+            head.push(ChunkKind::ReasoningEnd { id });
+        }
+        let has_text = !turn.deltas.is_empty() || turn.repeat.as_ref().is_some_and(|r| r.1 > 0);
+        if has_text {
+            head.push(ChunkKind::TextStart {
+                id: text_id.clone(),
+            });
+        }
+        let listed = {
+            let turn = turn.clone();
+            let id = text_id.clone();
+            (0..turn.deltas.len()).map(move |i| {
+                Ok(ChunkKind::TextDelta {
+                    id: id.clone(),
+                    text: turn.deltas[i].clone(),
+                })
+            })
+        };
+        let repeated = {
+            let count = turn.repeat.as_ref().map_or(0, |r| r.1);
+            let turn = turn.clone();
+            let id = text_id.clone();
+            (0..count).map(move |_| {
+                Ok(ChunkKind::TextDelta {
+                    id: id.clone(),
+                    text: turn.repeat.as_ref().map(|r| r.0.clone()).unwrap_or_default(),
+                })
+            })
+        };
+        let mut tail: Vec<Result<ChunkKind, ApiError>> = Vec::new();
+        if has_text {
+            tail.push(Ok(ChunkKind::TextEnd { id: text_id }));
+        }
+        for (id, name, args) in &turn.tool_calls {
+            tail.push(Ok(ChunkKind::ToolCall {
+                tool_call_id: id.clone(),
+                tool_name: name.clone(),
+                args: args.clone(),
+            }));
+        }
+        match &turn.fail_mid_stream {
+            Some(e) => tail.push(Err(e.clone())),
+            None => {
+                let reason = turn.finish.unwrap_or(if turn.tool_calls.is_empty() {
+                    FinishReason::Stop
+                } else {
+                    FinishReason::ToolCalls
+                });
+                tail.push(Ok(ChunkKind::Finish {
+                    finish_reason: reason,
+                    usage: turn.usage,
+                }));
+            }
+        }
+        let iter = head.into_iter().map(Ok).chain(listed).chain(repeated).chain(tail);
+        Box::pin(futures::stream::iter(iter))
+    }
+}
+
+type Responder = dyn Fn(&ModelRequest, usize) -> Turn + Send + Sync;
+
+struct Inner {
+    id: String,
+    turns: Mutex<VecDeque<Turn>>,
+    cycle: bool,
+    responder: Option<Box<Responder>>,
+    record: bool,
+    requests: Mutex<Vec<ModelRequest>>,
+    calls: Mutex<usize>,
+}
+
+/// A model that plays scripted turns and records every request; the offline default for
+/// examples and tests. Clones share the script and the records.
+///
+/// ```
+/// # tokio_test_shim::run(async {
+/// use processors_runtime::model::{LanguageModel, ScriptedModel, Turn, ModelRequest};
+/// use futures::StreamExt;
+/// let model = ScriptedModel::new([Turn::deltas(["Hel", "lo"])]);
+/// let stream = model.stream(ModelRequest::default()).await.unwrap();
+/// let chunks: Vec<_> = stream.collect().await;
+/// assert_eq!(chunks.len(), 5); // text-start, 2 deltas, text-end, finish
+/// assert_eq!(model.requests().len(), 1);
+/// # });
+/// # mod tokio_test_shim { pub fn run<F: std::future::Future>(f: F) -> F::Output { futures::executor::block_on(f) } }
+/// ```
+#[derive(Clone)]
+pub struct ScriptedModel {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("id", &self.inner.id)
+            .field("calls", &self.calls())
+            .finish()
+    }
+}
+
+impl ScriptedModel {
+    fn build(turns: VecDeque<Turn>, cycle: bool, responder: Option<Box<Responder>>) -> Self {
+        ScriptedModel {
+            inner: Arc::new(Inner {
+                id: "scripted".to_owned(),
+                turns: Mutex::new(turns),
+                cycle,
+                responder,
+                record: true,
+                requests: Mutex::new(Vec::new()),
+                calls: Mutex::new(0),
+            }),
+        }
+    }
+
+    /// Plays these turns in order; a call after the last gets an error.
+    pub fn new(turns: impl IntoIterator<Item = Turn>) -> Self {
+        Self::build(turns.into_iter().collect(), false, None)
+    }
+
+    /// Plays these turns in order, then again from the first, forever.
+    pub fn cycle(turns: impl IntoIterator<Item = Turn>) -> Self {
+        Self::build(turns.into_iter().collect(), true, None)
+    }
+
+    /// Answers each call with `f(request, call_index)`.
+    pub fn responder(f: impl Fn(&ModelRequest, usize) -> Turn + Send + Sync + 'static) -> Self {
+        Self::build(VecDeque::new(), false, Some(Box::new(f)))
+    }
+
+    /// Stops recording requests (for long benchmark runs). Call before sharing the model.
+    pub fn without_recording(mut self) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.record = false;
+        }
+        self
+    }
+
+    /// Names the model (its `model_id`).
+    pub fn named(mut self, id: impl Into<String>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.id = id.into();
+        }
+        self
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.inner
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Number of calls so far.
+    pub fn calls(&self) -> usize {
+        *self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_turn(&self, request: &ModelRequest) -> Option<Turn> {
+        let index = {
+            let mut calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            *calls += 1;
+            *calls - 1
+        };
+        if let Some(f) = &self.inner.responder {
+            return Some(f(request, index));
+        }
+        let mut turns = self.inner.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        let turn = turns.pop_front()?;
+        if self.inner.cycle {
+            turns.push_back(turn.clone());
+        }
+        Some(turn)
+    }
+}
+
+impl LanguageModel for ScriptedModel {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.inner.id
+    }
+
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        let turn = self.next_turn(&request);
+        if self.inner.record {
+            self.inner
+                .requests
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(request);
+        }
+        let result = match turn {
+            None => Err(ApiError::other(
+                "the scripted model has no turn left for this call",
+                false,
+            )),
+            Some(Turn {
+                reject: Some(e), ..
+            }) => Err(e),
+            Some(turn) => Ok(turn.into_stream()),
+        };
+        futures::future::ready(result).boxed()
+    }
+}

@@ -1,0 +1,176 @@
+//! The [`Processor`] trait, its hooks, and the two ways to dispatch it.
+//!
+//! A processor implements any of nine hooks; [`Processor::HOOKS`] says which. Statically typed
+//! lists (tuples) call the hooks directly, with no boxing or virtual call per chunk; lists built
+//! at run time hold `Arc<dyn DynProcessor>`. Both go through one runner.
+
+mod args;
+mod dynamic;
+mod hooks;
+mod pipeline;
+pub(crate) mod state;
+
+pub use args::*;
+pub use dynamic::{DynProcessor, ProcessorRef, boxed};
+pub use hooks::{Hook, Hooks};
+pub use pipeline::{DynPipeline, Pipeline};
+pub(crate) use pipeline::{Flow, StreamCx, panic_message as pipeline_panic_message};
+
+use crate::tripwire::ProcessorError;
+use std::future::Future;
+
+/// A unit that plugs into the agent loop at one or more hooks.
+///
+/// Every hook defaults to "not present"; [`HOOKS`](Processor::HOOKS) lists the ones the type
+/// implements, and the runner calls only those. `#[processor]` writes this impl for you; by
+/// hand it reads:
+///
+/// ```
+/// use processors_runtime::prelude::*;
+///
+/// /// Upper-cases streamed text and counts the chunks it saw.
+/// struct Shout;
+///
+/// impl Processor for Shout {
+///     type State = usize;
+///     const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+///     fn id(&self) -> &str {
+///         "shout"
+///     }
+///     async fn process_output_stream(
+///         &self,
+///         args: OutputStreamArgs<'_, usize>,
+///     ) -> Result<StreamAction, ProcessorError> {
+///         *args.state += 1;
+///         Ok(args.chunk.clone().map_text(|t| t.to_uppercase()).into())
+///     }
+/// }
+/// impl OutputProcessor for Shout {}
+/// ```
+pub trait Processor: Send + Sync + 'static {
+    /// Per-request state: one value per processor id per request, shared by all of this
+    /// processor's hooks within the request, fresh for every request.
+    type State: Default + Send + 'static;
+
+    /// The hooks this type implements.
+    const HOOKS: Hooks;
+
+    /// The processor's id: names it in errors, trip wires and traces, and keys its state.
+    fn id(&self) -> &str;
+
+    /// Whether `data-*` chunks reach `process_output_stream` (they do not by default).
+    fn process_data_parts(&self) -> bool {
+        false
+    }
+
+    /// Whether the runner keeps the chunks this processor received, for
+    /// [`OutputStreamArgs::stream_history`]. Costs a clone per chunk; off by default.
+    fn keeps_stream_history(&self) -> bool {
+        false
+    }
+
+    /// Once, before the loop, on the new input messages.
+    fn process_input(
+        &self,
+        args: InputArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<InputOutcome, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(InputOutcome::Unchanged) }
+    }
+
+    /// Before every model call, including tool continuations.
+    fn process_input_step(
+        &self,
+        args: InputStepArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<StepOverrides, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(StepOverrides::default()) }
+    }
+
+    /// On the provider request, before the call: rewrite it, or answer it.
+    fn process_llm_request(
+        &self,
+        args: LlmRequestArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<LlmRequestAction, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(LlmRequestAction::Continue) }
+    }
+
+    /// After a step's model chunks are collected (or replayed from a cache).
+    fn process_llm_response(
+        &self,
+        args: LlmResponseArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<(), ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(()) }
+    }
+
+    /// On every streamed chunk.
+    fn process_output_stream(
+        &self,
+        args: OutputStreamArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(StreamAction::Pass) }
+    }
+
+    /// After each model response, before tools run: the place for guardrails that retry.
+    fn process_output_step(
+        &self,
+        args: OutputStepArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<OutputOutcome, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(OutputOutcome::Unchanged) }
+    }
+
+    /// After a tool succeeds, before its result enters history: `Some` replaces the result.
+    fn process_tool_result(
+        &self,
+        args: ToolResultArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<Option<serde_json::Value>, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(None) }
+    }
+
+    /// Once at the end, on the response messages.
+    fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<OutputOutcome, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(OutputOutcome::Unchanged) }
+    }
+
+    /// When the provider rejects a request.
+    fn process_api_error(
+        &self,
+        args: ApiErrorArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<ApiErrorAction, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(ApiErrorAction::Unhandled) }
+    }
+}
+
+/// A processor that belongs in an agent's `input` list.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an input processor",
+    label = "this processor has no input hook",
+    note = "an input processor implements `process_input`, `process_input_step` or `process_llm_request`; a processor with only output hooks belongs in `output`"
+)]
+pub trait InputProcessor: Processor {}
+
+/// A processor that belongs in an agent's `output` list.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an output processor",
+    label = "this processor has no output hook",
+    note = "an output processor implements `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` or `process_llm_response`; a processor with only input hooks belongs in `input`"
+)]
+pub trait OutputProcessor: Processor {}
+
+/// A processor that belongs in an agent's `error` list.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an error processor",
+    label = "this processor has no `process_api_error` hook",
+    note = "an error processor implements `process_api_error`"
+)]
+pub trait ErrorProcessor: Processor {}

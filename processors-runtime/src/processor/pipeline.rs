@@ -1,0 +1,314 @@
+use super::state::StateMap;
+use super::*;
+use crate::chunk::{Chunk, ChunkKind};
+use crate::context::RequestContext;
+use crate::message::MessageList;
+use crate::tripwire::TripWire;
+use futures::FutureExt;
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+
+/// An ordered list of processors: a tuple of [`Processor`]s (statically dispatched) or a
+/// [`DynPipeline`] (built at run time).
+///
+/// ```
+/// use processors_runtime::prelude::*;
+/// struct A;
+/// impl Processor for A {
+///     type State = ();
+///     const HOOKS: Hooks = Hooks::NONE;
+///     fn id(&self) -> &str { "a" }
+/// }
+/// fn takes(_: impl Pipeline) {}
+/// takes(());
+/// takes((A,));
+/// takes((A, A));
+/// takes(DynPipeline::new().with(A));
+/// ```
+pub trait Pipeline: Send + Sync + 'static {
+    /// Pushes every processor, in order.
+    fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>);
+
+    #[doc(hidden)]
+    fn run_output_stream<'a, 'r>(
+        &'a self,
+        cx: &'a mut StreamCx<'r>,
+        chunk: Chunk,
+    ) -> impl Future<Output = Flow> + Send + 'a;
+}
+
+/// What became of a chunk in the stream chain.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Flow {
+    /// Go on to the next processor.
+    Continue(Chunk),
+    /// Skip the rest of the chain and emit this chunk (a processor failed).
+    Emit(Chunk),
+    /// Dropped.
+    Drop,
+    /// A processor aborted.
+    Abort(TripWire),
+    /// A processor panicked.
+    Panicked {
+        /// Its id.
+        id: String,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// What the stream chain needs of the run.
+#[doc(hidden)]
+pub struct StreamCx<'r> {
+    pub(crate) states: &'r mut StateMap,
+    pub(crate) slots: &'r [usize],
+    pub(crate) histories: &'r mut [Vec<Chunk>],
+    pub(crate) message_list: &'r MessageList,
+    pub(crate) request_context: &'r RequestContext,
+    pub(crate) retry_count: u32,
+    pub(crate) pending: &'r mut Vec<ChunkKind>,
+    pub(crate) warnings: &'r mut Vec<TripWire>,
+}
+
+#[doc(hidden)]
+pub trait StreamCall: Send + Sync {
+    fn call_hooks(&self) -> Hooks;
+    fn call_id(&self) -> &str;
+    fn call_data_parts(&self) -> bool;
+    fn call_history(&self) -> bool;
+    fn call<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a;
+}
+
+impl<P: Processor> StreamCall for P {
+    #[inline]
+    fn call_hooks(&self) -> Hooks {
+        P::HOOKS
+    }
+    fn call_id(&self) -> &str {
+        self.id()
+    }
+    fn call_data_parts(&self) -> bool {
+        self.process_data_parts()
+    }
+    fn call_history(&self) -> bool {
+        self.keeps_stream_history()
+    }
+    #[inline]
+    async fn call<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+            Some(args) => self.process_output_stream(args).await,
+            None => Err(dynamic::state_mismatch(self)),
+        }
+    }
+}
+
+impl<'x> StreamCall for dyn DynProcessor + 'x {
+    fn call_hooks(&self) -> Hooks {
+        self.dyn_hooks()
+    }
+    fn call_id(&self) -> &str {
+        self.dyn_id()
+    }
+    fn call_data_parts(&self) -> bool {
+        self.dyn_process_data_parts()
+    }
+    fn call_history(&self) -> bool {
+        self.dyn_keeps_stream_history()
+    }
+    fn call<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
+        self.dyn_process_output_stream(args)
+    }
+}
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
+#[inline]
+async fn stream_one<P: StreamCall + ?Sized>(
+    p: &P,
+    cx: &mut StreamCx<'_>,
+    chunk: Chunk,
+    pos: usize,
+) -> Flow {
+    if !p.call_hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.call_data_parts()) {
+        return Flow::Continue(chunk);
+    }
+    let Some(&slot) = cx.slots.get(pos) else {
+        return Flow::Continue(chunk);
+    };
+    let history: &[Chunk] = match cx.histories.get_mut(pos) {
+        Some(h) if p.call_history() => {
+            h.push(chunk.clone());
+            h
+        }
+        _ => &[],
+    };
+    let args = OutputStreamArgs {
+        chunk: &chunk,
+        stream_history: history,
+        state: cx.states.get_mut(slot),
+        message_list: cx.message_list,
+        request_context: cx.request_context,
+        retry_count: cx.retry_count,
+        writer: DataWriter {
+            buf: &mut *cx.pending,
+        },
+    };
+    match AssertUnwindSafe(p.call(args)).catch_unwind().await {
+        Ok(Ok(StreamAction::Pass)) => Flow::Continue(chunk),
+        Ok(Ok(StreamAction::Replace(c))) => Flow::Continue(c),
+        Ok(Ok(StreamAction::Drop)) => Flow::Drop,
+        Ok(Err(ProcessorError::Abort(a))) => Flow::Abort(a.into_tripwire(p.call_id())),
+        Ok(Err(ProcessorError::Warning(a))) => {
+            cx.warnings.push(a.into_tripwire(p.call_id()));
+            Flow::Continue(chunk)
+        }
+        Ok(Err(ProcessorError::Failed(e))) => {
+            tracing::warn!(
+                processor = p.call_id(),
+                error = %e,
+                "process_output_stream failed; the original chunk passes on"
+            );
+            Flow::Emit(chunk)
+        }
+        Err(panic) => Flow::Panicked {
+            id: p.call_id().to_owned(),
+            message: panic_message(&*panic),
+        },
+    }
+}
+
+impl Pipeline for () {
+    fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
+    async fn run_output_stream<'a, 'r>(&'a self, _: &'a mut StreamCx<'r>, chunk: Chunk) -> Flow {
+        Flow::Continue(chunk)
+    }
+}
+
+macro_rules! tuple_pipeline {
+    ($($idx:tt $T:ident),+) => {
+        impl<$($T: Processor),+> Pipeline for ($($T,)+) {
+            fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
+                $( out.push(&self.$idx); )+
+            }
+            async fn run_output_stream<'a, 'r>(
+                &'a self,
+                cx: &'a mut StreamCx<'r>,
+                chunk: Chunk,
+            ) -> Flow {
+                $(
+                    let chunk = match stream_one(&self.$idx, cx, chunk, $idx).await {
+                        Flow::Continue(c) => c,
+                        other => return other,
+                    };
+                )+
+                Flow::Continue(chunk)
+            }
+        }
+    };
+}
+
+tuple_pipeline!(0 A);
+tuple_pipeline!(0 A, 1 B);
+tuple_pipeline!(0 A, 1 B, 2 C);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
+tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
+
+/// A processor list built at run time.
+#[derive(Clone, Default)]
+pub struct DynPipeline {
+    processors: Vec<ProcessorRef>,
+}
+
+impl DynPipeline {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The list with `p` appended.
+    pub fn with(mut self, p: impl Processor) -> Self {
+        self.processors.push(boxed(p));
+        self
+    }
+
+    /// Appends a processor.
+    pub fn push(&mut self, p: ProcessorRef) {
+        self.processors.push(p);
+    }
+
+    /// The processors, in order.
+    pub fn processors(&self) -> &[ProcessorRef] {
+        &self.processors
+    }
+
+    /// Number of processors.
+    pub fn len(&self) -> usize {
+        self.processors.len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.processors.is_empty()
+    }
+}
+
+impl From<Vec<ProcessorRef>> for DynPipeline {
+    fn from(processors: Vec<ProcessorRef>) -> Self {
+        DynPipeline { processors }
+    }
+}
+
+impl FromIterator<ProcessorRef> for DynPipeline {
+    fn from_iter<T: IntoIterator<Item = ProcessorRef>>(iter: T) -> Self {
+        DynPipeline {
+            processors: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl Pipeline for DynPipeline {
+    fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
+        out.extend(self.processors.iter().map(|p| &**p));
+    }
+    async fn run_output_stream<'a, 'r>(&'a self, cx: &'a mut StreamCx<'r>, chunk: Chunk) -> Flow {
+        let mut chunk = chunk;
+        for (i, p) in self.processors.iter().enumerate() {
+            chunk = match stream_one(&**p, cx, chunk, i).await {
+                Flow::Continue(c) => c,
+                other => return other,
+            };
+        }
+        Flow::Continue(chunk)
+    }
+}

@@ -1,0 +1,55 @@
+//! Per-request processor state, keyed by processor id.
+
+use super::DynProcessor;
+use std::any::{Any, TypeId};
+
+struct Slot {
+    id: String,
+    ty: TypeId,
+    ty_name: &'static str,
+    value: Box<dyn Any + Send>,
+}
+
+/// One state value per processor id for one request.
+#[derive(Default)]
+pub(crate) struct StateMap {
+    slots: Vec<Slot>,
+}
+
+/// Two processors share an id but not a state type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StateConflict {
+    pub id: String,
+    pub first: &'static str,
+    pub second: &'static str,
+}
+
+impl StateMap {
+    /// The slot of `p`'s id, created on first use. Processors with one id share one slot.
+    pub fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
+        let id = p.dyn_id();
+        let (ty, ty_name) = p.dyn_state_type();
+        if let Some(i) = self.slots.iter().position(|s| s.id == id) {
+            let s = &self.slots[i];
+            if s.ty != ty {
+                return Err(StateConflict {
+                    id: id.to_owned(),
+                    first: s.ty_name,
+                    second: ty_name,
+                });
+            }
+            return Ok(i);
+        }
+        self.slots.push(Slot {
+            id: id.to_owned(),
+            ty,
+            ty_name,
+            value: p.dyn_new_state(),
+        });
+        Ok(self.slots.len() - 1)
+    }
+
+    pub fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {
+        &mut *self.slots[slot].value
+    }
+}
