@@ -1,1 +1,51 @@
+//! # processors
+//!
+//! Compile-time validated processor pipelines for LLM agents.
+//!
+//! Processors plug into an agent's loop at fixed points (before the model sees the
+//! conversation, before each model call, on every streamed chunk, after each step, after tool
+//! results, at the end, and when the provider rejects a request) to normalise and guard input,
+//! redact streamed output, retry bad answers with feedback, recover from provider errors and
+//! persist memory.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors::prelude::*;
+//!
+//! struct Shout;
+//! impl Processor for Shout {
+//!     type State = ();
+//!     const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+//!     fn id(&self) -> &str { "shout" }
+//!     async fn process_output_stream(
+//!         &self,
+//!         args: OutputStreamArgs<'_, ()>,
+//!     ) -> Result<StreamAction, ProcessorError> {
+//!         Ok(args.chunk.clone().map_text(|t| t.to_uppercase()).into())
+//!     }
+//! }
+//!
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([Turn::text("hello")]))
+//!     .output_pipeline((Shout,))
+//!     .build()
+//!     .unwrap();
+//! assert_eq!(agent.generate("hi").await.unwrap().text, "HELLO");
+//! # });
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub use processors_builtins as builtins;
 pub use processors_runtime::*;
+
+/// The names most programs need: `use processors::prelude::*;`.
+pub mod prelude {
+    pub use processors_runtime::prelude::*;
+}
+
+/// Paths used by the code the macros generate. Not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use processors_runtime;
+}

@@ -48,7 +48,11 @@ impl RequestContext {
     }
 
     /// Sets the memory thread and the resource (user, tenant) it belongs to.
-    pub fn with_thread(mut self, thread_id: impl Into<String>, resource_id: impl Into<String>) -> Self {
+    pub fn with_thread(
+        mut self,
+        thread_id: impl Into<String>,
+        resource_id: impl Into<String>,
+    ) -> Self {
         self.thread_id = Some(thread_id.into());
         self.resource_id = Some(resource_id.into());
         self

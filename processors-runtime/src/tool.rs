@@ -68,7 +68,11 @@ where
     fn parameters(&self) -> &Value {
         &self.parameters
     }
-    fn execute<'a>(&'a self, args: Value, _: ToolContext<'a>) -> BoxFuture<'a, Result<Value, BoxError>> {
+    fn execute<'a>(
+        &'a self,
+        args: Value,
+        _: ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<Value, BoxError>> {
         (self.f)(args).boxed()
     }
 }

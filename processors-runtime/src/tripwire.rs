@@ -57,9 +57,10 @@ impl Abort {
 
     /// Attaches metadata; a value that cannot be serialised is recorded as its error message.
     pub fn metadata(mut self, metadata: impl Serialize) -> Self {
-        self.metadata = Some(serde_json::to_value(metadata).unwrap_or_else(
-            |e| serde_json::json!({ "metadataError": e.to_string() }),
-        ));
+        self.metadata = Some(
+            serde_json::to_value(metadata)
+                .unwrap_or_else(|e| serde_json::json!({ "metadataError": e.to_string() })),
+        );
         self
     }
 

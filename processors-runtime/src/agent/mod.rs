@@ -6,7 +6,9 @@ mod run;
 mod stream;
 
 pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo, Violation, ViolationKind};
-pub use result::{AgentError, GenerateResult, RunSummary, StepResult, ToolCallInfo, ToolResultInfo};
+pub use result::{
+    AgentError, GenerateResult, RunSummary, StepResult, ToolCallInfo, ToolResultInfo,
+};
 pub use stream::AgentStream;
 
 use crate::memory::{MEMORY_ID, Memory};
@@ -121,7 +123,10 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     }
 
     /// Runs to the end and returns the result.
-    pub async fn generate(&self, input: impl Into<AgentInput>) -> Result<GenerateResult, AgentError> {
+    pub async fn generate(
+        &self,
+        input: impl Into<AgentInput>,
+    ) -> Result<GenerateResult, AgentError> {
         self.generate_with(input, GenerateOptions::default()).await
     }
 
@@ -140,7 +145,11 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     }
 
     /// Runs as a stream with per-call options.
-    pub fn stream_with(&self, input: impl Into<AgentInput>, options: GenerateOptions) -> AgentStream {
+    pub fn stream_with(
+        &self,
+        input: impl Into<AgentInput>,
+        options: GenerateOptions,
+    ) -> AgentStream {
         let inner = self.inner.clone();
         let input = input.into().0;
         AgentStream::new(move |slot| run::run(inner, input, options, Some(slot)))
@@ -378,10 +387,10 @@ pub(crate) fn check_memory_placement(
             return Err(BuildError::MemoryWithoutMemory("output"));
         }
     }
-    if let Some(i) = output.iter().position(is_memory) {
-        if i + 1 != output.len() {
-            return Err(BuildError::MemoryNotLast);
-        }
+    if let Some(i) = output.iter().position(is_memory)
+        && i + 1 != output.len()
+    {
+        return Err(BuildError::MemoryNotLast);
     }
     Ok(())
 }

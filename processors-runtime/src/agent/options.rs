@@ -47,8 +47,9 @@ pub struct PrepareStepInfo {
     pub retry_count: u32,
 }
 
-type PrepareFn =
-    dyn Fn(PrepareStepInfo) -> BoxFuture<'static, Result<StepOverrides, ProcessorError>> + Send + Sync;
+type PrepareFn = dyn Fn(PrepareStepInfo) -> BoxFuture<'static, Result<StepOverrides, ProcessorError>>
+    + Send
+    + Sync;
 
 /// A per-call closure run before every step, after the input processors, as a processor with
 /// the id `prepare-step`.

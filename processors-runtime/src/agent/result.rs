@@ -109,7 +109,9 @@ pub enum AgentError {
         source: crate::tripwire::BoxError,
     },
     /// A hook panicked; the run stopped and saved nothing.
-    #[error("processor `{id}` panicked in {hook}: {message}; the run was stopped and nothing was saved")]
+    #[error(
+        "processor `{id}` panicked in {hook}: {message}; the run was stopped and nothing was saved"
+    )]
     Panicked {
         /// The processor's id.
         id: String,

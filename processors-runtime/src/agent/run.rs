@@ -191,8 +191,10 @@ impl Run {
     fn reject_step(&mut self, step_number: u32, tw: TripWire, usage: Usage, remove: &[String]) {
         let refs: Vec<&str> = remove.iter().map(String::as_str).collect();
         self.list.remove(&refs);
-        self.list
-            .add_system(Message::system(feedback_text(&tw.reason)), Some(FEEDBACK_TAG));
+        self.list.add_system(
+            Message::system(feedback_text(&tw.reason)),
+            Some(FEEDBACK_TAG),
+        );
         self.steps.push(StepResult {
             step_number,
             text: String::new(),
@@ -420,7 +422,8 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         .chain(&errors)
         .any(|p| p.dyn_hooks().contains(Hook::ApiError));
     let api_retry_limit = max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 });
-    let has = |list: &[&dyn DynProcessor], hook: Hook| list.iter().any(|p| p.dyn_hooks().contains(hook));
+    let has =
+        |list: &[&dyn DynProcessor], hook: Hook| list.iter().any(|p| p.dyn_hooks().contains(hook));
     let collect_raw = has(&outputs, Hook::LlmResponse);
 
     let mut emitter = Emitter {
@@ -460,10 +463,11 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         let applied = match outcome.unwrap_or_default() {
             InputOutcome::Unchanged => Ok(()),
             InputOutcome::Messages(ms) => r.list.reconcile(&view, ms, MessageSource::Input),
+            // The system set first: system-role messages inside `messages` then add to it.
             InputOutcome::MessagesAndSystem { messages, system } => r
                 .list
-                .reconcile(&view, messages, MessageSource::Input)
-                .and_then(|()| r.list.reconcile_system(system)),
+                .reconcile_system(system)
+                .and_then(|()| r.list.reconcile(&view, messages, MessageSource::Input)),
         };
         tri!(r, applied.map_err(|e| invalid(id, Hook::Input, e)));
     }
@@ -474,7 +478,10 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     };
 
     let mut acc = StepAcc::default();
-    if let Some(tw) = tri!(r, emitter.emit(&mut r, ChunkKind::Start, true, &mut acc).await) {
+    if let Some(tw) = tri!(
+        r,
+        emitter.emit(&mut r, ChunkKind::Start, true, &mut acc).await
+    ) {
         return r.end_with_tripwire(tw, None).await;
     }
 
@@ -513,7 +520,10 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 request_context: &r.cx,
                 retry_count: r.retry_count,
             };
-            let result = tri!(r, guard(id, Hook::InputStep, p.dyn_process_input_step(args)).await);
+            let result = tri!(
+                r,
+                guard(id, Hook::InputStep, p.dyn_process_input_step(args)).await
+            );
             let overrides = match result {
                 Called::Done(o) => o,
                 Called::Warned(tw) => {
@@ -573,8 +583,14 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 };
                 let action = called!(
                     r,
-                    guard(p.dyn_id(), Hook::LlmRequest, p.dyn_process_llm_request(args)).await,
-                    |r: Run, tw| r.end_with_tripwire(tw, Some((step_number, Usage::default(), Vec::new())))
+                    guard(
+                        p.dyn_id(),
+                        Hook::LlmRequest,
+                        p.dyn_process_llm_request(args)
+                    )
+                    .await,
+                    |r: Run, tw| r
+                        .end_with_tripwire(tw, Some((step_number, Usage::default(), Vec::new())))
                 );
                 match action.unwrap_or_default() {
                     LlmRequestAction::Continue => {}
@@ -615,7 +631,8 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 let action = called!(
                     r,
                     guard(p.dyn_id(), Hook::ApiError, p.dyn_process_api_error(args)).await,
-                    |r: Run, tw| r.end_with_tripwire(tw, Some((step_number, Usage::default(), Vec::new())))
+                    |r: Run, tw| r
+                        .end_with_tripwire(tw, Some((step_number, Usage::default(), Vec::new())))
                 );
                 if action == Some(ApiErrorAction::Retry) {
                     retry = true;
@@ -624,7 +641,10 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             }
             if retry && api_retries < api_retry_limit {
                 api_retries += 1;
-                tracing::debug!(attempt = api_retries, "retrying the model call after an API error");
+                tracing::debug!(
+                    attempt = api_retries,
+                    "retrying the model call after an API error"
+                );
                 continue;
             }
             return r.fail(AgentError::Api(error)).await;
@@ -636,7 +656,12 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         if let Some(tw) = tri!(
             r,
             emitter
-                .emit(&mut r, ChunkKind::StepStart { step_number }, through, &mut acc)
+                .emit(
+                    &mut r,
+                    ChunkKind::StepStart { step_number },
+                    through,
+                    &mut acc
+                )
                 .await
         ) {
             return r
@@ -695,9 +720,16 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         };
         // Rule 23: a finish between steps (tool calls) does not go through stream processors.
         let finish_through = through && reason != FinishReason::ToolCalls;
-        if let Some(tw) = tri!(r, emitter.emit(&mut r, step_finish, finish_through, &mut acc).await) {
+        if let Some(tw) = tri!(
+            r,
+            emitter
+                .emit(&mut r, step_finish, finish_through, &mut acc)
+                .await
+        ) {
             let calls = std::mem::take(&mut acc.tool_calls);
-            return r.end_with_tripwire(tw, Some((step_number, usage, calls))).await;
+            return r
+                .end_with_tripwire(tw, Some((step_number, usage, calls)))
+                .await;
         }
 
         // process_llm_response.
@@ -717,7 +749,12 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 };
                 called!(
                     r,
-                    guard(p.dyn_id(), Hook::LlmResponse, p.dyn_process_llm_response(args)).await,
+                    guard(
+                        p.dyn_id(),
+                        Hook::LlmResponse,
+                        p.dyn_process_llm_response(args)
+                    )
+                    .await,
                     |r: Run, tw| r.end_with_tripwire(tw, Some((step_number, usage, Vec::new())))
                 );
             }
@@ -773,7 +810,10 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 request_context: &r.cx,
                 retry_count: r.retry_count,
             };
-            let result = tri!(r, guard(id, Hook::OutputStep, p.dyn_process_output_step(args)).await);
+            let result = tri!(
+                r,
+                guard(id, Hook::OutputStep, p.dyn_process_output_step(args)).await
+            );
             match result {
                 Called::Done(OutputOutcome::Unchanged) => {}
                 Called::Done(OutputOutcome::Messages(ms)) => {
@@ -799,7 +839,9 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                         break;
                     }
                     let calls = std::mem::take(&mut acc.tool_calls);
-                    return r.end_with_tripwire(tw, Some((step_number, usage, calls))).await;
+                    return r
+                        .end_with_tripwire(tw, Some((step_number, usage, calls)))
+                        .await;
                 }
             }
         }
@@ -859,8 +901,12 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                             };
                             let changed = called!(
                                 r,
-                                guard(p.dyn_id(), Hook::ToolResult, p.dyn_process_tool_result(args))
-                                    .await,
+                                guard(
+                                    p.dyn_id(),
+                                    Hook::ToolResult,
+                                    p.dyn_process_tool_result(args)
+                                )
+                                .await,
                                 |r: Run, tw| r.end_with_tripwire(tw, None)
                             );
                             if let Some(Some(v)) = changed {
@@ -1039,13 +1085,13 @@ fn apply_overrides(
         }
         config.active_tools = Some(active);
     }
+    if let Some(system) = o.system_messages {
+        list.reconcile_system(system)
+            .map_err(|e| invalid(id, Hook::InputStep, e))?;
+    }
     if let Some(ms) = o.messages {
         let view = ids(list.all());
         list.reconcile(&view, ms, MessageSource::Context)
-            .map_err(|e| invalid(id, Hook::InputStep, e))?;
-    }
-    if let Some(system) = o.system_messages {
-        list.reconcile_system(system)
             .map_err(|e| invalid(id, Hook::InputStep, e))?;
     }
     Ok(())

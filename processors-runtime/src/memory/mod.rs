@@ -59,8 +59,10 @@ pub enum MemoryError {
 /// Storage for threads and their messages. Async and fallible, so that databases fit.
 pub trait MemoryStore: Send + Sync + 'static {
     /// The thread with this id.
-    fn get_thread<'a>(&'a self, thread_id: &'a str)
-    -> BoxFuture<'a, Result<Option<Thread>, MemoryError>>;
+    fn get_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>>;
     /// Creates or updates a thread.
     fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>>;
     /// The last `limit` messages of a thread (all with `None`), oldest first.
@@ -135,14 +137,14 @@ impl Memory {
         resource_id: &str,
     ) -> Result<Option<Thread>, MemoryError> {
         let thread = self.store.get_thread(thread_id).await?;
-        if let Some(t) = &thread {
-            if t.resource_id != resource_id {
-                return Err(MemoryError::ForeignThread {
-                    thread_id: thread_id.to_owned(),
-                    owner: t.resource_id.clone(),
-                    requested: resource_id.to_owned(),
-                });
-            }
+        if let Some(t) = &thread
+            && t.resource_id != resource_id
+        {
+            return Err(MemoryError::ForeignThread {
+                thread_id: thread_id.to_owned(),
+                owner: t.resource_id.clone(),
+                requested: resource_id.to_owned(),
+            });
         }
         Ok(thread)
     }
@@ -166,7 +168,10 @@ impl Processor for Memory {
         if self.owned_thread(thread_id, resource_id).await?.is_none() {
             return Ok(InputOutcome::Unchanged);
         }
-        let history = self.store.list_messages(thread_id, self.last_messages).await?;
+        let history = self
+            .store
+            .list_messages(thread_id, self.last_messages)
+            .await?;
         args.message_list.add_remembered(history);
         Ok(InputOutcome::Unchanged)
     }

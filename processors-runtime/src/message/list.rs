@@ -108,11 +108,7 @@ impl MessageList {
     /// Replaces the message with the same id in place, keeping its source. Returns whether one
     /// was found.
     pub fn replace(&mut self, message: Message) -> bool {
-        if let Some(e) = self
-            .entries
-            .iter_mut()
-            .find(|e| e.message.id == message.id)
-        {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.message.id == message.id) {
             e.message = message;
             return true;
         }

@@ -68,7 +68,12 @@ impl Turn {
     }
 
     /// Adds a tool call after the text; the finish reason becomes `tool-calls`.
-    pub fn tool_call(mut self, id: impl Into<String>, name: impl Into<String>, args: Value) -> Self {
+    pub fn tool_call(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        args: Value,
+    ) -> Self {
         self.tool_calls.push((id.into(), name.into(), args));
         self
     }
@@ -147,7 +152,11 @@ impl Turn {
             (0..count).map(move |_| {
                 Ok(ChunkKind::TextDelta {
                     id: id.clone(),
-                    text: turn.repeat.as_ref().map(|r| r.0.clone()).unwrap_or_default(),
+                    text: turn
+                        .repeat
+                        .as_ref()
+                        .map(|r| r.0.clone())
+                        .unwrap_or_default(),
                 })
             })
         };
@@ -176,7 +185,12 @@ impl Turn {
                 }));
             }
         }
-        let iter = head.into_iter().map(Ok).chain(listed).chain(repeated).chain(tail);
+        let iter = head
+            .into_iter()
+            .map(Ok)
+            .chain(listed)
+            .chain(repeated)
+            .chain(tail);
         Box::pin(futures::stream::iter(iter))
     }
 }
@@ -279,19 +293,31 @@ impl ScriptedModel {
 
     /// Number of calls so far.
     pub fn calls(&self) -> usize {
-        *self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner)
+        *self
+            .inner
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn next_turn(&self, request: &ModelRequest) -> Option<Turn> {
         let index = {
-            let mut calls = self.inner.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut calls = self
+                .inner
+                .calls
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             *calls += 1;
             *calls - 1
         };
         if let Some(f) = &self.inner.responder {
             return Some(f(request, index));
         }
-        let mut turns = self.inner.turns.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut turns = self
+            .inner
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let turn = turns.pop_front()?;
         if self.inner.cycle {
             turns.push_back(turn.clone());

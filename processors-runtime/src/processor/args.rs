@@ -491,7 +491,13 @@ macro_rules! retype {
     };
 }
 
-retype!(InputArgs { messages, system_messages, message_list, request_context, retry_count });
+retype!(InputArgs {
+    messages,
+    system_messages,
+    message_list,
+    request_context,
+    retry_count
+});
 retype!(InputStepArgs {
     step_number,
     steps,
@@ -502,9 +508,27 @@ retype!(InputStepArgs {
     request_context,
     retry_count
 });
-retype!(LlmRequestArgs { step_number, request, model, request_context });
-retype!(LlmResponseArgs { step_number, request, response, from_cache, request_context });
-retype!(OutputStreamArgs { chunk, stream_history, message_list, request_context, retry_count, writer });
+retype!(LlmRequestArgs {
+    step_number,
+    request,
+    model,
+    request_context
+});
+retype!(LlmResponseArgs {
+    step_number,
+    request,
+    response,
+    from_cache,
+    request_context
+});
+retype!(OutputStreamArgs {
+    chunk,
+    stream_history,
+    message_list,
+    request_context,
+    retry_count,
+    writer
+});
 retype!(OutputStepArgs {
     step_number,
     messages,
@@ -517,6 +541,23 @@ retype!(OutputStepArgs {
     request_context,
     retry_count
 });
-retype!(ToolResultArgs { tool_call, result, request_context });
-retype!(OutputResultArgs { messages, result, message_list, request_context, retry_count });
-retype!(ApiErrorArgs { error, step_number, steps, message_list, request_context, retry_count });
+retype!(ToolResultArgs {
+    tool_call,
+    result,
+    request_context
+});
+retype!(OutputResultArgs {
+    messages,
+    result,
+    message_list,
+    request_context,
+    retry_count
+});
+retype!(ApiErrorArgs {
+    error,
+    step_number,
+    steps,
+    message_list,
+    request_context,
+    retry_count
+});

@@ -1,0 +1,1136 @@
+//! The numbered behaviours of BEHAVIOURS.md, each run on the statically dispatched agent
+//! (tuples) and on the dynamically dispatched one (`DynPipeline`).
+
+mod common;
+
+use common::*;
+use processors::prelude::*;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn model(turns: impl IntoIterator<Item = Turn>) -> ScriptedModel {
+    ScriptedModel::new(turns)
+}
+
+fn base(m: &ScriptedModel) -> processors::agent::AgentBuilder {
+    Agent::builder()
+        .instructions("You are a test.")
+        .model(m.clone())
+}
+
+fn tool_then_text(text: &str) -> [Turn; 2] {
+    [
+        Turn::empty().tool_call("call-1", "weather", json!({"city": "Oslo"})),
+        Turn::text(text),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input side
+
+both!(b01_two_input_processors_append_in_order, |path| {
+    let m = model([Turn::text("ok")]);
+    let append = |id: &'static str| {
+        Probe::new(id).input(move |a| {
+            let mut ms = a.messages.clone();
+            ms.push(Message::user(format!("{id}'s")));
+            Ok(ms.into())
+        })
+    };
+    let agent = build_agent!(path, base(&m), input: [append("first"), append("second")]);
+    generate(&*agent, "original").await;
+    let prompt = &m.requests()[0].prompt;
+    assert_eq!(
+        texts_of(prompt, Role::User),
+        ["original", "first's", "second's"]
+    );
+});
+
+/// Records when its async `process_input` starts and ends, sleeping in between.
+struct Sleeper {
+    id: &'static str,
+    log: Log,
+}
+
+impl Processor for Sleeper {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    fn id(&self) -> &str {
+        self.id
+    }
+    async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        self.log.push(format!("{} start", self.id));
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        self.log.push(format!("{} end", self.id));
+        Ok(InputOutcome::Unchanged)
+    }
+}
+
+both!(b02_async_processors_never_overlap, |path| {
+    let m = model([Turn::text("ok")]);
+    let log = Log::new();
+    let agent = build_agent!(path, base(&m), input: [
+        Sleeper { id: "a", log: log.clone() },
+        Sleeper { id: "b", log: log.clone() },
+    ]);
+    generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), ["a start", "a end", "b start", "b end"]);
+});
+
+both!(b03_abort_in_input_stops_the_chain, |path| {
+    let m = model([Turn::text("ok")]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m), input: [
+        Probe::new("guard").input(|a| Err(a.abort().reason("blocked").into())),
+        Probe::new("later").input(move |_| { l.push("later called"); Ok(().into()) }),
+    ]);
+    let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let result = result.unwrap();
+    assert!(
+        log.entries().is_empty(),
+        "later processor ran: {:?}",
+        log.entries()
+    );
+    assert_eq!(result.tripwire.unwrap().processor_id, "guard");
+    assert_eq!(m.calls(), 0);
+    assert_eq!(types(&chunks), ["tripwire"]);
+});
+
+both!(b04_abort_without_reason_names_the_processor, |path| {
+    let m = model([Turn::text("ok")]);
+    let agent = build_agent!(path, base(&m), input: [
+        Probe::new("quiet-guard").input(|a| Err(a.abort().into())),
+    ]);
+    let tw = generate(&*agent, "hi").await.tripwire.unwrap();
+    assert_eq!(tw.reason, "Tripwire triggered by quiet-guard");
+    assert_eq!(tw.processor_id, "quiet-guard");
+});
+
+/// Implements `process_input` but declares only `process_output_result`.
+struct OnlyOutputResult {
+    log: Log,
+}
+
+impl Processor for OnlyOutputResult {
+    type State = ();
+    const HOOKS: Hooks = Hooks::OUTPUT_RESULT;
+    fn id(&self) -> &str {
+        "only-output-result"
+    }
+    async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        self.log.push("skipped processor called");
+        Ok(InputOutcome::Unchanged)
+    }
+}
+
+both!(b05_processor_without_the_hook_is_skipped, |path| {
+    let m = model([Turn::text("ok")]);
+    let log = Log::new();
+    let (l1, l2) = (log.clone(), log.clone());
+    let agent = build_agent!(path, base(&m), input: [
+        Probe::new("a").input(move |_| { l1.push("a"); Ok(().into()) }),
+        OnlyOutputResult { log: log.clone() },
+        Probe::new("b").input(move |_| { l2.push("b"); Ok(().into()) }),
+    ]);
+    generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), ["a", "b"]);
+});
+
+both!(
+    b06_process_input_sees_only_new_input_and_system_apart,
+    |path| {
+        let store = InMemoryStore::new();
+        let m = model([Turn::text("first answer"), Turn::text("second answer")]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), input: [
+            Probe::new("look").input(move |a| {
+                l.push(format!(
+                    "messages={:?} system={:?} list={}",
+                    a.messages.iter().map(Message::text).collect::<Vec<_>>(),
+                    a.system_messages.iter().map(Message::text).collect::<Vec<_>>(),
+                    a.message_list.len(),
+                ));
+                Ok(().into())
+            }),
+        ]);
+        let opts = || {
+            GenerateOptions::new().request_context(RequestContext::new().with_thread("t1", "u1"))
+        };
+        agent.generate_with("first".into(), opts()).await.unwrap();
+        agent.generate_with("second".into(), opts()).await.unwrap();
+        assert_eq!(
+            log.entries()[1],
+            r#"messages=["second"] system=["You are a test."] list=3"#
+        );
+    }
+);
+
+both!(b07_returned_system_messages_replace_untagged_ones, |path| {
+    let m = model([Turn::text("ok")]);
+    let agent = build_agent!(path, base(&m), input: [
+        Probe::new("sys").input(|a| {
+            let mut messages = a.messages.clone();
+            messages.push(Message::system("added from the message set"));
+            Ok(InputOutcome::MessagesAndSystem {
+                messages,
+                system: vec![Message::system("replaced instructions")],
+            })
+        }),
+    ]);
+    generate(&*agent, "hi").await;
+    let prompt = &m.requests()[0].prompt;
+    assert_eq!(
+        texts_of(prompt, Role::System),
+        ["replaced instructions", "added from the message set"]
+    );
+    assert_eq!(texts_of(prompt, Role::User), ["hi"]);
+});
+
+both!(b08_input_once_input_step_every_call_and_growing, |path| {
+    let m = model(tool_then_text("sunny"));
+    let log = Log::new();
+    let (l1, l2) = (log.clone(), log.clone());
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+        Probe::new("p")
+            .input(move |a| { l1.push(format!("input {}", a.messages.len())); Ok(().into()) })
+            .input_step(move |a| {
+                l2.push(format!("step {} sees {}", a.step_number, a.messages.len()));
+                Ok(().into())
+            }),
+    ]);
+    let r = generate(&*agent, "weather?").await;
+    assert_eq!(r.text, "sunny");
+    assert_eq!(log.entries(), ["input 1", "step 0 sees 1", "step 1 sees 3"]);
+});
+
+both!(b09_input_step_results_chain, |path| {
+    let m = model([Turn::text("from the first model")]);
+    let m2 = ScriptedModel::new([Turn::text("from the chosen model")]).named("chosen");
+    let chosen: Arc<dyn LanguageModel> = Arc::new(m2.clone());
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m), input: [
+        Probe::new("choose").input_step(move |_| {
+            Ok(StepOverrides::new()
+                .model(chosen.clone())
+                .tool_choice(ToolChoice::None)
+                .provider_options(json!({"cache": true}))
+                .model_settings(processors::model::ModelSettings { temperature: Some(0.2), ..Default::default() }))
+        }),
+        Probe::new("see").input_step(move |a| {
+            l.push(format!(
+                "{} {:?} {} {:?}",
+                a.config.model.model_id(),
+                a.config.tool_choice,
+                a.config.provider_options,
+                a.config.model_settings.temperature,
+            ));
+            Ok(().into())
+        }),
+    ]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), [r#"chosen None {"cache":true} Some(0.2)"#]);
+    assert_eq!(r.text, "from the chosen model");
+    assert_eq!((m.calls(), m2.calls()), (0, 1));
+    let req = &m2.requests()[0];
+    assert_eq!(req.tool_choice, ToolChoice::None);
+    assert_eq!(req.provider_options, json!({"cache": true}));
+    assert_eq!(req.settings.temperature, Some(0.2));
+});
+
+both!(
+    b10_empty_result_changes_nothing_partial_changes_what_it_names,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let agent = build_agent!(
+            path,
+            base(&m).tool(echo_tool("a")).provider_options(json!({"base": 1})),
+            input: [
+                Probe::new("empty").input_step(|_| Ok(StepOverrides::new())),
+                Probe::new("partial").input_step(|_| Ok(StepOverrides::new().tool_choice(ToolChoice::Required))),
+            ]
+        );
+        generate(&*agent, "hi").await;
+        let req = &m.requests()[0];
+        assert_eq!(req.tool_choice, ToolChoice::Required);
+        assert_eq!(req.provider_options, json!({"base": 1}));
+        assert_eq!(req.tools.len(), 1);
+        assert_eq!(texts_of(&req.prompt, Role::System), ["You are a test."]);
+        assert_eq!(texts_of(&req.prompt, Role::User), ["hi"]);
+    }
+);
+
+both!(
+    b11_returned_tools_replace_the_set_and_active_tools_filter,
+    |path| {
+        let m = model([Turn::text("one"), Turn::text("two")]);
+        let only_c = echo_tool("c");
+        let agent = build_agent!(path, base(&m).tool(echo_tool("a")).tool(echo_tool("b")), input: [
+            Probe::new("tools").input_step(move |a| {
+                Ok(match a.request_context.value("mode").and_then(Value::as_str) {
+                    Some("replace") => StepOverrides::new().tools(vec![only_c.clone()]),
+                    _ => StepOverrides::new().active_tools(["a"]),
+                })
+            }),
+        ]);
+        let with = |mode: &str| {
+            GenerateOptions::new()
+                .request_context(RequestContext::new().with_value("mode", json!(mode)))
+        };
+        agent
+            .generate_with("x".into(), with("replace"))
+            .await
+            .unwrap();
+        agent
+            .generate_with("x".into(), with("filter"))
+            .await
+            .unwrap();
+        let names = |i: usize| {
+            m.requests()[i]
+                .tools
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(0), ["c"]);
+        assert_eq!(names(1), ["a"]);
+    }
+);
+
+both!(b12_step_system_message_lasts_one_step, |path| {
+    let m = model(tool_then_text("done"));
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+        Probe::new("sys").input_step(|a| {
+            if a.step_number == 0 {
+                a.message_list.add_system(Message::system("only for step 0"), None);
+            }
+            Ok(().into())
+        }),
+    ]);
+    generate(&*agent, "hi").await;
+    let reqs = m.requests();
+    assert_eq!(
+        texts_of(&reqs[0].prompt, Role::System),
+        ["You are a test.", "only for step 0"]
+    );
+    assert_eq!(texts_of(&reqs[1].prompt, Role::System), ["You are a test."]);
+});
+
+both!(b13_input_step_sees_the_steps_so_far, |path| {
+    let m = model(tool_then_text("done"));
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+        Probe::new("steps").input_step(move |a| { l.push(format!("{}:{}", a.step_number, a.steps.len())); Ok(().into()) }),
+    ]);
+    generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), ["0:0", "1:1"]);
+});
+
+both!(
+    b14_prepare_step_runs_after_input_processors_as_prepare_step,
+    |path| {
+        let m = model([Turn::text("ok"), Turn::text("ok")]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, base(&m), input: [
+            Probe::new("input").input_step(move |_| { l.push("input processor"); Ok(().into()) }),
+        ]);
+        let l = log.clone();
+        let prepare = PrepareStep::new(move |info| {
+            l.push(format!("prepare-step {}", info.step_number));
+            async { Ok(StepOverrides::new()) }
+        });
+        agent
+            .generate_with("hi".into(), GenerateOptions::new().prepare_step(prepare))
+            .await
+            .unwrap();
+        assert_eq!(log.entries(), ["input processor", "prepare-step 0"]);
+
+        let aborting = PrepareStep::new(|_| async { Err(Abort::new().reason("no").into()) });
+        let r = agent
+            .generate_with("hi".into(), GenerateOptions::new().prepare_step(aborting))
+            .await
+            .unwrap();
+        assert_eq!(r.tripwire.unwrap().processor_id, "prepare-step");
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Stream side
+
+both!(
+    b15_upper_filter_last_chain_and_dropped_chunks_skip_later,
+    |path| {
+        let m = model([Turn::deltas(["hello", "drop"])]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, base(&m), output: [
+            Probe::new("upper").stream(upper),
+            Probe::new("filter").stream(|a| Ok(if a.chunk.text_delta() == Some("DROP") { StreamAction::Drop } else { StreamAction::Pass })),
+            Probe::new("last").stream(move |a| {
+                Ok(match a.chunk.text_delta() {
+                    Some(t) => {
+                        l.push(t.to_owned());
+                        a.chunk.clone().map_text(|t| format!("{t}!")).into()
+                    }
+                    None => StreamAction::Pass,
+                })
+            }),
+        ]);
+        let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(deltas(&chunks), ["HELLO!"]);
+        assert_eq!(log.entries(), ["HELLO"]);
+        assert_eq!(result.unwrap().text, "HELLO!");
+    }
+);
+
+both!(
+    b16_held_back_chunks_are_emitted_from_stream_history,
+    |path| {
+        let m = model([Turn::deltas(["Hel", "lo", " world."])]);
+        let agent = build_agent!(path, base(&m), output: [
+            Probe::new("sentences").history().stream(|a| {
+                let Some(t) = a.chunk.text_delta() else { return Ok(StreamAction::Pass) };
+                if !t.contains('.') {
+                    return Ok(StreamAction::Drop);
+                }
+                let all: String = a.stream_history.iter().filter_map(Chunk::text_delta).collect();
+                Ok(a.chunk.clone().map_text(|_| all).into())
+            }),
+        ]);
+        let (chunks, _) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(deltas(&chunks), ["Hello world."]);
+    }
+);
+
+both!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
+    let m = model([Turn::deltas(["a", "b", "c", "d"])]);
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("length").stream(|a| {
+            if let Some(t) = a.chunk.text_delta() {
+                let seen = format!("{}{t}", a.state.as_str().unwrap_or(""));
+                *a.state = Value::String(seen.clone());
+                if seen.len() >= 3 {
+                    return Err(a.abort().reason("too long").into());
+                }
+            }
+            Ok(StreamAction::Pass)
+        }),
+    ]);
+    let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), ["a", "b"]);
+    assert_eq!(types(&chunks).last().unwrap(), "tripwire");
+    assert_eq!(result.unwrap().tripwire.unwrap().reason, "too long");
+});
+
+both!(
+    b18_state_persists_per_processor_and_is_fresh_per_run,
+    |path| {
+        let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let agent = build_agent!(path, base(&m), output: [
+            Probe::new("counter")
+                .stream(|a| {
+                    if a.chunk.text_delta().is_some() {
+                        *a.state = json!(a.state.as_u64().unwrap_or(0) + 1);
+                    }
+                    Ok(StreamAction::Pass)
+                })
+                .output_result(move |a| { l1.push(format!("counted {}", a.state)); Ok(().into()) }),
+            Probe::new("other").stream(move |a| {
+                if !a.state.is_null() {
+                    l2.push("other saw state");
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        generate(&*agent, "one").await;
+        generate(&*agent, "two").await;
+        assert_eq!(log.entries(), ["counted 3", "counted 3"]);
+    }
+);
+
+both!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
+    let m = model([Turn::deltas(["a", "x1", "b", "x2", "c"])]);
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("drop-x").stream(|a| Ok(match a.chunk.text_delta() {
+            Some(t) if t.starts_with('x') => StreamAction::Drop,
+            _ => StreamAction::Pass,
+        })),
+    ]);
+    let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), ["a", "b", "c"]);
+    assert_eq!(types(&chunks).last().unwrap(), "finish");
+    assert_eq!(result.unwrap().text, "abc");
+});
+
+both!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
+    let m = model([Turn::deltas(["fine", "bad", "never"])]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("guard").stream(|a| {
+            if a.chunk.text_delta() == Some("bad") {
+                return Err(a.abort().reason("bad word").retry(true).metadata(json!({"word": "bad"})).into());
+            }
+            Ok(StreamAction::Pass)
+        }),
+        Probe::new("after").stream(move |a| {
+            if let Some(t) = a.chunk.text_delta() { l.push(t.to_owned()); }
+            Ok(StreamAction::Pass)
+        }),
+    ]);
+    let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let trips: Vec<_> = chunks
+        .iter()
+        .filter(|c| matches!(c.kind, ChunkKind::Tripwire(_)))
+        .collect();
+    assert_eq!(trips.len(), 1);
+    assert_eq!(chunks.last().unwrap(), trips[0]);
+    let ChunkKind::Tripwire(tw) = &trips[0].kind else {
+        unreachable!()
+    };
+    assert_eq!(
+        (
+            tw.reason.as_str(),
+            tw.retry,
+            tw.metadata.clone(),
+            tw.processor_id.as_str()
+        ),
+        ("bad word", true, Some(json!({"word": "bad"})), "guard")
+    );
+    assert_eq!(deltas(&chunks), ["fine"]);
+    assert_eq!(log.entries(), ["fine"]);
+    let r = result.unwrap();
+    assert_eq!(r.finish_reason, FinishReason::Other);
+    let json = serde_json::to_value(trips[0]).unwrap();
+    assert_eq!(json["type"], "tripwire");
+    assert_eq!(json["payload"]["processorId"], "guard");
+});
+
+both!(
+    b21_failing_stream_processor_passes_the_original_chunk,
+    |path| {
+        let m = model([Turn::deltas(["a", "b", "c"])]);
+        let agent = build_agent!(path, base(&m), output: [
+            Probe::new("flaky").stream(|a| {
+                if a.chunk.text_delta() == Some("b") {
+                    return Err(ProcessorError::msg("cannot handle b"));
+                }
+                upper(a)
+            }),
+            Probe::new("bang").stream(|a| Ok(match a.chunk.text_delta() {
+                Some(_) => a.chunk.clone().map_text(|t| format!("{t}!")).into(),
+                None => StreamAction::Pass,
+            })),
+        ]);
+        let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(deltas(&chunks), ["A!", "b", "C!"]);
+        assert!(result.is_ok());
+    }
+);
+
+fn data(name: &str, value: Value, transient: bool) -> ChunkKind {
+    ChunkKind::Data {
+        name: name.into(),
+        data: value,
+        transient,
+    }
+}
+
+both!(b22_data_chunks_reach_only_opted_in_processors, |path| {
+    let m = model([Turn::text("hello")
+        .chunk(data("progress", json!(1), false))
+        .chunk(data("secret", json!("s"), false))
+        .chunk(data("preview", json!("p"), true))]);
+    let log = Log::new();
+    let (l1, l2) = (log.clone(), log.clone());
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("plain").stream(move |a| {
+            if a.chunk.is_data() { l1.push("plain saw data"); }
+            Ok(StreamAction::Pass)
+        }),
+        Probe::new("writer").stream(|a| {
+            if matches!(a.chunk.kind, ChunkKind::TextStart { .. }) {
+                a.writer.write("written", json!("by a processor"));
+            }
+            Ok(StreamAction::Pass)
+        }),
+        Probe::new("data").data_parts().stream(move |a| {
+            Ok(match &a.chunk.kind {
+                ChunkKind::Data { name, .. } => {
+                    l2.push(format!("data saw {name}"));
+                    match name.as_str() {
+                        "secret" => StreamAction::Drop,
+                        "progress" => {
+                            let mut c = a.chunk.clone();
+                            c.kind = data("progress", json!(2), false);
+                            c.into()
+                        }
+                        _ => StreamAction::Pass,
+                    }
+                }
+                _ => StreamAction::Pass,
+            })
+        }),
+    ]);
+    let (chunks, result) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let seen: Vec<_> = chunks
+        .iter()
+        .filter(|c| c.is_data())
+        .map(|c| serde_json::to_value(c).unwrap())
+        .collect();
+    assert_eq!(
+        seen.iter()
+            .map(|v| v["type"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["data-progress", "data-preview", "data-written"]
+    );
+    assert_eq!(seen[0]["payload"]["data"], 2);
+    assert_eq!(
+        log.entries(),
+        [
+            "data saw progress",
+            "data saw secret",
+            "data saw preview",
+            "data saw written"
+        ]
+    );
+    let r = result.unwrap();
+    let parts = &r.response_messages[0].content.parts;
+    let names: Vec<_> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Data { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["progress", "written"],
+        "transient data is not persisted"
+    );
+});
+
+both!(b22_opted_in_processor_can_abort_on_data, |path| {
+    let m = model([Turn::text("hello").chunk(data("bad", json!(0), false))]);
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("data-guard").data_parts().stream(|a| {
+            if a.chunk.is_data() { return Err(a.abort().reason("bad data").into()); }
+            Ok(StreamAction::Pass)
+        }),
+    ]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.tripwire.unwrap().processor_id, "data-guard");
+});
+
+both!(
+    b23_tool_calls_finish_never_reaches_stream_processors,
+    |path| {
+        let m = model(tool_then_text("done"));
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), output: [
+            Probe::new("finishes").stream(move |a| {
+                if let ChunkKind::StepFinish { finish_reason, .. } | ChunkKind::Finish { finish_reason, .. } = &a.chunk.kind {
+                    l.push(format!("{} {:?}", a.chunk.kind.type_name(), finish_reason));
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        let (chunks, _) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(log.entries(), ["step-finish Stop", "finish Stop"]);
+        assert_eq!(
+            types(&chunks)
+                .iter()
+                .filter(|t| *t == "step-finish")
+                .count(),
+            2
+        );
+    }
+);
+
+both!(b24_stream_processors_read_remembered_messages, |path| {
+    let store = InMemoryStore::new();
+    let m = model([Turn::text("one"), Turn::text("two")]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+        Probe::new("reader").stream(move |a| {
+            if matches!(a.chunk.kind, ChunkKind::Start) {
+                l.push(format!("remembered {}", a.message_list.remembered().count()));
+            }
+            Ok(StreamAction::Pass)
+        }),
+    ]);
+    let opts =
+        || GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"));
+    agent.generate_with("first".into(), opts()).await.unwrap();
+    agent.generate_with("second".into(), opts()).await.unwrap();
+    assert_eq!(log.entries(), ["remembered 0", "remembered 2"]);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Steps, retries, errors
+
+fn reject_bad(retry: bool) -> Probe {
+    Probe::new("judge").output_step(move |a| {
+        if a.text.contains("bad") {
+            return Err(a
+                .abort()
+                .reason("it was bad")
+                .retry(retry)
+                .metadata(json!({"score": 0}))
+                .into());
+        }
+        Ok(().into())
+    })
+}
+
+both!(b25_output_step_abort_without_retry, |path| {
+    let m = model([Turn::text("bad answer")]);
+    let agent = build_agent!(path, base(&m), output: [reject_bad(false)]);
+    let r = generate(&*agent, "hi").await;
+    let tw = r.tripwire.clone().unwrap();
+    assert_eq!(
+        (tw.reason.as_str(), tw.metadata, tw.processor_id.as_str()),
+        ("it was bad", Some(json!({"score": 0})), "judge")
+    );
+    assert_eq!(r.finish_reason, FinishReason::Other);
+    assert_eq!(r.text, "");
+    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps[0].finish_reason, FinishReason::Tripwire);
+});
+
+both!(b26_retry_with_feedback_then_accept, |path| {
+    let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
+    let agent = build_agent!(path, base(&m).max_processor_retries(3), output: [reject_bad(true)]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(m.calls(), 2);
+    let second = &m.requests()[1].prompt;
+    assert!(texts_of(second, Role::System).contains(
+        &"[Processor Feedback] Your previous response was not accepted: it was bad. Please try again with the feedback in mind.".to_owned()
+    ));
+    assert!(!second.iter().any(|msg| msg.text().contains("bad answer")));
+    assert_eq!(r.text, "good answer");
+    assert_eq!(r.steps.len(), 2);
+    assert_eq!(r.steps[0].tripwire.as_ref().unwrap().reason, "it was bad");
+    assert_eq!(r.steps[0].text, "");
+    assert!(r.steps[1].tripwire.is_none());
+    assert!(r.tripwire.is_none());
+});
+
+both!(
+    b27_retry_count_counts_consecutive_retries_and_resets,
+    |path| {
+        let m = model([
+            Turn::text("bad 1"),
+            Turn::text("bad 2"),
+            Turn::text("good").tool_call("c1", "weather", json!({})),
+            Turn::text("final"),
+        ]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, base(&m).tool(echo_tool("weather")).max_processor_retries(5), output: [
+            Probe::new("judge").output_step(move |a| {
+                l.push(a.retry_count.to_string());
+                if a.text.contains("bad") {
+                    return Err(a.abort().reason("bad").retry(true).into());
+                }
+                Ok(().into())
+            }),
+        ]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(log.entries(), ["0", "1", "2", "0"]);
+        assert_eq!(r.text, "goodfinal");
+    }
+);
+
+both!(
+    b28_retries_run_out_and_the_result_carries_the_tripwire,
+    |path| {
+        let m = ScriptedModel::cycle([Turn::text("bad")]);
+        let agent =
+            build_agent!(path, base(&m).max_processor_retries(2), output: [reject_bad(true)]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(m.calls(), 3);
+        assert_eq!(r.tripwire.unwrap().reason, "it was bad");
+        assert_eq!(r.steps.len(), 3);
+    }
+);
+
+both!(
+    b29_retry_without_a_limit_is_an_abort_with_a_warning,
+    |path| {
+        let m = ScriptedModel::cycle([Turn::text("bad")]);
+        let agent = build_agent!(path, base(&m), output: [reject_bad(true)]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(m.calls(), 1);
+        assert!(r.tripwire.is_some());
+        assert_eq!(r.warnings.len(), 1);
+        assert!(
+            r.warnings[0].contains("max_processor_retries is not set"),
+            "{:?}",
+            r.warnings
+        );
+    }
+);
+
+both!(b30_retry_from_input_step_reruns_the_step, |path| {
+    let m = model([Turn::text("ok")]);
+    let agent = build_agent!(path, base(&m).max_processor_retries(2), input: [
+        Probe::new("pre").input_step(|a| {
+            if a.retry_count == 0 {
+                return Err(a.abort().reason("ask again").retry(true).into());
+            }
+            Ok(().into())
+        }),
+    ]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(m.calls(), 1);
+    assert_eq!(r.text, "ok");
+    assert_eq!(r.steps.len(), 2);
+    assert_eq!(r.steps[0].tripwire.as_ref().unwrap().processor_id, "pre");
+    assert!(
+        texts_of(&m.requests()[0].prompt, Role::System)
+            .iter()
+            .any(|t| t.contains("ask again"))
+    );
+});
+
+both!(b31_retries_do_not_consume_max_steps, |path| {
+    let m = model([Turn::text("bad"), Turn::text("good")]);
+    let agent = build_agent!(path, base(&m).max_steps(1).max_processor_retries(2), output: [reject_bad(true)]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.text, "good");
+    assert_eq!(m.calls(), 2);
+});
+
+fn rejecting(calls_ok_after: usize) -> ScriptedModel {
+    ScriptedModel::responder(move |_, i| {
+        if i < calls_ok_after {
+            Turn::error(ApiError::new(400, "prompt too long"))
+        } else {
+            Turn::text("fixed")
+        }
+    })
+}
+
+both!(b32_api_error_processor_fixes_and_retries, |path| {
+    let m = rejecting(1);
+    let agent = build_agent!(path, base(&m), error: [
+        Probe::new("trim").api_error(|a| {
+            assert_eq!(a.error.status, Some(400));
+            a.message_list.add_system(Message::system("be short"), Some("fix"));
+            Ok(ApiErrorAction::Retry)
+        }),
+    ]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.text, "fixed");
+    assert_eq!(m.calls(), 2);
+    assert!(texts_of(&m.requests()[1].prompt, Role::System).contains(&"be short".to_owned()));
+});
+
+both!(b32_api_error_retry_limits, |path| {
+    for (limit, calls) in [(None, 4), (Some(0), 1), (Some(6), 7)] {
+        let m = rejecting(usize::MAX);
+        let mut b = base(&m);
+        if let Some(l) = limit {
+            b = b.max_processor_retries(l);
+        }
+        let agent = build_agent!(path, b, error: [Probe::new("always").api_error(|_| Ok(ApiErrorAction::Retry))]);
+        let err = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AgentError::Api(ref e) if e.status == Some(400)),
+            "{err}"
+        );
+        assert_eq!(m.calls(), calls, "limit {limit:?}");
+    }
+});
+
+both!(b33_per_call_max_processor_retries_wins, |path| {
+    let m = ScriptedModel::cycle([Turn::text("bad")]);
+    let agent = build_agent!(path, base(&m).max_processor_retries(1), output: [reject_bad(true)]);
+    agent
+        .generate_with("hi".into(), GenerateOptions::new().max_processor_retries(3))
+        .await
+        .unwrap();
+    assert_eq!(m.calls(), 4);
+});
+
+both!(b34_input_step_abort_after_a_tool_step, |path| {
+    let m = model(tool_then_text("never"));
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+        Probe::new("budget").input_step(|a| {
+            if a.step_number == 1 { return Err(a.abort().reason("budget spent").into()); }
+            Ok(().into())
+        }),
+    ]);
+    let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let r = r.unwrap();
+    assert_eq!(r.finish_reason, FinishReason::Other);
+    assert_eq!(r.tripwire.unwrap().reason, "budget spent");
+    assert_eq!(types(&chunks).last().unwrap(), "tripwire");
+    assert_eq!(
+        types(&chunks).iter().filter(|t| *t == "tripwire").count(),
+        1
+    );
+    assert_eq!(m.calls(), 1);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Request/response hooks
+
+both!(b35_llm_request_rewrites_only_this_call, |path| {
+    let store = InMemoryStore::new();
+    let m = model(tool_then_text("done"));
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")).memory(Memory::new(store.clone())), input: [
+        Probe::new("shout").llm_request(|a| {
+            if a.step_number != 0 { return Ok(LlmRequestAction::Continue); }
+            let prompt = a.request.prompt.iter().cloned().map(|mut msg| {
+                if msg.role == Role::User { let t = msg.text().to_uppercase(); msg.set_text(t); }
+                msg
+            }).collect();
+            Ok(LlmRequestAction::Prompt(prompt))
+        }),
+    ]);
+    let opts = GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"));
+    agent
+        .generate_with("quiet please".into(), opts)
+        .await
+        .unwrap();
+    let reqs = m.requests();
+    assert_eq!(texts_of(&reqs[0].prompt, Role::User), ["QUIET PLEASE"]);
+    assert_eq!(texts_of(&reqs[1].prompt, Role::User), ["quiet please"]);
+    let saved = store.list_messages("t", None).await.unwrap();
+    assert_eq!(saved[0].text(), "quiet please");
+});
+
+both!(b36_llm_request_response_short_circuits_the_model, |path| {
+    let m = model([Turn::text("from the model")]);
+    let log = Log::new();
+    let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
+    let cached = LlmResponse {
+        chunks: vec![
+            ChunkKind::TextStart { id: "t".into() },
+            ChunkKind::TextDelta {
+                id: "t".into(),
+                text: "from the cache".into(),
+            },
+            ChunkKind::TextEnd { id: "t".into() },
+            ChunkKind::Finish {
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+            },
+        ],
+    };
+    let agent = build_agent!(path, base(&m),
+        input: [
+            Probe::new("cache").llm_request(move |_| Ok(LlmRequestAction::Respond(cached.clone()))),
+            Probe::new("after").llm_request(move |_| { l1.push("later llm_request ran"); Ok(().into()) }),
+        ],
+        output: [
+            Probe::new("stream")
+                .stream(move |a| { if a.chunk.text_delta().is_some() { l2.push("stream saw text"); } Ok(StreamAction::Pass) })
+                .llm_response(move |a| { l3.push(format!("from_cache={}", a.from_cache)); Ok(()) }),
+        ]
+    );
+    let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    assert_eq!(m.calls(), 0);
+    assert!(m.requests().is_empty());
+    assert_eq!(deltas(&chunks), ["from the cache"]);
+    assert_eq!(r.unwrap().text, "from the cache");
+    assert_eq!(log.entries(), ["later llm_request ran", "from_cache=true"]);
+});
+
+both!(b37_tool_result_changed_before_history, |path| {
+    let m = model(tool_then_text("done"));
+    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), output: [
+        Probe::new("scrub").tool_result(|a| {
+            assert_eq!(a.result["ok"], true);
+            Ok(Some(json!({"scrubbed": a.tool_call.tool_name})))
+        }),
+    ]);
+    let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let result_chunk = chunks
+        .iter()
+        .find_map(|c| match &c.kind {
+            ChunkKind::ToolResult { result, .. } => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result_chunk, json!({"scrubbed": "weather"}));
+    assert_eq!(
+        r.unwrap().tool_results[0].result,
+        json!({"scrubbed": "weather"})
+    );
+    let tool_msg = m.requests()[1]
+        .prompt
+        .iter()
+        .find(|msg| msg.role == Role::Tool)
+        .cloned()
+        .unwrap();
+    assert!(
+        matches!(&tool_msg.content.parts[0], Part::ToolResult { result, .. } if *result == json!({"scrubbed": "weather"}))
+    );
+});
+
+// ---------------------------------------------------------------------------------------------
+// Memory and persistence
+
+fn thread() -> GenerateOptions {
+    GenerateOptions::new().request_context(RequestContext::new().with_thread("thread-1", "user-1"))
+}
+
+both!(b38_memory_loads_first_and_saves_last, |path| {
+    let store = InMemoryStore::new();
+    let m = model([Turn::text("one"), Turn::text("two")]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())),
+        input: [Probe::new("in").input(move |a| { l.push(format!("remembered {}", a.message_list.remembered().count())); Ok(().into()) })],
+        output: [Probe::new("out").output_result(|a| {
+            let mut ms = a.messages.clone();
+            for msg in ms.iter_mut().filter(|msg| msg.role == Role::Assistant) {
+                let t = format!("{} [checked]", msg.text());
+                msg.set_text(t);
+            }
+            Ok(ms.into())
+        })]
+    );
+    agent.generate_with("first".into(), thread()).await.unwrap();
+    agent
+        .generate_with("second".into(), thread())
+        .await
+        .unwrap();
+    assert_eq!(log.entries(), ["remembered 0", "remembered 2"]);
+    let saved: Vec<_> = store
+        .list_messages("thread-1", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(saved, ["first", "one [checked]", "second", "two [checked]"]);
+});
+
+both!(b39_redacted_output_streams_and_is_saved, |path| {
+    let store = InMemoryStore::new();
+    let m = model([Turn::deltas(["my secret ", "is out"])]);
+    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+        Probe::new("redact").stream(|a| Ok(match a.chunk.text_delta() {
+            Some(t) if t.contains("secret") => a.chunk.clone().map_text(|t| t.replace("secret", "[redacted]")).into(),
+            _ => StreamAction::Pass,
+        })),
+    ]);
+    let (chunks, _) = collect(&*agent, "hi", thread()).await;
+    assert_eq!(deltas(&chunks).concat(), "my [redacted] is out");
+    let saved = store.list_messages("thread-1", None).await.unwrap();
+    assert_eq!(saved[1].text(), "my [redacted] is out");
+});
+
+both!(b40_tripwire_saves_nothing_of_the_turn, |path| {
+    for place in ["input", "stream", "output_step", "output_result"] {
+        let store = InMemoryStore::new();
+        let m = ScriptedModel::cycle([Turn::text("answer")]);
+        let trip = move |cx: &RequestContext| cx.value("trip").is_some();
+        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())),
+            input: [Probe::new("in").input(move |a| {
+                if place == "input" && trip(a.request_context) { return Err(a.abort().into()); }
+                Ok(().into())
+            })],
+            output: [Probe::new("out")
+                .stream(move |a| {
+                    if place == "stream" && trip(a.request_context) && a.chunk.text_delta().is_some() { return Err(a.abort().into()); }
+                    Ok(StreamAction::Pass)
+                })
+                .output_step(move |a| {
+                    if place == "output_step" && trip(a.request_context) { return Err(a.abort().into()); }
+                    Ok(().into())
+                })
+                .output_result(move |a| {
+                    if place == "output_result" && trip(a.request_context) { return Err(a.abort().into()); }
+                    Ok(().into())
+                })]
+        );
+        agent.generate_with("kept".into(), thread()).await.unwrap();
+        let tripping = GenerateOptions::new().request_context(
+            RequestContext::new()
+                .with_thread("thread-1", "user-1")
+                .with_value("trip", json!(true)),
+        );
+        let r = agent
+            .generate_with("dropped".into(), tripping)
+            .await
+            .unwrap();
+        assert!(r.tripwire.is_some(), "{place}");
+        let saved: Vec<_> = store
+            .list_messages("thread-1", None)
+            .await
+            .unwrap()
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(saved, ["kept", "answer"], "{place}");
+    }
+});
+
+both!(
+    b41_per_call_lists_replace_the_agents_and_memory_still_runs,
+    |path| {
+        let store = InMemoryStore::new();
+        let m = ScriptedModel::cycle([Turn::text("answer")]);
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+            Probe::new("agent-list").output_result(move |_| { l1.push("agent's processor"); Ok(().into()) }),
+        ]);
+        let per_call =
+            DynPipeline::new().with(Probe::new("call-list").stream(upper).output_result(
+                move |_| {
+                    l2.push("per-call processor");
+                    Ok(().into())
+                },
+            ));
+        let r = agent
+            .generate_with("hi".into(), thread().output_processors(per_call))
+            .await
+            .unwrap();
+        assert_eq!(r.text, "ANSWER");
+        assert_eq!(log.entries(), ["per-call processor"]);
+        let saved: Vec<_> = store
+            .list_messages("thread-1", None)
+            .await
+            .unwrap()
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(saved, ["hi", "ANSWER"]);
+    }
+);
+
+both!(b43_processors_with_one_id_share_state, |path| {
+    let m = model([Turn::deltas(["a", "b"])]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, base(&m), output: [
+        Probe::new("same").stream(|a| {
+            if a.chunk.text_delta().is_some() { *a.state = json!(a.state.as_u64().unwrap_or(0) + 1); }
+            Ok(StreamAction::Pass)
+        }),
+        Probe::new("same").stream(move |a| {
+            if a.chunk.text_delta().is_some() { l.push(a.state.to_string()); }
+            Ok(StreamAction::Pass)
+        }),
+    ]);
+    generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), ["1", "2"]);
+});
