@@ -1,0 +1,211 @@
+//! Messages and chunks round-trip through serde in the documented JSON shapes.
+
+use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, FinishReason, Usage};
+use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::tripwire::TripWire;
+use serde_json::json;
+
+fn every_kind() -> Vec<ChunkKind> {
+    vec![
+        ChunkKind::Start,
+        ChunkKind::StepStart { step_number: 2 },
+        ChunkKind::TextStart { id: "t".into() },
+        ChunkKind::TextDelta {
+            id: "t".into(),
+            text: "hi".into(),
+        },
+        ChunkKind::TextEnd { id: "t".into() },
+        ChunkKind::ReasoningStart { id: "r".into() },
+        ChunkKind::ReasoningDelta {
+            id: "r".into(),
+            text: "hm".into(),
+        },
+        ChunkKind::ReasoningEnd { id: "r".into() },
+        ChunkKind::ToolCallDelta {
+            tool_call_id: "c".into(),
+            tool_name: "w".into(),
+            args_text_delta: "{\"ci".into(),
+        },
+        ChunkKind::ToolCall {
+            tool_call_id: "c".into(),
+            tool_name: "w".into(),
+            args: json!({"city": "Oslo"}),
+        },
+        ChunkKind::ToolResult {
+            tool_call_id: "c".into(),
+            tool_name: "w".into(),
+            result: json!(21),
+        },
+        ChunkKind::ToolError {
+            tool_call_id: "c".into(),
+            tool_name: "w".into(),
+            error: "down".into(),
+        },
+        ChunkKind::StepFinish {
+            finish_reason: FinishReason::ToolCalls,
+            usage: Usage::default(),
+        },
+        ChunkKind::Finish {
+            finish_reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                total_tokens: 3,
+            },
+        },
+        ChunkKind::Error {
+            message: "bad".into(),
+        },
+        ChunkKind::Tripwire(TripWire {
+            reason: "no".into(),
+            retry: true,
+            metadata: Some(json!({"k": 1})),
+            processor_id: "guard".into(),
+        }),
+        ChunkKind::Data {
+            name: "progress".into(),
+            data: json!({"pct": 50}),
+            transient: false,
+        },
+        ChunkKind::Data {
+            name: "preview".into(),
+            data: json!("x"),
+            transient: true,
+        },
+    ]
+}
+
+#[test]
+fn every_chunk_kind_round_trips() {
+    for kind in every_kind() {
+        let chunk = Chunk::new("run-1".into(), kind);
+        let json = serde_json::to_value(&chunk).unwrap();
+        assert_eq!(json["runId"], "run-1");
+        assert_eq!(json["from"], "AGENT");
+        assert_eq!(json["type"], chunk.kind.type_name().as_ref());
+        let back: Chunk = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, chunk, "{json}");
+    }
+}
+
+#[test]
+fn chunk_json_shapes() {
+    let c = Chunk::new(
+        "r".into(),
+        ChunkKind::TextDelta {
+            id: "t".into(),
+            text: "hi".into(),
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&c).unwrap(),
+        json!({"type": "text-delta", "runId": "r", "from": "AGENT", "payload": {"id": "t", "text": "hi"}})
+    );
+    let d = Chunk::new(
+        "r".into(),
+        ChunkKind::Data {
+            name: "progress".into(),
+            data: json!(1),
+            transient: true,
+        },
+    );
+    assert_eq!(
+        serde_json::to_value(&d).unwrap(),
+        json!({"type": "data-progress", "runId": "r", "from": "AGENT", "payload": {"data": 1, "transient": true}})
+    );
+    let t = Chunk::new(
+        "r".into(),
+        ChunkKind::Tripwire(TripWire {
+            reason: "no".into(),
+            retry: false,
+            metadata: None,
+            processor_id: "g".into(),
+        }),
+    );
+    assert_eq!(
+        serde_json::to_value(&t).unwrap()["payload"],
+        json!({"reason": "no", "retry": false, "processorId": "g"})
+    );
+    let s = Chunk::new("r".into(), ChunkKind::Start);
+    let back: Chunk =
+        serde_json::from_value(json!({"type": "start", "runId": "r", "from": "AGENT"})).unwrap();
+    assert_eq!(back, s);
+    let mut w = s.clone();
+    w.from = ChunkFrom::Workflow;
+    assert_eq!(serde_json::to_value(&w).unwrap()["from"], "WORKFLOW");
+}
+
+#[test]
+fn unknown_chunk_types_are_an_error_not_a_panic() {
+    let err =
+        serde_json::from_value::<Chunk>(json!({"type": "nonsense", "runId": "r"})).unwrap_err();
+    assert!(err.to_string().contains("nonsense"), "{err}");
+    assert!(
+        serde_json::from_value::<Chunk>(json!({"type": "text-delta", "runId": "r", "payload": {}}))
+            .is_err()
+    );
+    assert!(serde_json::from_value::<Chunk>(json!({"runId": "r"})).is_err());
+}
+
+#[test]
+fn messages_round_trip_with_every_part() {
+    let mut m = Message::new(
+        Role::Assistant,
+        vec![
+            Part::Text {
+                text: "hello".into(),
+            },
+            Part::Reasoning {
+                text: "thinking".into(),
+            },
+            Part::ToolCall {
+                tool_call_id: "c".into(),
+                tool_name: "w".into(),
+                args: json!({}),
+            },
+            Part::ToolResult {
+                tool_call_id: "c".into(),
+                tool_name: "w".into(),
+                result: json!(1),
+                is_error: true,
+            },
+            Part::File {
+                mime_type: "image/png".into(),
+                data: "aGk=".into(),
+            },
+            Part::Data {
+                name: "progress".into(),
+                data: json!(3),
+            },
+        ],
+    );
+    m.thread_id = Some("t".into());
+    m.metadata = Some(json!({"lang": "en"}));
+    let json = serde_json::to_value(&m).unwrap();
+    assert_eq!(json["content"]["format"], 2);
+    assert_eq!(json["content"]["parts"][2]["type"], "tool-call");
+    assert_eq!(json["content"]["parts"][2]["toolCallId"], "c");
+    assert_eq!(json["threadId"], "t");
+    let back: Message = serde_json::from_value(json).unwrap();
+    assert_eq!(back, m);
+}
+
+#[test]
+fn set_text_keeps_other_parts() {
+    let mut m = Message::new(
+        Role::Assistant,
+        vec![
+            Part::Text { text: "a".into() },
+            Part::ToolCall {
+                tool_call_id: "c".into(),
+                tool_name: "w".into(),
+                args: json!({}),
+            },
+            Part::Text { text: "b".into() },
+        ],
+    );
+    m.set_text("new");
+    assert_eq!(m.text(), "new");
+    assert_eq!(m.content.parts.len(), 2);
+    assert_eq!(m.tool_calls().count(), 1);
+}
