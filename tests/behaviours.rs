@@ -13,12 +13,6 @@ fn model(turns: impl IntoIterator<Item = Turn>) -> ScriptedModel {
     ScriptedModel::new(turns)
 }
 
-fn base(m: &ScriptedModel) -> processors::agent::AgentBuilder {
-    Agent::builder()
-        .instructions("You are a test.")
-        .model(m.clone())
-}
-
 fn tool_then_text(text: &str) -> [Turn; 2] {
     [
         Turn::empty().tool_call("call-1", "weather", json!({"city": "Oslo"})),
@@ -38,7 +32,7 @@ both!(b01_two_input_processors_append_in_order, |path| {
             Ok(ms.into())
         })
     };
-    let agent = build_agent!(path, base(&m), input: [append("first"), append("second")]);
+    let agent = build_agent!(path, model: m, input: [append("first"), append("second")]);
     generate(&*agent, "original").await;
     let prompt = &m.requests()[0].prompt;
     assert_eq!(
@@ -66,11 +60,12 @@ impl Processor for Sleeper {
         Ok(InputOutcome::Unchanged)
     }
 }
+impl InputProcessor for Sleeper {}
 
 both!(b02_async_processors_never_overlap, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Sleeper { id: "a", log: log.clone() },
         Sleeper { id: "b", log: log.clone() },
     ]);
@@ -82,7 +77,7 @@ both!(b03_abort_in_input_stops_the_chain, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Probe::new("guard").input(|a| Err(a.abort().reason("blocked").into())),
         Probe::new("later").input(move |_| { l.push("later called"); Ok(().into()) }),
     ]);
@@ -100,7 +95,7 @@ both!(b03_abort_in_input_stops_the_chain, |path| {
 
 both!(b04_abort_without_reason_names_the_processor, |path| {
     let m = model([Turn::text("ok")]);
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Probe::new("quiet-guard").input(|a| Err(a.abort().into())),
     ]);
     let tw = generate(&*agent, "hi").await.tripwire.unwrap();
@@ -125,11 +120,14 @@ impl Processor for OnlyOutputResult {
     }
 }
 
+// Declared an input processor by hand, so that `agent!` accepts it in `input`.
+impl InputProcessor for OnlyOutputResult {}
+
 both!(b05_processor_without_the_hook_is_skipped, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Probe::new("a").input(move |_| { l1.push("a"); Ok(().into()) }),
         OnlyOutputResult { log: log.clone() },
         Probe::new("b").input(move |_| { l2.push("b"); Ok(().into()) }),
@@ -145,7 +143,7 @@ both!(
         let m = model([Turn::text("first answer"), Turn::text("second answer")]);
         let log = Log::new();
         let l = log.clone();
-        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), input: [
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), input: [
             Probe::new("look").input(move |a| {
                 l.push(format!(
                     "messages={:?} system={:?} list={}",
@@ -170,7 +168,7 @@ both!(
 
 both!(b07_returned_system_messages_replace_untagged_ones, |path| {
     let m = model([Turn::text("ok")]);
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Probe::new("sys").input(|a| {
             let mut messages = a.messages.clone();
             messages.push(Message::system("added from the message set"));
@@ -193,7 +191,7 @@ both!(b08_input_once_input_step_every_call_and_growing, |path| {
     let m = model(tool_then_text("sunny"));
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("p")
             .input(move |a| { l1.push(format!("input {}", a.messages.len())); Ok(().into()) })
             .input_step(move |a| {
@@ -212,7 +210,7 @@ both!(b09_input_step_results_chain, |path| {
     let chosen: Arc<dyn LanguageModel> = Arc::new(m2.clone());
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m), input: [
+    let agent = build_agent!(path, model: m, input: [
         Probe::new("choose").input_step(move |_| {
             Ok(StepOverrides::new()
                 .model(chosen.clone())
@@ -247,8 +245,9 @@ both!(
         let m = model([Turn::text("ok")]);
         let agent = build_agent!(
             path,
-            base(&m).tool(echo_tool("a")).provider_options(json!({"base": 1})),
+            model: m, tools: [echo_tool("a")],
             input: [
+                Probe::new("options").input_step(|_| Ok(StepOverrides::new().provider_options(json!({"base": 1})))),
                 Probe::new("empty").input_step(|_| Ok(StepOverrides::new())),
                 Probe::new("partial").input_step(|_| Ok(StepOverrides::new().tool_choice(ToolChoice::Required))),
             ]
@@ -268,7 +267,7 @@ both!(
     |path| {
         let m = model([Turn::text("one"), Turn::text("two")]);
         let only_c = echo_tool("c");
-        let agent = build_agent!(path, base(&m).tool(echo_tool("a")).tool(echo_tool("b")), input: [
+        let agent = build_agent!(path, model: m, tools: [echo_tool("a"), echo_tool("b")], input: [
             Probe::new("tools").input_step(move |a| {
                 Ok(match a.request_context.value("mode").and_then(Value::as_str) {
                     Some("replace") => StepOverrides::new().tools(vec![only_c.clone()]),
@@ -302,7 +301,7 @@ both!(
 
 both!(b12_step_system_message_lasts_one_step, |path| {
     let m = model(tool_then_text("done"));
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("sys").input_step(|a| {
             if a.step_number == 0 {
                 a.message_list.add_system(Message::system("only for step 0"), None);
@@ -323,7 +322,7 @@ both!(b13_input_step_sees_the_steps_so_far, |path| {
     let m = model(tool_then_text("done"));
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("steps").input_step(move |a| { l.push(format!("{}:{}", a.step_number, a.steps.len())); Ok(().into()) }),
     ]);
     generate(&*agent, "hi").await;
@@ -336,7 +335,7 @@ both!(
         let m = model([Turn::text("ok"), Turn::text("ok")]);
         let log = Log::new();
         let l = log.clone();
-        let agent = build_agent!(path, base(&m), input: [
+        let agent = build_agent!(path, model: m, input: [
             Probe::new("input").input_step(move |_| { l.push("input processor"); Ok(().into()) }),
         ]);
         let l = log.clone();
@@ -368,7 +367,7 @@ both!(
         let m = model([Turn::deltas(["hello", "drop"])]);
         let log = Log::new();
         let l = log.clone();
-        let agent = build_agent!(path, base(&m), output: [
+        let agent = build_agent!(path, model: m, output: [
             Probe::new("upper").stream(upper),
             Probe::new("filter").stream(|a| Ok(if a.chunk.text_delta() == Some("DROP") { StreamAction::Drop } else { StreamAction::Pass })),
             Probe::new("last").stream(move |a| {
@@ -392,7 +391,7 @@ both!(
     b16_held_back_chunks_are_emitted_from_stream_history,
     |path| {
         let m = model([Turn::deltas(["Hel", "lo", " world."])]);
-        let agent = build_agent!(path, base(&m), output: [
+        let agent = build_agent!(path, model: m, output: [
             Probe::new("sentences").history().stream(|a| {
                 let Some(t) = a.chunk.text_delta() else { return Ok(StreamAction::Pass) };
                 if !t.contains('.') {
@@ -409,7 +408,7 @@ both!(
 
 both!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
     let m = model([Turn::deltas(["a", "b", "c", "d"])]);
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("length").stream(|a| {
             if let Some(t) = a.chunk.text_delta() {
                 let seen = format!("{}{t}", a.state.as_str().unwrap_or(""));
@@ -433,7 +432,7 @@ both!(
         let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
         let log = Log::new();
         let (l1, l2) = (log.clone(), log.clone());
-        let agent = build_agent!(path, base(&m), output: [
+        let agent = build_agent!(path, model: m, output: [
             Probe::new("counter")
                 .stream(|a| {
                     if a.chunk.text_delta().is_some() {
@@ -457,7 +456,7 @@ both!(
 
 both!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
     let m = model([Turn::deltas(["a", "x1", "b", "x2", "c"])]);
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("drop-x").stream(|a| Ok(match a.chunk.text_delta() {
             Some(t) if t.starts_with('x') => StreamAction::Drop,
             _ => StreamAction::Pass,
@@ -473,7 +472,7 @@ both!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
     let m = model([Turn::deltas(["fine", "bad", "never"])]);
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("guard").stream(|a| {
             if a.chunk.text_delta() == Some("bad") {
                 return Err(a.abort().reason("bad word").retry(true).metadata(json!({"word": "bad"})).into());
@@ -517,7 +516,7 @@ both!(
     b21_failing_stream_processor_passes_the_original_chunk,
     |path| {
         let m = model([Turn::deltas(["a", "b", "c"])]);
-        let agent = build_agent!(path, base(&m), output: [
+        let agent = build_agent!(path, model: m, output: [
             Probe::new("flaky").stream(|a| {
                 if a.chunk.text_delta() == Some("b") {
                     return Err(ProcessorError::msg("cannot handle b"));
@@ -550,7 +549,7 @@ both!(b22_data_chunks_reach_only_opted_in_processors, |path| {
         .chunk(data("preview", json!("p"), true))]);
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("plain").stream(move |a| {
             if a.chunk.is_data() { l1.push("plain saw data"); }
             Ok(StreamAction::Pass)
@@ -619,7 +618,7 @@ both!(b22_data_chunks_reach_only_opted_in_processors, |path| {
 
 both!(b22_opted_in_processor_can_abort_on_data, |path| {
     let m = model([Turn::text("hello").chunk(data("bad", json!(0), false))]);
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("data-guard").data_parts().stream(|a| {
             if a.chunk.is_data() { return Err(a.abort().reason("bad data").into()); }
             Ok(StreamAction::Pass)
@@ -635,7 +634,7 @@ both!(
         let m = model(tool_then_text("done"));
         let log = Log::new();
         let l = log.clone();
-        let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), output: [
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
             Probe::new("finishes").stream(move |a| {
                 if let ChunkKind::StepFinish { finish_reason, .. } | ChunkKind::Finish { finish_reason, .. } = &a.chunk.kind {
                     l.push(format!("{} {:?}", a.chunk.kind.type_name(), finish_reason));
@@ -660,7 +659,7 @@ both!(b24_stream_processors_read_remembered_messages, |path| {
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+    let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
         Probe::new("reader").stream(move |a| {
             if matches!(a.chunk.kind, ChunkKind::Start) {
                 l.push(format!("remembered {}", a.message_list.remembered().count()));
@@ -694,7 +693,7 @@ fn reject_bad(retry: bool) -> Probe {
 
 both!(b25_output_step_abort_without_retry, |path| {
     let m = model([Turn::text("bad answer")]);
-    let agent = build_agent!(path, base(&m), output: [reject_bad(false)]);
+    let agent = build_agent!(path, model: m, output: [reject_bad(false)]);
     let r = generate(&*agent, "hi").await;
     let tw = r.tripwire.clone().unwrap();
     assert_eq!(
@@ -709,7 +708,7 @@ both!(b25_output_step_abort_without_retry, |path| {
 
 both!(b26_retry_with_feedback_then_accept, |path| {
     let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
-    let agent = build_agent!(path, base(&m).max_processor_retries(3), output: [reject_bad(true)]);
+    let agent = build_agent!(path, model: m, max_processor_retries: 3, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
     assert_eq!(m.calls(), 2);
     let second = &m.requests()[1].prompt;
@@ -736,7 +735,7 @@ both!(
         ]);
         let log = Log::new();
         let l = log.clone();
-        let agent = build_agent!(path, base(&m).tool(echo_tool("weather")).max_processor_retries(5), output: [
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], max_processor_retries: 5, output: [
             Probe::new("judge").output_step(move |a| {
                 l.push(a.retry_count.to_string());
                 if a.text.contains("bad") {
@@ -756,7 +755,7 @@ both!(
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
         let agent =
-            build_agent!(path, base(&m).max_processor_retries(2), output: [reject_bad(true)]);
+            build_agent!(path, model: m, max_processor_retries: 2, output: [reject_bad(true)]);
         let r = generate(&*agent, "hi").await;
         assert_eq!(m.calls(), 3);
         assert_eq!(r.tripwire.unwrap().reason, "it was bad");
@@ -768,7 +767,7 @@ both!(
     b29_retry_without_a_limit_is_an_abort_with_a_warning,
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
-        let agent = build_agent!(path, base(&m), output: [reject_bad(true)]);
+        let agent = build_agent!(path, model: m, output: [reject_bad(true)]);
         let r = generate(&*agent, "hi").await;
         assert_eq!(m.calls(), 1);
         assert!(r.tripwire.is_some());
@@ -783,7 +782,7 @@ both!(
 
 both!(b30_retry_from_input_step_reruns_the_step, |path| {
     let m = model([Turn::text("ok")]);
-    let agent = build_agent!(path, base(&m).max_processor_retries(2), input: [
+    let agent = build_agent!(path, model: m, max_processor_retries: 2, input: [
         Probe::new("pre").input_step(|a| {
             if a.retry_count == 0 {
                 return Err(a.abort().reason("ask again").retry(true).into());
@@ -805,7 +804,7 @@ both!(b30_retry_from_input_step_reruns_the_step, |path| {
 
 both!(b31_retries_do_not_consume_max_steps, |path| {
     let m = model([Turn::text("bad"), Turn::text("good")]);
-    let agent = build_agent!(path, base(&m).max_steps(1).max_processor_retries(2), output: [reject_bad(true)]);
+    let agent = build_agent!(path, model: m, max_processor_retries: 2, max_steps: 1, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
     assert_eq!(r.text, "good");
     assert_eq!(m.calls(), 2);
@@ -823,7 +822,7 @@ fn rejecting(calls_ok_after: usize) -> ScriptedModel {
 
 both!(b32_api_error_processor_fixes_and_retries, |path| {
     let m = rejecting(1);
-    let agent = build_agent!(path, base(&m), error: [
+    let agent = build_agent!(path, model: m, error: [
         Probe::new("trim").api_error(|a| {
             assert_eq!(a.error.status, Some(400));
             a.message_list.add_system(Message::system("be short"), Some("fix"));
@@ -836,29 +835,44 @@ both!(b32_api_error_processor_fixes_and_retries, |path| {
     assert!(texts_of(&m.requests()[1].prompt, Role::System).contains(&"be short".to_owned()));
 });
 
+async fn calls_until_api_error(
+    agent: &dyn AnyAgent,
+    m: &ScriptedModel,
+    options: GenerateOptions,
+) -> usize {
+    let err = agent.generate_with("hi".into(), options).await.unwrap_err();
+    assert!(
+        matches!(err, AgentError::Api(ref e) if e.status == Some(400)),
+        "{err}"
+    );
+    m.calls()
+}
+
 both!(b32_api_error_retry_limits, |path| {
-    for (limit, calls) in [(None, 4), (Some(0), 1), (Some(6), 7)] {
-        let m = rejecting(usize::MAX);
-        let mut b = base(&m);
-        if let Some(l) = limit {
-            b = b.max_processor_retries(l);
-        }
-        let agent = build_agent!(path, b, error: [Probe::new("always").api_error(|_| Ok(ApiErrorAction::Retry))]);
-        let err = agent
-            .generate_with("hi".into(), GenerateOptions::new())
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(err, AgentError::Api(ref e) if e.status == Some(400)),
-            "{err}"
-        );
-        assert_eq!(m.calls(), calls, "limit {limit:?}");
-    }
+    let always = || Probe::new("always").api_error(|_| Ok(ApiErrorAction::Retry));
+    let m = rejecting(usize::MAX);
+    let agent = build_agent!(path, model: m, error: [always()]);
+    assert_eq!(
+        calls_until_api_error(&*agent, &m, GenerateOptions::new()).await,
+        4,
+        "default limit 3"
+    );
+    let m = rejecting(usize::MAX);
+    let agent = build_agent!(path, model: m, error: [always()]);
+    let zero = GenerateOptions::new().max_processor_retries(0);
+    assert_eq!(calls_until_api_error(&*agent, &m, zero).await, 1, "limit 0");
+    let m = rejecting(usize::MAX);
+    let agent = build_agent!(path, model: m, max_processor_retries: 6, error: [always()]);
+    assert_eq!(
+        calls_until_api_error(&*agent, &m, GenerateOptions::new()).await,
+        7,
+        "limit 6"
+    );
 });
 
 both!(b33_per_call_max_processor_retries_wins, |path| {
     let m = ScriptedModel::cycle([Turn::text("bad")]);
-    let agent = build_agent!(path, base(&m).max_processor_retries(1), output: [reject_bad(true)]);
+    let agent = build_agent!(path, model: m, max_processor_retries: 1, output: [reject_bad(true)]);
     agent
         .generate_with("hi".into(), GenerateOptions::new().max_processor_retries(3))
         .await
@@ -868,7 +882,7 @@ both!(b33_per_call_max_processor_retries_wins, |path| {
 
 both!(b34_input_step_abort_after_a_tool_step, |path| {
     let m = model(tool_then_text("never"));
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("budget").input_step(|a| {
             if a.step_number == 1 { return Err(a.abort().reason("budget spent").into()); }
             Ok(().into())
@@ -892,7 +906,7 @@ both!(b34_input_step_abort_after_a_tool_step, |path| {
 both!(b35_llm_request_rewrites_only_this_call, |path| {
     let store = InMemoryStore::new();
     let m = model(tool_then_text("done"));
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")).memory(Memory::new(store.clone())), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], memory: Memory::new(store.clone()), input: [
         Probe::new("shout").llm_request(|a| {
             if a.step_number != 0 { return Ok(LlmRequestAction::Continue); }
             let prompt = a.request.prompt.iter().cloned().map(|mut msg| {
@@ -932,7 +946,7 @@ both!(b36_llm_request_response_short_circuits_the_model, |path| {
             },
         ],
     };
-    let agent = build_agent!(path, base(&m),
+    let agent = build_agent!(path, model: m,
         input: [
             Probe::new("cache").llm_request(move |_| Ok(LlmRequestAction::Respond(cached.clone()))),
             Probe::new("after").llm_request(move |_| { l1.push("later llm_request ran"); Ok(().into()) }),
@@ -953,7 +967,7 @@ both!(b36_llm_request_response_short_circuits_the_model, |path| {
 
 both!(b37_tool_result_changed_before_history, |path| {
     let m = model(tool_then_text("done"));
-    let agent = build_agent!(path, base(&m).tool(echo_tool("weather")), output: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
         Probe::new("scrub").tool_result(|a| {
             assert_eq!(a.result["ok"], true);
             Ok(Some(json!({"scrubbed": a.tool_call.tool_name})))
@@ -995,7 +1009,7 @@ both!(b38_memory_loads_first_and_saves_last, |path| {
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())),
+    let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()),
         input: [Probe::new("in").input(move |a| { l.push(format!("remembered {}", a.message_list.remembered().count())); Ok(().into()) })],
         output: [Probe::new("out").output_result(|a| {
             let mut ms = a.messages.clone();
@@ -1025,7 +1039,7 @@ both!(b38_memory_loads_first_and_saves_last, |path| {
 both!(b39_redacted_output_streams_and_is_saved, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::deltas(["my secret ", "is out"])]);
-    let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+    let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
         Probe::new("redact").stream(|a| Ok(match a.chunk.text_delta() {
             Some(t) if t.contains("secret") => a.chunk.clone().map_text(|t| t.replace("secret", "[redacted]")).into(),
             _ => StreamAction::Pass,
@@ -1042,7 +1056,7 @@ both!(b40_tripwire_saves_nothing_of_the_turn, |path| {
         let store = InMemoryStore::new();
         let m = ScriptedModel::cycle([Turn::text("answer")]);
         let trip = move |cx: &RequestContext| cx.value("trip").is_some();
-        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())),
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()),
             input: [Probe::new("in").input(move |a| {
                 if place == "input" && trip(a.request_context) { return Err(a.abort().into()); }
                 Ok(().into())
@@ -1090,7 +1104,7 @@ both!(
         let m = ScriptedModel::cycle([Turn::text("answer")]);
         let log = Log::new();
         let (l1, l2) = (log.clone(), log.clone());
-        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
             Probe::new("agent-list").output_result(move |_| { l1.push("agent's processor"); Ok(().into()) }),
         ]);
         let per_call =
@@ -1121,7 +1135,7 @@ both!(b43_processors_with_one_id_share_state, |path| {
     let m = model([Turn::deltas(["a", "b"])]);
     let log = Log::new();
     let l = log.clone();
-    let agent = build_agent!(path, base(&m), output: [
+    let agent = build_agent!(path, model: m, output: [
         Probe::new("same").stream(|a| {
             if a.chunk.text_delta().is_some() { *a.state = json!(a.state.as_u64().unwrap_or(0) + 1); }
             Ok(StreamAction::Pass)

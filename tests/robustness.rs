@@ -25,7 +25,7 @@ both!(
     |path| {
         let store = InMemoryStore::new();
         let m = model_text(["a", "boom", "c"]);
-        let agent = build_agent!(path, base(&m).memory(Memory::new(store.clone())), output: [
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
             Probe::new("explosive").stream(|a| {
                 if a.chunk.text_delta() == Some("boom") { panic!("processor bug"); }
                 Ok(StreamAction::Pass)
@@ -48,7 +48,7 @@ both!(
     |path| {
         let m = model_text(["a"]);
         let agent =
-            build_agent!(path, base(&m), input: [Probe::new("bad-input").input(|_| panic!("no"))]);
+            build_agent!(path, model: m, input: [Probe::new("bad-input").input(|_| panic!("no"))]);
         let err = agent
             .generate_with("hi".into(), GenerateOptions::new())
             .await
@@ -65,7 +65,7 @@ both!(
     failing_non_stream_hook_ends_the_run_naming_the_processor,
     |path| {
         let m = model_text(["a"]);
-        let agent = build_agent!(path, base(&m), output: [Probe::new("strict").output_step(|_| Err(ProcessorError::msg("database down")))]);
+        let agent = build_agent!(path, model: m, output: [Probe::new("strict").output_step(|_| Err(ProcessorError::msg("database down")))]);
         let err = agent
             .generate_with("hi".into(), GenerateOptions::new())
             .await
@@ -81,7 +81,7 @@ both!(
     returned_messages_with_duplicate_ids_are_an_invalid_result,
     |path| {
         let m = model_text(["a"]);
-        let agent = build_agent!(path, base(&m), input: [
+        let agent = build_agent!(path, model: m, input: [
             Probe::new("dup").input(|a| {
                 let first = a.messages[0].clone();
                 Ok(vec![first.clone(), first].into())
@@ -103,7 +103,7 @@ both!(
     a_system_set_with_a_user_message_is_an_invalid_result,
     |path| {
         let m = model_text(["a"]);
-        let agent = build_agent!(path, base(&m), input: [
+        let agent = build_agent!(path, model: m, input: [
             Probe::new("sys").input_step(|_| Ok(StepOverrides::new().system_messages(vec![Message::user("not system")]))),
         ]);
         let err = agent
@@ -119,7 +119,7 @@ both!(
 
 both!(unknown_active_tool_is_an_invalid_result, |path| {
     let m = model_text(["a"]);
-    let agent = build_agent!(path, base(&m).tool(echo_tool("a")), input: [
+    let agent = build_agent!(path, model: m, tools: [echo_tool("a")], input: [
         Probe::new("tools").input_step(|_| Ok(StepOverrides::new().active_tools(["nope"]))),
     ]);
     let err = agent
@@ -138,10 +138,11 @@ impl Processor for OtherState {
         "shared"
     }
 }
+impl OutputProcessor for OtherState {}
 
 both!(one_id_with_two_state_types_is_refused, |path| {
     let m = model_text(["a"]);
-    let agent = build_agent!(path, base(&m), output: [Probe::new("shared"), OtherState]);
+    let agent = build_agent!(path, model: m, output: [Probe::new("shared"), OtherState]);
     let err = agent
         .generate_with("hi".into(), GenerateOptions::new())
         .await
@@ -368,13 +369,13 @@ both!(
         let seen = Arc::new(AtomicUsize::new(0));
         let log = Log::new();
         let (s, l) = (seen.clone(), log.clone());
-        let builder = base(&m).on_violation(move |v| {
+        let on_violation = move |v: &Violation| {
             l.push(format!("{:?} {} {}", v.kind, v.processor_id, v.reason));
             if s.fetch_add(1, Ordering::SeqCst) == 0 {
                 panic!("callback bug");
             }
-        });
-        let agent = build_agent!(path, builder, output: [
+        };
+        let agent = build_agent!(path, model: m, on_violation: on_violation, output: [
             Probe::new("mod").stream(|a| match a.chunk.text_delta() {
                 Some("iffy") => Err(a.abort().reason("borderline").warn()),
                 Some("bad") => Err(a.abort().reason("blocked").into()),

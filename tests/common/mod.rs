@@ -15,6 +15,8 @@ pub enum Path {
     Static,
     /// `DynPipeline`s of `Arc<dyn DynProcessor>`.
     Dynamic,
+    /// Tuples declared with `agent!`.
+    Macro,
 }
 
 /// A shared log of what processors saw.
@@ -104,6 +106,10 @@ probe! {
     api_error: ApiErrorArgs => ApiErrorAction, process_api_error, ApiErrorAction::Unhandled;
 }
 
+impl InputProcessor for Probe {}
+impl OutputProcessor for Probe {}
+impl ErrorProcessor for Probe {}
+
 impl Probe {
     /// Lets `data-*` chunks reach the stream hook.
     pub fn data_parts(mut self) -> Self {
@@ -117,35 +123,67 @@ impl Probe {
     }
 }
 
-/// Builds an agent over the given dispatch path.
+/// Builds an agent over the given path, with the instructions "You are a test.".
 #[macro_export]
 macro_rules! build_agent {
-    ($path:expr, $builder:expr
+    ($path:expr, model: $m:expr
+        $(, tools: [$($t:expr),* $(,)?])?
+        $(, memory: $mem:expr)?
+        $(, max_processor_retries: $r:literal)?
+        $(, max_steps: $s:literal)?
+        $(, on_violation: $v:expr)?
         $(, input: [$($i:expr),* $(,)?])?
         $(, output: [$($o:expr),* $(,)?])?
         $(, error: [$($e:expr),* $(,)?])? $(,)?) => {{
-        let b = $builder;
         let a: std::sync::Arc<dyn AnyAgent> = match $path {
             $crate::common::Path::Static => std::sync::Arc::new(
-                b.input_pipeline(( $($($i,)*)? ))
+                Agent::builder()
+                    .instructions("You are a test.")
+                    .model($m.clone())
+                    $($(.tool($t))*)?
+                    $(.memory($mem))?
+                    $(.max_processor_retries($r))?
+                    $(.max_steps($s))?
+                    $(.on_violation($v))?
+                    .input_pipeline(( $($($i,)*)? ))
                     .output_pipeline(( $($($o,)*)? ))
                     .error_pipeline(( $($($e,)*)? ))
                     .build()
                     .expect("a valid agent"),
             ),
             $crate::common::Path::Dynamic => std::sync::Arc::new(
-                b.input_pipeline(DynPipeline::new() $($(.with($i))*)?)
+                Agent::builder()
+                    .instructions("You are a test.")
+                    .model($m.clone())
+                    $($(.tool($t))*)?
+                    $(.memory($mem))?
+                    $(.max_processor_retries($r))?
+                    $(.max_steps($s))?
+                    $(.on_violation($v))?
+                    .input_pipeline(DynPipeline::new() $($(.with($i))*)?)
                     .output_pipeline(DynPipeline::new() $($(.with($o))*)?)
                     .error_pipeline(DynPipeline::new() $($(.with($e))*)?)
                     .build()
                     .expect("a valid agent"),
             ),
+            $crate::common::Path::Macro => std::sync::Arc::new(agent! {
+                instructions: "You are a test.",
+                model: $m.clone(),
+                $(tools: [$($t),*],)?
+                $(memory: $mem,)?
+                $(max_processor_retries: $r,)?
+                $(max_steps: $s,)?
+                $(on_violation: $v,)?
+                $(input: [$($i),*],)?
+                $(output: [$($o),*],)?
+                $(error: [$($e),*],)?
+            }),
         };
         a
     }};
 }
 
-/// Runs a test body once per dispatch path.
+/// Runs a test body once per path: tuples through the builder, `DynPipeline`s, and `agent!`.
 #[macro_export]
 macro_rules! both {
     ($name:ident, |$path:ident| $body:block) => {
@@ -160,6 +198,11 @@ macro_rules! both {
             #[tokio::test]
             async fn dynamic_path() {
                 let $path = $crate::common::Path::Dynamic;
+                $body
+            }
+            #[tokio::test]
+            async fn agent_macro() {
+                let $path = $crate::common::Path::Macro;
                 $body
             }
         }

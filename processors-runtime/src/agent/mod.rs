@@ -398,15 +398,29 @@ pub(crate) fn check_memory_placement(
 impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
     /// Builds the agent.
     pub fn build(self) -> Result<Agent<I, O, E>, BuildError> {
-        let s = self.settings;
-        let model = s.model.ok_or(BuildError::MissingModel)?;
+        let model = self
+            .settings
+            .model
+            .clone()
+            .ok_or(BuildError::MissingModel)?;
         {
             let (mut input, mut output) = (Vec::new(), Vec::new());
             self.input.collect(&mut input);
             self.output.collect(&mut output);
-            check_memory_placement(s.memory.is_some(), &input, &output)?;
+            check_memory_placement(self.settings.memory.is_some(), &input, &output)?;
         }
-        Ok(Agent {
+        Ok(self.assemble(model))
+    }
+
+    /// Builds an agent whose configuration `agent!` already checked at compile time.
+    #[doc(hidden)]
+    pub fn __build_checked(self, model: impl LanguageModel) -> Agent<I, O, E> {
+        self.assemble(Arc::new(model))
+    }
+
+    fn assemble(self, model: Arc<dyn LanguageModel>) -> Agent<I, O, E> {
+        let s = self.settings;
+        Agent {
             inner: Arc::new(AgentInner {
                 name: s.name,
                 instructions: s.instructions,
@@ -423,6 +437,6 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
                 provider_options: s.provider_options,
                 on_violation: s.on_violation,
             }),
-        })
+        }
     }
 }

@@ -153,6 +153,7 @@ impl Memory {
 impl Processor for Memory {
     type State = ();
     const HOOKS: Hooks = Hooks::INPUT.with(Hooks::OUTPUT_RESULT);
+    const STATIC_ID: Option<&'static str> = Some(MEMORY_ID);
 
     fn id(&self) -> &str {
         MEMORY_ID

@@ -133,3 +133,15 @@ pub trait LanguageModel: Send + Sync + 'static {
     /// Starts a call.
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>>;
 }
+
+impl<M: LanguageModel + ?Sized> LanguageModel for std::sync::Arc<M> {
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        (**self).stream(request)
+    }
+}

@@ -6,6 +6,7 @@
 
 mod args;
 mod dynamic;
+pub mod extract;
 mod hooks;
 mod pipeline;
 pub(crate) mod state;
@@ -54,6 +55,10 @@ pub trait Processor: Send + Sync + 'static {
 
     /// The hooks this type implements.
     const HOOKS: Hooks;
+
+    /// The id, when it is the same for every value of the type (as `#[processor]` declares
+    /// it). `agent!` uses it to refuse two processors with one id at compile time.
+    const STATIC_ID: Option<&'static str> = None;
 
     /// The processor's id: names it in errors, trip wires and traces, and keys its state.
     fn id(&self) -> &str;

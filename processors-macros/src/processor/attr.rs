@@ -1,0 +1,180 @@
+//! The options of `#[processor(...)]`.
+
+use crate::errors::Errors;
+use crate::hooks::{self, Hook};
+use crate::names;
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token, Type};
+
+pub const KEYS: [&str; 5] = [
+    "id",
+    "name",
+    "state",
+    "process_data_parts",
+    "stream_history",
+];
+
+/// One item of the attribute, as written.
+enum Item {
+    Flag(Ident),
+    Id(Ident, LitStr),
+    Name(Ident, Ident),
+    State(Ident, Box<Type>),
+    Unknown(Ident),
+}
+
+pub struct RawAttr {
+    items: Vec<Item>,
+}
+
+impl Parse for RawAttr {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut items = Vec::new();
+        while !input.is_empty() {
+            let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
+            if input.peek(Token![=]) {
+                input.parse::<Token![=]>()?;
+                let item = match key.to_string().as_str() {
+                    "id" => Item::Id(key, input.parse()?),
+                    "name" => Item::Name(key, input.parse()?),
+                    "state" => Item::State(key, input.parse()?),
+                    _ => {
+                        input.parse::<syn::Expr>()?;
+                        Item::Unknown(key)
+                    }
+                };
+                items.push(item);
+            } else {
+                items.push(Item::Flag(key));
+            }
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(RawAttr { items })
+    }
+}
+
+/// The validated options.
+#[derive(Default)]
+pub struct Attr {
+    pub hook: Option<(Hook, Ident)>,
+    pub id: Option<LitStr>,
+    pub name: Option<Ident>,
+    pub state: Option<Type>,
+    pub data_parts: bool,
+    pub history: bool,
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, key: &Ident, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.at(key, format!("`{key}` is given twice; keep one"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+impl RawAttr {
+    /// Validates the options; `on_fn` says whether the attribute is on a function (which names
+    /// its hook) or on an impl block (whose methods are the hooks).
+    pub fn validate(self, on_fn: bool, errors: &mut Errors) -> Attr {
+        let mut attr = Attr::default();
+        let mut flags: (Option<()>, Option<()>) = (None, None);
+        for item in self.items {
+            match item {
+                Item::Id(key, lit) => {
+                    let id = lit.value();
+                    if !names::valid_id(&id) {
+                        errors.at(
+                            &lit,
+                            format!(
+                                "`{id}` is not a valid processor id: use lowercase letters, digits, `-`, `_` and `.`, starting with a letter (like \"{}\")",
+                                suggest_id(&id)
+                            ),
+                        );
+                    }
+                    set_once(&mut attr.id, lit, &key, errors);
+                }
+                Item::Name(key, name) => set_once(&mut attr.name, name, &key, errors),
+                Item::State(key, ty) => set_once(&mut attr.state, *ty, &key, errors),
+                Item::Flag(key) => match key.to_string().as_str() {
+                    "process_data_parts" => set_once(&mut flags.0, (), &key, errors),
+                    "stream_history" => set_once(&mut flags.1, (), &key, errors),
+                    "id" | "name" | "state" => {
+                        errors.at(&key, format!("`{key}` needs a value: `{key} = ...`"))
+                    }
+                    name => match hooks::by_short(name).or_else(|| hooks::by_method(name)) {
+                        Some(hook) if on_fn => {
+                            if let Some((first, _)) = attr.hook {
+                                errors.at(
+                                    &key,
+                                    format!(
+                                        "a processor function implements one hook, and this one already names `{}`; to implement several hooks, put `#[processor]` on an impl block with one method per hook",
+                                        first.short
+                                    ),
+                                );
+                            } else {
+                                attr.hook = Some((hook, key));
+                            }
+                        }
+                        Some(hook) => errors.at(
+                            &key,
+                            format!(
+                                "on an impl block the hooks are its methods: write `fn {}(&self, ...)` instead of naming `{}` here",
+                                hook.method, hook.short
+                            ),
+                        ),
+                        None => {
+                            let candidates = hooks::HOOKS
+                                .iter()
+                                .map(|h| h.short)
+                                .chain(KEYS.iter().copied());
+                            errors.at(
+                                &key,
+                                format!(
+                                    "unknown hook or option `{name}`{}; hooks: {}; options: {}",
+                                    names::did_you_mean(name, candidates),
+                                    hooks::HOOKS.iter().map(|h| h.short).collect::<Vec<_>>().join(", "),
+                                    KEYS.join(", "),
+                                ),
+                            );
+                        }
+                    },
+                },
+                Item::Unknown(key) => errors.at(
+                    &key,
+                    format!(
+                        "unknown option `{key}`{}; options: {}",
+                        names::did_you_mean(&key.to_string(), KEYS),
+                        KEYS.join(", ")
+                    ),
+                ),
+            }
+        }
+        attr.data_parts = flags.0.is_some();
+        attr.history = flags.1.is_some();
+        attr
+    }
+}
+
+fn suggest_id(id: &str) -> String {
+    let mut s: String = names::kebab(id.trim())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while s.starts_with(|c: char| !c.is_ascii_lowercase()) && !s.is_empty() {
+        s.remove(0);
+    }
+    if s.is_empty() {
+        "my-processor".to_owned()
+    } else {
+        s
+    }
+}
