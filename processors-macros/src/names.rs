@@ -65,10 +65,10 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
-/// ", did you mean `x`?" or "".
+/// " (did you mean `x`?)" or "".
 pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     closest(name, candidates)
-        .map(|c| format!("; did you mean `{c}`?"))
+        .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default()
 }
 

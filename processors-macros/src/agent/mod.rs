@@ -450,7 +450,7 @@ mod tests {
     fn unknown_key_suggests_the_closest() {
         let out = errors_of(quote!(model: m, ouput: [A]));
         assert!(
-            out.contains("unknown key `ouput`; did you mean `output`?"),
+            out.contains("unknown key `ouput` (did you mean `output`?)"),
             "{out}"
         );
     }

@@ -158,23 +158,37 @@ impl RawAttr {
     }
 }
 
+/// A valid id close to an invalid one: lowercase, other characters turned into single `-`.
 fn suggest_id(id: &str) -> String {
-    let mut s: String = names::kebab(id.trim())
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    while s.starts_with(|c: char| !c.is_ascii_lowercase()) && !s.is_empty() {
-        s.remove(0);
+    let mut s = String::new();
+    for c in id.trim().chars() {
+        let c = if c.is_ascii_alphanumeric() || "_.".contains(c) {
+            c.to_ascii_lowercase()
+        } else {
+            '-'
+        };
+        if !(c == '-' && (s.is_empty() || s.ends_with('-'))) {
+            s.push(c);
+        }
     }
+    let s = s
+        .trim_start_matches(|c: char| !c.is_ascii_lowercase())
+        .trim_end_matches('-');
     if s.is_empty() {
         "my-processor".to_owned()
     } else {
-        s
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn suggested_ids_are_valid() {
+        for bad in ["My Checker", "  9lives!", "--", "Über Guard", "a  b"] {
+            let s = super::suggest_id(bad);
+            assert!(crate::names::valid_id(&s), "{bad} -> {s}");
+        }
+        assert_eq!(super::suggest_id("My Checker"), "my-checker");
     }
 }

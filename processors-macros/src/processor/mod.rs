@@ -85,7 +85,7 @@ fn item_head_span(item: &syn::Item) -> Span {
 /// How a hook parameter is supplied.
 enum ParamKind {
     /// `state: &mut T`.
-    State(Type),
+    State(Box<Type>),
     /// Any other type, through the hook's extractor trait.
     Extract,
 }
@@ -126,7 +126,7 @@ fn params<'a>(
             match &*pt.ty {
                 Type::Reference(r) if r.mutability.is_some() => out.push(Param {
                     ty: (*pt.ty).clone(),
-                    kind: ParamKind::State((*r.elem).clone()),
+                    kind: ParamKind::State(r.elem.clone()),
                 }),
                 other => errors.at(
                     other,
@@ -159,7 +159,7 @@ fn params<'a>(
 /// The state type a set of parameters declares, if any.
 fn state_of(params: &[Param]) -> Option<&Type> {
     params.iter().find_map(|p| match &p.kind {
-        ParamKind::State(t) => Some(t),
+        ParamKind::State(t) => Some(&**t),
         ParamKind::Extract => None,
     })
 }
@@ -369,16 +369,16 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
         return quote!(#errs #f #item_struct #stub);
     };
     let ps = params(sig.inputs.iter(), hook, &mut errors);
-    if let (Some(declared), Some(found)) = (&attr.state, state_of(&ps)) {
-        if quote!(#declared).to_string() != quote!(#found).to_string() {
-            errors.at(
-                found,
-                format!(
-                    "the state parameter's type differs from `state = {}` in the attribute",
-                    quote!(#declared)
-                ),
-            );
-        }
+    if let (Some(declared), Some(found)) = (&attr.state, state_of(&ps))
+        && quote!(#declared).to_string() != quote!(#found).to_string()
+    {
+        errors.at(
+            found,
+            format!(
+                "the state parameter's type differs from `state = {}` in the attribute",
+                quote!(#declared)
+            ),
+        );
     }
     if !errors.is_empty() {
         let errs = errors.into_compile_errors();

@@ -286,24 +286,41 @@ pub trait HookReturn<Out> {
     fn into_hook_result(self) -> Result<Out, ProcessorError>;
 }
 
-impl<T: Into<Out>, E: Into<ProcessorError>, Out> HookReturn<Out> for Result<T, E> {
-    #[inline]
-    fn into_hook_result(self) -> Result<Out, ProcessorError> {
-        self.map(Into::into).map_err(Into::into)
-    }
-}
-
 macro_rules! hook_return {
     ($out:ty: $($t:ty),*) => {
         $(
             impl HookReturn<$out> for $t {
                 #[inline]
                 fn into_hook_result(self) -> Result<$out, ProcessorError> {
-                    Ok(self.into())
+                    Ok(into_outcome(self))
+                }
+            }
+
+            impl<E: Into<ProcessorError>> HookReturn<$out> for Result<$t, E> {
+                #[inline]
+                fn into_hook_result(self) -> Result<$out, ProcessorError> {
+                    self.map(into_outcome).map_err(Into::into)
                 }
             }
         )*
     };
+}
+
+/// Converts a hook's value into its outcome; `()` means "unchanged" for every hook.
+trait IntoOutcome<Out> {
+    fn into_outcome(self) -> Out;
+}
+
+impl<T: Into<Out>, Out> IntoOutcome<Out> for T {
+    #[inline]
+    fn into_outcome(self) -> Out {
+        self.into()
+    }
+}
+
+#[inline]
+fn into_outcome<T: IntoOutcome<Out>, Out>(t: T) -> Out {
+    t.into_outcome()
 }
 
 hook_return!(InputOutcome: InputOutcome, (), Vec<Message>);
@@ -319,5 +336,12 @@ impl HookReturn<Option<Value>> for () {
     #[inline]
     fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
         Ok(None)
+    }
+}
+
+impl<E: Into<ProcessorError>> HookReturn<Option<Value>> for Result<(), E> {
+    #[inline]
+    fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
+        self.map(|()| None).map_err(Into::into)
     }
 }

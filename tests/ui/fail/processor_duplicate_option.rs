@@ -1,0 +1,8 @@
+use processors::prelude::*;
+
+#[processor(input, id = "first", id = "second")]
+fn check(messages: Vec<Message>) -> Vec<Message> {
+    messages
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use processors::prelude::*;
+
+struct Shout;
+
+#[processor(output_stream)]
+impl Shout {
+    fn process_output_stream(&self, chunk: &Chunk) -> StreamAction {
+        let _ = chunk;
+        StreamAction::Pass
+    }
+}
+
+fn main() {}

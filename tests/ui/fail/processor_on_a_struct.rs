@@ -1,0 +1,6 @@
+use processors::prelude::*;
+
+#[processor(output_stream)]
+struct Shout;
+
+fn main() {}
