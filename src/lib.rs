@@ -1,1 +1,2 @@
+pub use processors_providers as providers;
 pub use processors_runtime::*;
