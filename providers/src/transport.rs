@@ -432,7 +432,12 @@ impl<D: Decoder> Driver<D> {
             }
         }
         if at_end && let Some(event) = self.parser.finish() {
-            return self.decoder.event(event, &mut self.out);
+            // An unterminated last event that does not decode was cut by the disconnection.
+            return self.decoder.event(event, &mut self.out).map_err(|e| {
+                let mut cut = error::cut_short();
+                cut.body = e.body;
+                cut
+            });
         }
         Ok(false)
     }
