@@ -135,10 +135,16 @@ pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
     } else {
         format!("the request to {url} failed")
     };
-    let mut source: Option<&dyn std::error::Error> = Some(error);
+    // The causes say what happened; reqwest's own text repeats the URL and hyper's
+    // "client error (…)" layer names only the stage.
+    let mut source = std::error::Error::source(error);
+    if source.is_none() {
+        message.push_str(": ");
+        message.push_str(&error.to_string());
+    }
     while let Some(e) = source {
         let text = e.to_string();
-        if !message.contains(&text) {
+        if !text.starts_with("client error (") && !message.contains(&text) {
             message.push_str(": ");
             message.push_str(&text);
         }
