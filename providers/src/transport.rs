@@ -347,9 +347,16 @@ type Body = BoxStream<'static, reqwest::Result<Bytes>>;
 
 enum Phase {
     Reading,
+    /// The provider finished; what is left of the body is read briefly, so a keep-alive
+    /// connection can be reused.
+    Draining,
     Failed(ApiError),
     Done,
 }
+
+/// How long the rest of a finished response may take to arrive before the connection is
+/// dropped instead of reused.
+const DRAIN: Duration = Duration::from_millis(100);
 
 struct Driver<D> {
     body: Body,
@@ -388,6 +395,12 @@ impl<D: Decoder> Driver<D> {
             match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Done => return None,
                 Phase::Failed(e) => return Some(Err(e)),
+                Phase::Draining => {
+                    let rest = async { while let Some(Ok(_)) = self.body.next().await {} };
+                    let _ = tokio::time::timeout(DRAIN.min(self.idle), rest).await;
+                    self.stop(Phase::Done);
+                    return None;
+                }
                 Phase::Reading => self.phase = Phase::Reading,
             }
             self.read().await;
@@ -418,7 +431,7 @@ impl<D: Decoder> Driver<D> {
         };
         match finished_events {
             Ok(false) => {}
-            Ok(true) => self.stop(Phase::Done),
+            Ok(true) => self.phase = Phase::Draining,
             Err(e) => self.stop(Phase::Failed(e)),
         }
     }

@@ -527,3 +527,22 @@ fn building_without_a_key_says_how_to_set_one() {
         }
     );
 }
+
+#[tokio::test]
+async fn stream_cut_inside_an_event_fails_as_cut_not_as_bad_json() {
+    let full = text_answer(&["Hello", " world"]);
+    let cut = &full[..full.find(" world").unwrap()];
+    let server = Server::start([Reply::Events(cut.to_owned())]).await;
+    let (chunks, e) = stream_error(&server).await;
+    assert_eq!(text_of(&chunks), "Hello");
+    assert!(
+        e.message
+            .starts_with("stream ended before the provider finished"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.body.unwrap().ends_with("\"text\":\""),
+        "the partial event is kept"
+    );
+}

@@ -576,3 +576,22 @@ async fn error_event_mid_stream_is_reported() {
     );
     assert!(e.retryable);
 }
+
+#[tokio::test]
+async fn connection_left_open_after_done_still_ends_the_stream() {
+    let server = Server::start([Reply::Hang(text_answer(&["done"]))]).await;
+    let model = OpenAiCompatible::builder("m")
+        .base_url(server.url("/v1"))
+        .idle_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let stream = model.stream(request("hi")).await.unwrap();
+    assert_eq!(text_of(&collect_ok(stream).await), "done");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.client_closed().await, Some(0));
+}
