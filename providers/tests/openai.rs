@@ -484,6 +484,7 @@ async fn no_response_headers_in_time_is_a_retryable_timeout() {
     let model = OpenAiCompatible::builder("m")
         .base_url(server.url("/v1"))
         .timeouts(fast_timeouts())
+        .first_byte_timeout(Duration::from_millis(300))
         .retry(RetryPolicy::none())
         .build()
         .unwrap();

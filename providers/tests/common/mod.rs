@@ -13,11 +13,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-/// The timeouts the tests use: short, so a hang shows up as a fast failure.
+/// The timeouts the tests use: a short idle timeout, so a hang shows up as a fast failure,
+/// and room for a loaded machine to answer on loopback.
 pub fn fast_timeouts() -> Timeouts {
     Timeouts {
-        connect: Duration::from_millis(500),
-        first_byte: Duration::from_millis(300),
+        connect: Duration::from_secs(1),
+        first_byte: Duration::from_secs(1),
         idle: Duration::from_millis(200),
     }
 }
