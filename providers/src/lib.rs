@@ -18,7 +18,7 @@
 //! failures are retried with exponential backoff, honouring `Retry-After`, as the
 //! [`RetryPolicy`] allows. [`Timeouts`] bound the connection, the wait for the response
 //! headers and every silence of the stream, so a call never hangs; dropping the stream closes
-//! the connection.
+//! the connection. Calls run on the Tokio runtime (as `#[tokio::main]` sets up).
 //!
 //! ```no_run
 //! use processors_runtime::prelude::*;

@@ -66,22 +66,22 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+    if let Some(wait) = text("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
     let value = text(RETRY_AFTER.as_str())?;
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    if let Some(secs) = value
+    if let Some(wait) = value
         .parse::<f64>()
         .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
     {
-        return Some(Duration::from_secs_f64(secs));
+        return Some(wait);
     }
     let at = parse_http_date(value)?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
@@ -112,7 +112,8 @@ pub(crate) fn parse_http_date(text: &str) -> Option<u64> {
     let year: i64 = words.next()?.parse().ok()?;
     let mut clock = words.next()?.split(':').map(|n| n.parse::<u64>().ok());
     let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
-    if words.next()? != "GMT" || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+    let valid = (1..=31).contains(&day) && (1970..=9999).contains(&year);
+    if words.next()? != "GMT" || !valid || h > 23 || m > 59 || s > 60 {
         return None;
     }
     let days = days_from_civil(year, month, day as i64);
@@ -166,6 +167,21 @@ mod tests {
         );
         assert_eq!(retry_after(&h), Some(Duration::ZERO));
         h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn absurd_retry_after_values_are_ignored_not_a_panic() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after-ms", HeaderValue::from_static("1e300"));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("-5"));
+        assert_eq!(retry_after(&h), None);
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 99999999999 08:49:37 GMT"),
+        );
+        assert_eq!(retry_after(&h), None);
+        h.insert(RETRY_AFTER, HeaderValue::from_static("1e300"));
         assert_eq!(retry_after(&h), None);
     }
 
