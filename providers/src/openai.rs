@@ -202,9 +202,9 @@ fn messages(prompt: &[Message]) -> Vec<Value> {
         }
         let role = match message.role {
             Role::System => "system",
-            Role::User => "user",
             Role::Assistant => "assistant",
-            Role::Tool => "tool",
+            // A tool message's parts other than results (rare) are the user's context.
+            Role::User | Role::Tool => "user",
         };
         if message.role == Role::Assistant && !tool_calls.is_empty() {
             let text = plain_text(&content);
@@ -214,16 +214,12 @@ fn messages(prompt: &[Message]) -> Vec<Value> {
                 "tool_calls": tool_calls,
             }));
         } else if !content.is_empty() {
+            // Only user messages may carry images and files; the others are plain text.
             let all_text = content.iter().all(|c| c["type"] == "text");
-            let content = if all_text || message.role != Role::User {
+            let content = if all_text || role != "user" {
                 json!(plain_text(&content))
             } else {
                 Value::Array(content)
-            };
-            let role = if message.role == Role::Tool {
-                "user"
-            } else {
-                role
             };
             out.push(json!({ "role": role, "content": content }));
         }

@@ -105,12 +105,11 @@ impl SseParser {
             }
         }
         while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-            let (head, rest) = bytes.split_at(end);
-            let terminator = rest[0];
-            let mut rest = &rest[1..];
-            if terminator == b'\r' {
-                match rest.first() {
-                    Some(b'\n') => rest = &rest[1..],
+            let head = &bytes[..end];
+            let mut rest = &bytes[end + 1..];
+            if bytes[end] == b'\r' {
+                match rest.split_first() {
+                    Some((b'\n', after)) => rest = after,
                     Some(_) => {}
                     None => self.after_cr = true,
                 }
@@ -177,7 +176,7 @@ impl SseParser {
             }
             return Ok(());
         }
-        if line[0] == b':' {
+        if line.starts_with(b":") {
             return Ok(());
         }
         let (name, value) = match line.iter().position(|&b| b == b':') {
