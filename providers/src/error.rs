@@ -126,7 +126,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 
 /// A failure before or while receiving a response (connection refused, reset, TLS).
 pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
-    let mut message = if error.is_connect() {
+    let what = if error.is_connect() {
         format!("could not connect to {url}")
     } else if error.is_timeout() {
         format!("timed out talking to {url}")
@@ -135,22 +135,33 @@ pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
     } else {
         format!("the request to {url} failed")
     };
-    // The causes say what happened; reqwest's own text repeats the URL and hyper's
-    // "client error (…)" layer names only the stage.
+    ApiError::other(format!("{what}: {}", causes(error)), !error.is_builder())
+}
+
+/// The body failed while streaming (connection reset, malformed chunked encoding).
+pub(crate) fn mid_stream(error: &reqwest::Error) -> ApiError {
+    ApiError::other(
+        format!("the connection failed while streaming: {}", causes(error)),
+        true,
+    )
+}
+
+/// What went wrong, from the error's causes: reqwest's own text repeats the URL and hyper's
+/// "client error (…)" layer names only the stage.
+fn causes(error: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
     let mut source = std::error::Error::source(error);
-    if source.is_none() {
-        message.push_str(": ");
-        message.push_str(&error.to_string());
-    }
     while let Some(e) = source {
         let text = e.to_string();
-        if !text.starts_with("client error (") && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
+        if !text.starts_with("client error (") && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
         }
         source = e.source();
     }
-    ApiError::other(message, !error.is_builder())
+    if parts.is_empty() {
+        parts.push(error.to_string());
+    }
+    parts.join(": ")
 }
 
 /// The stream saw no data for `idle`.

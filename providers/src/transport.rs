@@ -411,11 +411,7 @@ impl<D: Decoder> Driver<D> {
     async fn read(&mut self) {
         let finished_events = match tokio::time::timeout(self.idle, self.body.next()).await {
             Err(_) => Err(error::idle_timeout(self.idle)),
-            Ok(Some(Err(e))) => Err({
-                let mut e = error::from_transport(&e, "the provider");
-                e.message = format!("the connection failed while streaming: {}", e.message);
-                e
-            }),
+            Ok(Some(Err(e))) => Err(error::mid_stream(&e)),
             Ok(Some(Ok(bytes))) => self
                 .parser
                 .feed(&bytes)

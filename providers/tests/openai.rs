@@ -596,3 +596,22 @@ async fn connection_left_open_after_done_still_ends_the_stream() {
     );
     assert_eq!(server.client_closed().await, Some(0));
 }
+
+#[tokio::test]
+async fn chunked_body_cut_mid_chunk_is_a_retryable_connection_error() {
+    let event = data_events(&[delta(json!({ "content": "Hi" }))]);
+    let raw = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n40\r\ndata: {{\"cho",
+        event.len()
+    );
+    let server = Server::start([Reply::Raw(raw)]).await;
+    let (chunks, e) = stream_error(&server).await;
+    assert_eq!(text_of(&chunks), "Hi");
+    assert!(
+        e.message
+            .starts_with("the connection failed while streaming: "),
+        "{}",
+        e.message
+    );
+    assert!(e.retryable);
+}

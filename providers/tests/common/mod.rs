@@ -50,6 +50,8 @@ pub enum Reply {
     Hang(String),
     /// Reads the request and never answers.
     Silent,
+    /// These exact bytes (status line and headers included), then the connection closes.
+    Raw(String),
 }
 
 impl Reply {
@@ -222,6 +224,7 @@ async fn serve(
             }
             Ok(())
         }
+        Reply::Raw(bytes) => socket.write_all(bytes.as_bytes()).await,
         Reply::Silent => {
             let mut buf = [0u8; 256];
             let _ = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf)).await;
