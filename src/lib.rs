@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub use processors_builtins as builtins;
+pub use processors_providers as providers;
 pub use processors_runtime::*;
 
 mod macros_doc;

@@ -1,0 +1,498 @@
+//! [`Anthropic`]: the messages API (`POST {base_url}/v1/messages`), streamed.
+
+use crate::error;
+use crate::parts::{is_url, merge_provider_options, parse_tool_args, tool_result_text};
+use crate::sse::SseEvent;
+use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
+use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice};
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Anthropic's API address.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The `max_tokens` sent when the request's settings have no output limit (the API
+/// requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// A model served by Anthropic's messages API.
+///
+/// System messages become the separate `system` prompt; tool results are sent as
+/// `tool_result` blocks of a user turn; consecutive turns of one role are merged. Reasoning
+/// parts of earlier answers are not sent back (the API requires their signatures).
+///
+/// ```
+/// use processors_providers::Anthropic;
+/// use processors_runtime::model::LanguageModel;
+/// let model = Anthropic::builder("claude-sonnet-4-5")
+///     .api_key("sk-ant-…")
+///     .build()
+///     .unwrap();
+/// assert_eq!(model.provider(), "anthropic");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    model: String,
+    url: String,
+    transport: Transport,
+}
+
+/// Builds an [`Anthropic`] model; see [`Anthropic::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct AnthropicBuilder {
+    model: String,
+    http: HttpConfig,
+}
+
+impl Anthropic {
+    /// Starts building a model with this id (set its key with `.api_key(...)`).
+    pub fn builder(model: impl Into<String>) -> AnthropicBuilder {
+        AnthropicBuilder {
+            model: model.into(),
+            http: HttpConfig::new(ANTHROPIC_BASE_URL),
+        }
+    }
+}
+
+impl AnthropicBuilder {
+    http_builder_methods!();
+
+    /// The model; fails without an API key.
+    pub fn build(self) -> Result<Anthropic, ConfigError> {
+        let Some(key) = self.http.api_key.clone() else {
+            return Err(ConfigError::MissingApiKey {
+                provider: "anthropic".to_owned(),
+                env_var: "ANTHROPIC_API_KEY".to_owned(),
+            });
+        };
+        let headers = [
+            ("x-api-key".to_owned(), key),
+            ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
+        ];
+        let transport = Transport::new(&self.http, headers)?;
+        Ok(Anthropic {
+            url: self.http.url("v1/messages"),
+            model: self.model,
+            transport,
+        })
+    }
+}
+
+impl LanguageModel for Anthropic {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        async move {
+            let body = request_body(&self.model, &request)?;
+            self.transport
+                .stream(&self.url, &body, MessagesDecoder::default())
+                .await
+        }
+        .boxed()
+    }
+}
+
+/// The messages request for `request`.
+pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Result<Value, ApiError> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let s = &request.settings;
+    body.insert(
+        "max_tokens".into(),
+        json!(s.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    let system: Vec<String> = request
+        .prompt
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(Message::text)
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system.join("\n\n")));
+    }
+    body.insert("messages".into(), Value::Array(messages(&request.prompt)));
+    body.insert("stream".into(), json!(true));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), tools.into());
+        body.insert(
+            "tool_choice".into(),
+            match &request.tool_choice {
+                ToolChoice::Auto => json!({ "type": "auto" }),
+                ToolChoice::None => json!({ "type": "none" }),
+                ToolChoice::Required => json!({ "type": "any" }),
+                ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+            },
+        );
+    }
+    if let Some(t) = s.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = s.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !s.stop_sequences.is_empty() {
+        body.insert("stop_sequences".into(), json!(s.stop_sequences));
+    }
+    merge_provider_options(&mut body, &request.provider_options)?;
+    Ok(Value::Object(body))
+}
+
+/// The non-system prompt as alternating user and assistant turns of content blocks.
+fn messages(prompt: &[Message]) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for message in prompt {
+        let role = match message.role {
+            Role::System => continue,
+            Role::User | Role::Tool => "user",
+            Role::Assistant => "assistant",
+        };
+        let blocks: Vec<Value> = message.content.parts.iter().filter_map(block).collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({ "role": role, "content": content }))
+        .collect()
+}
+
+fn block(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text { text } if text.is_empty() => return None,
+        Part::Text { text } => json!({ "type": "text", "text": text }),
+        Part::ToolCall {
+            tool_call_id,
+            tool_name,
+            args,
+        } => json!({
+            "type": "tool_use",
+            "id": tool_call_id,
+            "name": tool_name,
+            "input": if args.is_object() { args.clone() } else { json!({}) },
+        }),
+        Part::ToolResult {
+            tool_call_id,
+            result,
+            is_error,
+            ..
+        } => {
+            let mut block = json!({
+                "type": "tool_result",
+                "tool_use_id": tool_call_id,
+                "content": tool_result_text(result),
+            });
+            if *is_error {
+                block["is_error"] = json!(true);
+            }
+            block
+        }
+        Part::File { mime_type, data } => {
+            let source = if is_url(data) && !data.starts_with("data:") {
+                json!({ "type": "url", "url": data })
+            } else {
+                let data = data
+                    .split_once(";base64,")
+                    .map_or(data.as_str(), |(_, d)| d);
+                json!({ "type": "base64", "media_type": mime_type, "data": data })
+            };
+            let kind = if mime_type.starts_with("image/") {
+                "image"
+            } else {
+                "document"
+            };
+            json!({ "type": kind, "source": source })
+        }
+        Part::Reasoning { .. } | Part::Data { .. } => return None,
+    })
+}
+
+/// What a content block streams.
+#[derive(Debug)]
+enum OpenBlock {
+    Text(Arc<str>),
+    Reasoning(Arc<str>),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Other,
+}
+
+/// Reads the messages API's stream events.
+#[derive(Debug, Default)]
+pub(crate) struct MessagesDecoder {
+    blocks: HashMap<u64, OpenBlock>,
+    usage: Usage,
+    finish_reason: Option<FinishReason>,
+}
+
+impl Decoder for MessagesDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
+        let data = event.data.trim();
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            error::protocol(format_args!("event data that is not JSON ({e})"), data)
+        })?;
+        let kind = value["type"]
+            .as_str()
+            .or(event.event.as_deref())
+            .unwrap_or("");
+        let index = value["index"].as_u64().unwrap_or(0);
+        match kind {
+            "message_start" => {
+                let usage = &value["message"]["usage"];
+                self.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
+                self.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
+            }
+            "content_block_start" => {
+                let block = &value["content_block"];
+                let open = match block["type"].as_str() {
+                    Some("text") => {
+                        let id: Arc<str> = format!("text-{index}").into();
+                        out.push_back(ChunkKind::TextStart { id: id.clone() });
+                        if let Some(text) = block["text"].as_str().filter(|t| !t.is_empty()) {
+                            out.push_back(ChunkKind::TextDelta {
+                                id: id.clone(),
+                                text: text.to_owned(),
+                            });
+                        }
+                        OpenBlock::Text(id)
+                    }
+                    Some("thinking") => {
+                        let id: Arc<str> = format!("reasoning-{index}").into();
+                        out.push_back(ChunkKind::ReasoningStart { id: id.clone() });
+                        OpenBlock::Reasoning(id)
+                    }
+                    Some("tool_use") => {
+                        let input = &block["input"];
+                        let has_input = input.as_object().is_some_and(|o| !o.is_empty());
+                        OpenBlock::ToolUse {
+                            id: block["id"].as_str().unwrap_or_default().to_owned(),
+                            name: block["name"].as_str().unwrap_or_default().to_owned(),
+                            json: if has_input {
+                                input.to_string()
+                            } else {
+                                String::new()
+                            },
+                        }
+                    }
+                    _ => OpenBlock::Other,
+                };
+                self.blocks.insert(index, open);
+            }
+            "content_block_delta" => {
+                let delta = &value["delta"];
+                let text = |key: &str| delta[key].as_str().unwrap_or_default().to_owned();
+                match (self.blocks.get_mut(&index), delta["type"].as_str()) {
+                    (Some(OpenBlock::Text(id)), Some("text_delta")) => {
+                        out.push_back(ChunkKind::TextDelta {
+                            id: id.clone(),
+                            text: text("text"),
+                        });
+                    }
+                    (Some(OpenBlock::Reasoning(id)), Some("thinking_delta")) => {
+                        out.push_back(ChunkKind::ReasoningDelta {
+                            id: id.clone(),
+                            text: text("thinking"),
+                        });
+                    }
+                    (Some(OpenBlock::ToolUse { id, name, json }), Some("input_json_delta")) => {
+                        let piece = text("partial_json");
+                        json.push_str(&piece);
+                        out.push_back(ChunkKind::ToolCallDelta {
+                            tool_call_id: id.clone(),
+                            tool_name: name.clone(),
+                            args_text_delta: piece,
+                        });
+                    }
+                    (None, _) => {
+                        return Err(error::protocol(
+                            format_args!(
+                                "a delta for content block {index}, which was never started"
+                            ),
+                            data,
+                        ));
+                    }
+                    // Signatures and deltas of unknown kinds carry nothing to stream.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => match self.blocks.remove(&index) {
+                Some(OpenBlock::Text(id)) => out.push_back(ChunkKind::TextEnd { id }),
+                Some(OpenBlock::Reasoning(id)) => out.push_back(ChunkKind::ReasoningEnd { id }),
+                Some(OpenBlock::ToolUse { id, name, json }) => {
+                    let args = parse_tool_args(&id, &name, &json)?;
+                    out.push_back(ChunkKind::ToolCall {
+                        tool_call_id: id,
+                        tool_name: name,
+                        args,
+                    });
+                }
+                Some(OpenBlock::Other) | None => {}
+            },
+            "message_delta" => {
+                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
+                    self.finish_reason = Some(match reason {
+                        "end_turn" | "stop_sequence" => FinishReason::Stop,
+                        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+                        "tool_use" => FinishReason::ToolCalls,
+                        "refusal" => FinishReason::ContentFilter,
+                        _ => FinishReason::Other,
+                    });
+                }
+                if let Some(n) = value["usage"]["output_tokens"].as_u64() {
+                    self.usage.output_tokens = n;
+                }
+                if let Some(n) = value["usage"]["input_tokens"].as_u64() {
+                    self.usage.input_tokens = n;
+                }
+            }
+            "message_stop" => {
+                if !self.blocks.is_empty() {
+                    return Err(error::protocol(
+                        "message_stop while content blocks were still open",
+                        data,
+                    ));
+                }
+                self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
+                out.push_back(ChunkKind::Finish {
+                    finish_reason: self.finish_reason.unwrap_or(FinishReason::Other),
+                    usage: self.usage,
+                });
+                return Ok(true);
+            }
+            "error" => return Err(error::in_stream(&value, data)),
+            // `ping` and event types added to the API later.
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use processors_runtime::model::{ModelSettings, ToolSpec};
+
+    #[test]
+    fn system_is_separate_and_tool_results_join_the_next_user_turn() {
+        let request = ModelRequest {
+            prompt: vec![
+                Message::system("one"),
+                Message::system("two"),
+                Message::user("weather?"),
+                Message::new(
+                    Role::Assistant,
+                    vec![
+                        Part::Reasoning {
+                            text: "hidden".into(),
+                        },
+                        Part::Text {
+                            text: "Checking.".into(),
+                        },
+                        Part::ToolCall {
+                            tool_call_id: "t1".into(),
+                            tool_name: "weather".into(),
+                            args: json!({ "city": "Oslo" }),
+                        },
+                    ],
+                ),
+                Message::new(
+                    Role::Tool,
+                    vec![Part::ToolResult {
+                        tool_call_id: "t1".into(),
+                        tool_name: "weather".into(),
+                        result: json!("sunny"),
+                        is_error: true,
+                    }],
+                ),
+                Message::user("and tomorrow?"),
+            ],
+            tools: vec![ToolSpec {
+                name: "weather".into(),
+                description: "d".into(),
+                parameters: json!({ "type": "object" }),
+            }],
+            tool_choice: ToolChoice::Required,
+            settings: ModelSettings {
+                stop_sequences: vec!["X".into()],
+                ..ModelSettings::default()
+            },
+            ..ModelRequest::default()
+        };
+        let body = request_body("claude", &request).unwrap();
+        assert_eq!(body["system"], "one\n\ntwo");
+        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(body["tool_choice"], json!({ "type": "any" }));
+        assert_eq!(
+            body["tools"][0]["input_schema"],
+            json!({ "type": "object" })
+        );
+        assert_eq!(body["stop_sequences"], json!(["X"]));
+        assert_eq!(
+            body["messages"],
+            json!([
+                { "role": "user", "content": [{ "type": "text", "text": "weather?" }] },
+                { "role": "assistant", "content": [
+                    { "type": "text", "text": "Checking." },
+                    { "type": "tool_use", "id": "t1", "name": "weather", "input": { "city": "Oslo" } },
+                ] },
+                { "role": "user", "content": [
+                    { "type": "tool_result", "tool_use_id": "t1", "content": "sunny", "is_error": true },
+                    { "type": "text", "text": "and tomorrow?" },
+                ] },
+            ])
+        );
+    }
+
+    #[test]
+    fn files_become_image_and_document_blocks() {
+        let png = block(&Part::File {
+            mime_type: "image/png".into(),
+            data: "data:image/png;base64,AAAA".into(),
+        });
+        assert_eq!(
+            png.unwrap()["source"],
+            json!({ "type": "base64", "media_type": "image/png", "data": "AAAA" })
+        );
+        let pdf = block(&Part::File {
+            mime_type: "application/pdf".into(),
+            data: "https://example.com/a.pdf".into(),
+        })
+        .unwrap();
+        assert_eq!(pdf["type"], "document");
+        assert_eq!(pdf["source"]["type"], "url");
+    }
+}

@@ -1,0 +1,624 @@
+//! [`OpenAiCompatible`]: the chat completions API of OpenAI and of the servers that copy it
+//! (Ollama, vLLM, llama.cpp's server, LM Studio).
+
+use crate::error;
+use crate::parts::{file_url, merge_provider_options, parse_tool_args, tool_result_text};
+use crate::sse::SseEvent;
+use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
+use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::model::{
+    ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice, ToolSpec,
+};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// OpenAI's API address.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A model served by an OpenAI-compatible chat completions API
+/// (`POST {base_url}/chat/completions` with `stream: true`).
+///
+/// The base URL selects the server: OpenAI (the default), Ollama
+/// (`http://localhost:11434/v1`), vLLM (`http://localhost:8000/v1`), llama.cpp's server
+/// (`http://localhost:8080/v1`) or LM Studio (`http://localhost:1234/v1`). The API key, when
+/// set, is sent as a bearer token.
+///
+/// ```
+/// use processors_providers::OpenAiCompatible;
+/// use processors_runtime::model::LanguageModel;
+/// let model = OpenAiCompatible::builder("llama3.2")
+///     .base_url("http://localhost:11434/v1")
+///     .provider_name("ollama")
+///     .max_retries(1)
+///     .build()
+///     .unwrap();
+/// assert_eq!(model.provider(), "ollama");
+/// assert_eq!(model.model_id(), "llama3.2");
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatible {
+    provider: String,
+    model: String,
+    url: String,
+    transport: Transport,
+}
+
+/// Builds an [`OpenAiCompatible`] model; see [`OpenAiCompatible::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct OpenAiCompatibleBuilder {
+    provider: String,
+    model: String,
+    http: HttpConfig,
+}
+
+impl OpenAiCompatible {
+    /// Starts building a model with this id, for OpenAI's API and without a key.
+    pub fn builder(model: impl Into<String>) -> OpenAiCompatibleBuilder {
+        OpenAiCompatibleBuilder {
+            provider: "openai".to_owned(),
+            model: model.into(),
+            http: HttpConfig::new(OPENAI_BASE_URL),
+        }
+    }
+}
+
+impl OpenAiCompatibleBuilder {
+    http_builder_methods!();
+
+    /// The provider's name as [`LanguageModel::provider`] reports it (default `openai`).
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        self.provider = name.into();
+        self
+    }
+
+    /// The model.
+    pub fn build(self) -> Result<OpenAiCompatible, ConfigError> {
+        let auth = self
+            .http
+            .api_key
+            .as_ref()
+            .map(|key| ("authorization".to_owned(), format!("Bearer {key}")));
+        let transport = Transport::new(&self.http, auth)?;
+        Ok(OpenAiCompatible {
+            url: self.http.url("chat/completions"),
+            provider: self.provider,
+            model: self.model,
+            transport,
+        })
+    }
+}
+
+impl LanguageModel for OpenAiCompatible {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        async move {
+            let body = request_body(&self.model, &request)?;
+            self.transport
+                .stream(&self.url, &body, ChatDecoder::default())
+                .await
+        }
+        .boxed()
+    }
+}
+
+/// The chat completions request for `request`.
+pub(crate) fn request_body(model: &str, request: &ModelRequest) -> Result<Value, ApiError> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages(&request.prompt)));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    if !request.tools.is_empty() {
+        body.insert(
+            "tools".into(),
+            request.tools.iter().map(tool).collect::<Vec<_>>().into(),
+        );
+        body.insert("tool_choice".into(), tool_choice(&request.tool_choice));
+    }
+    let s = &request.settings;
+    if let Some(t) = s.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = s.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if let Some(m) = s.max_output_tokens {
+        body.insert("max_tokens".into(), json!(m));
+    }
+    if !s.stop_sequences.is_empty() {
+        body.insert("stop".into(), json!(s.stop_sequences));
+    }
+    if let Some(seed) = s.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    merge_provider_options(&mut body, &request.provider_options)?;
+    Ok(Value::Object(body))
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        }
+    })
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
+    }
+}
+
+/// The prompt as chat messages. Reasoning and data parts are not sent; tool results become
+/// `tool` messages.
+fn messages(prompt: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(prompt.len());
+    for message in prompt {
+        let mut content = Vec::new();
+        let mut tool_calls = Vec::new();
+        let mut tool_results = Vec::new();
+        for part in &message.content.parts {
+            match part {
+                Part::Text { text } => content.push(json!({ "type": "text", "text": text })),
+                Part::File { mime_type, data } => content.push(file(mime_type, data)),
+                Part::ToolCall {
+                    tool_call_id,
+                    tool_name,
+                    args,
+                } => tool_calls.push(json!({
+                    "id": tool_call_id,
+                    "type": "function",
+                    "function": { "name": tool_name, "arguments": args.to_string() },
+                })),
+                Part::ToolResult {
+                    tool_call_id,
+                    result,
+                    ..
+                } => tool_results.push(json!({
+                    "role": "tool",
+                    "tool_call_id": tool_call_id,
+                    "content": tool_result_text(result),
+                })),
+                Part::Reasoning { .. } | Part::Data { .. } => {}
+            }
+        }
+        let role = match message.role {
+            Role::System => "system",
+            Role::Assistant => "assistant",
+            // A tool message's parts other than results (rare) are the user's context.
+            Role::User | Role::Tool => "user",
+        };
+        if message.role == Role::Assistant && !tool_calls.is_empty() {
+            let text = plain_text(&content);
+            out.push(json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { json!(text) },
+                "tool_calls": tool_calls,
+            }));
+        } else if !content.is_empty() {
+            // Only user messages may carry images and files; the others are plain text.
+            let all_text = content.iter().all(|c| c["type"] == "text");
+            let content = if all_text || role != "user" {
+                json!(plain_text(&content))
+            } else {
+                Value::Array(content)
+            };
+            out.push(json!({ "role": role, "content": content }));
+        }
+        out.extend(tool_results);
+    }
+    out
+}
+
+fn plain_text(content: &[Value]) -> String {
+    content
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn file(mime_type: &str, data: &str) -> Value {
+    let url = file_url(mime_type, data);
+    if mime_type.starts_with("image/") {
+        json!({ "type": "image_url", "image_url": { "url": url } })
+    } else {
+        json!({ "type": "file", "file": { "file_data": url } })
+    }
+}
+
+/// The kind of the block of text being streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Text,
+    Reasoning,
+}
+
+#[derive(Debug, Default)]
+struct ToolCallAcc {
+    id: String,
+    name: String,
+    args: String,
+}
+
+/// Reads `chat.completion.chunk` events.
+#[derive(Debug, Default)]
+pub(crate) struct ChatDecoder {
+    open: Option<(Block, Arc<str>)>,
+    blocks: usize,
+    tool_calls: BTreeMap<u64, ToolCallAcc>,
+    finish_reason: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl Decoder for ChatDecoder {
+    fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.finish(out)?;
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let value: Value = serde_json::from_str(data).map_err(|e| {
+            error::protocol(format_args!("event data that is not JSON ({e})"), data)
+        })?;
+        if value.get("error").is_some_and(|e| !e.is_null()) {
+            return Err(error::in_stream(&value, data));
+        }
+        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+            let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
+            self.usage = Usage {
+                input_tokens: input,
+                output_tokens: output,
+                total_tokens: usage
+                    .get("total_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(input + output),
+            };
+        }
+        let Some(choice) = value
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
+            return Ok(false);
+        };
+        let delta = &choice["delta"];
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta[key].as_str().filter(|t| !t.is_empty()) {
+                let id = self.enter(Block::Reasoning, out);
+                out.push_back(ChunkKind::ReasoningDelta {
+                    id,
+                    text: text.to_owned(),
+                });
+            }
+        }
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            let id = self.enter(Block::Text, out);
+            out.push_back(ChunkKind::TextDelta {
+                id,
+                text: text.to_owned(),
+            });
+        }
+        if let Some(calls) = delta["tool_calls"].as_array() {
+            for (position, call) in calls.iter().enumerate() {
+                self.tool_call_piece(position, call, out);
+            }
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish_reason = Some(match reason {
+                "stop" => FinishReason::Stop,
+                "length" => FinishReason::Length,
+                "tool_calls" | "function_call" => FinishReason::ToolCalls,
+                "content_filter" => FinishReason::ContentFilter,
+                _ => FinishReason::Other,
+            });
+        }
+        Ok(false)
+    }
+}
+
+impl ChatDecoder {
+    /// Makes `kind` the open block (closing another one) and returns its id.
+    fn enter(&mut self, kind: Block, out: &mut VecDeque<ChunkKind>) -> Arc<str> {
+        if let Some((open, id)) = &self.open
+            && *open == kind
+        {
+            return id.clone();
+        }
+        self.close(out);
+        let id: Arc<str> = match kind {
+            Block::Text => format!("text-{}", self.blocks),
+            Block::Reasoning => format!("reasoning-{}", self.blocks),
+        }
+        .into();
+        self.blocks += 1;
+        out.push_back(match kind {
+            Block::Text => ChunkKind::TextStart { id: id.clone() },
+            Block::Reasoning => ChunkKind::ReasoningStart { id: id.clone() },
+        });
+        self.open = Some((kind, id.clone()));
+        id
+    }
+
+    fn close(&mut self, out: &mut VecDeque<ChunkKind>) {
+        match self.open.take() {
+            Some((Block::Text, id)) => out.push_back(ChunkKind::TextEnd { id }),
+            Some((Block::Reasoning, id)) => out.push_back(ChunkKind::ReasoningEnd { id }),
+            None => {}
+        }
+    }
+
+    /// One piece of a tool call: the first names it, the others add to its arguments.
+    fn tool_call_piece(&mut self, position: usize, call: &Value, out: &mut VecDeque<ChunkKind>) {
+        let index = call["index"].as_u64().unwrap_or(position as u64);
+        let acc = self.tool_calls.entry(index).or_default();
+        if let Some(id) = call["id"].as_str().filter(|id| !id.is_empty()) {
+            acc.id = id.to_owned();
+        }
+        if acc.id.is_empty() {
+            acc.id = format!("call-{index}");
+        }
+        if let Some(name) = call["function"]["name"].as_str().filter(|n| !n.is_empty()) {
+            acc.name.push_str(name);
+        }
+        let piece = match &call["function"]["arguments"] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            // Some servers send the arguments as an object rather than a JSON string.
+            other => other.to_string(),
+        };
+        if !piece.is_empty() {
+            acc.args.push_str(&piece);
+            out.push_back(ChunkKind::ToolCallDelta {
+                tool_call_id: acc.id.clone(),
+                tool_name: acc.name.clone(),
+                args_text_delta: piece,
+            });
+        }
+    }
+
+    /// At `[DONE]`: closes the open block, emits the complete tool calls and the finish.
+    fn finish(&mut self, out: &mut VecDeque<ChunkKind>) -> Result<(), ApiError> {
+        self.close(out);
+        let calls = std::mem::take(&mut self.tool_calls);
+        let has_calls = !calls.is_empty();
+        for call in calls.into_values() {
+            let args = parse_tool_args(&call.id, &call.name, &call.args)?;
+            out.push_back(ChunkKind::ToolCall {
+                tool_call_id: call.id,
+                tool_name: call.name,
+                args,
+            });
+        }
+        let finish_reason = match self.finish_reason {
+            // Some servers say `stop` even when the answer is tool calls.
+            Some(FinishReason::Stop) | None if has_calls => FinishReason::ToolCalls,
+            Some(reason) => reason,
+            None => FinishReason::Other,
+        };
+        out.push_back(ChunkKind::Finish {
+            finish_reason,
+            usage: self.usage,
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use processors_runtime::model::ModelSettings;
+
+    fn decode(events: &[&str]) -> Vec<Result<ChunkKind, ApiError>> {
+        let mut d = ChatDecoder::default();
+        let mut out = VecDeque::new();
+        let mut items = Vec::new();
+        for e in events {
+            let r = d.event(
+                SseEvent {
+                    data: (*e).to_owned(),
+                    ..SseEvent::default()
+                },
+                &mut out,
+            );
+            items.extend(out.drain(..).map(Ok));
+            match r {
+                Err(e) => {
+                    items.push(Err(e));
+                    break;
+                }
+                Ok(true) => break,
+                Ok(false) => {}
+            }
+        }
+        items
+    }
+
+    #[test]
+    fn prompt_with_tool_round_trip_becomes_chat_messages() {
+        let prompt = vec![
+            Message::system("be brief"),
+            Message::user("weather?"),
+            Message::new(
+                Role::Assistant,
+                vec![Part::ToolCall {
+                    tool_call_id: "c1".into(),
+                    tool_name: "weather".into(),
+                    args: json!({ "city": "Oslo" }),
+                }],
+            ),
+            Message::new(
+                Role::Tool,
+                vec![Part::ToolResult {
+                    tool_call_id: "c1".into(),
+                    tool_name: "weather".into(),
+                    result: json!({ "celsius": 3 }),
+                    is_error: false,
+                }],
+            ),
+        ];
+        let got = messages(&prompt);
+        assert_eq!(
+            Value::Array(got),
+            json!([
+                { "role": "system", "content": "be brief" },
+                { "role": "user", "content": "weather?" },
+                { "role": "assistant", "content": null, "tool_calls": [
+                    { "id": "c1", "type": "function",
+                      "function": { "name": "weather", "arguments": "{\"city\":\"Oslo\"}" } }
+                ] },
+                { "role": "tool", "tool_call_id": "c1", "content": "{\"celsius\":3}" },
+            ])
+        );
+    }
+
+    #[test]
+    fn images_are_sent_as_content_parts() {
+        let m = Message::new(
+            Role::User,
+            vec![
+                Part::Text {
+                    text: "what is this?".into(),
+                },
+                Part::File {
+                    mime_type: "image/png".into(),
+                    data: "AAAA".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            messages(&[m])[0]["content"][1],
+            json!({ "type": "image_url", "image_url": { "url": "data:image/png;base64,AAAA" } })
+        );
+    }
+
+    #[test]
+    fn settings_tools_choice_and_provider_options_shape_the_body() {
+        let request = ModelRequest {
+            prompt: vec![Message::user("hi")],
+            tools: vec![ToolSpec {
+                name: "t".into(),
+                description: "d".into(),
+                parameters: json!({ "type": "object" }),
+            }],
+            tool_choice: ToolChoice::Tool("t".into()),
+            provider_options: json!({ "user": "u1", "temperature": 0.5 }),
+            settings: ModelSettings {
+                temperature: Some(1.0),
+                top_p: Some(0.5),
+                max_output_tokens: Some(7),
+                stop_sequences: vec!["END".into()],
+                seed: Some(3),
+            },
+        };
+        let body = request_body("m", &request).unwrap();
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["tools"][0]["function"]["name"], "t");
+        assert_eq!(body["tool_choice"]["function"]["name"], "t");
+        assert_eq!(body["temperature"], 0.5, "provider options win");
+        assert_eq!(body["top_p"], 0.5);
+        assert_eq!(body["max_tokens"], 7);
+        assert_eq!(body["stop"], json!(["END"]));
+        assert_eq!(body["seed"], 3);
+        assert_eq!(body["user"], "u1");
+    }
+
+    #[test]
+    fn tool_choice_is_omitted_without_tools_and_non_object_options_are_rejected() {
+        let mut request = ModelRequest {
+            tool_choice: ToolChoice::Required,
+            ..ModelRequest::default()
+        };
+        let body = request_body("m", &request).unwrap();
+        assert!(body.get("tool_choice").is_none());
+        request.provider_options = json!([1]);
+        let e = request_body("m", &request).unwrap_err();
+        assert!(e.message.contains("provider_options"), "{}", e.message);
+        assert!(!e.retryable);
+    }
+
+    #[test]
+    fn reasoning_then_text_are_separate_blocks() {
+        let items = decode(&[
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+            "[DONE]",
+        ]);
+        let kinds: Vec<_> = items
+            .iter()
+            .map(|i| i.as_ref().unwrap().type_name().into_owned())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "reasoning-start",
+                "reasoning-delta",
+                "reasoning-end",
+                "text-start",
+                "text-delta",
+                "text-end",
+                "finish"
+            ]
+        );
+        assert!(matches!(
+            items.last(),
+            Some(Ok(ChunkKind::Finish {
+                finish_reason: FinishReason::Length,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn stop_with_tool_calls_finishes_as_tool_calls() {
+        let items = decode(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":{"x":1}}}]},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert!(matches!(
+            &items[1],
+            Ok(ChunkKind::ToolCall { args, .. }) if *args == json!({ "x": 1 })
+        ));
+        assert!(matches!(
+            items.last(),
+            Some(Ok(ChunkKind::Finish {
+                finish_reason: FinishReason::ToolCalls,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn error_object_in_stream_is_an_api_error() {
+        let items = decode(&[r#"{"error":{"message":"overloaded","type":"server_error"}}"#]);
+        let e = items[0].as_ref().unwrap_err();
+        assert!(e.message.contains("overloaded"), "{}", e.message);
+        assert!(e.retryable);
+    }
+}

@@ -1,0 +1,459 @@
+//! The HTTP side shared by the providers: the client, timeouts, retries, and the driver that
+//! turns a response body into a [`ModelStream`] through the [SSE parser](crate::sse).
+
+use crate::error;
+use crate::retry::{self, RetryPolicy};
+use crate::sse::{SseEvent, SseParser};
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use processors_runtime::chunk::ChunkKind;
+use processors_runtime::model::{ApiError, ModelStream};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// How long a provider waits at each stage of a call.
+///
+/// ```
+/// use processors_providers::Timeouts;
+/// use std::time::Duration;
+/// let t = Timeouts { idle: Duration::from_secs(30), ..Timeouts::default() };
+/// assert_eq!(t.connect, Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// To open the TCP (and TLS) connection (default 10 s).
+    pub connect: Duration,
+    /// From sending the request to the response's headers (default 120 s).
+    pub first_byte: Duration,
+    /// Between two pieces of the response body (default 120 s); the stream then fails with
+    /// a retryable "no data for …" error.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Settings every HTTP provider has; its builder fills them in.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpConfig {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpConfig {
+    pub(crate) fn new(base_url: &str) -> Self {
+        HttpConfig {
+            base_url: base_url.to_owned(),
+            api_key: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// `base_url` joined with `path`, with exactly one slash between them.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
+    }
+}
+
+/// The setters every provider builder shares.
+macro_rules! http_builder_methods {
+    () => {
+        /// The API's base URL.
+        pub fn base_url(mut self, url: impl Into<String>) -> Self {
+            self.http.base_url = url.into();
+            self
+        }
+
+        /// The API key.
+        pub fn api_key(mut self, key: impl Into<String>) -> Self {
+            self.http.api_key = Some(key.into());
+            self
+        }
+
+        /// All timeouts at once.
+        pub fn timeouts(mut self, timeouts: $crate::Timeouts) -> Self {
+            self.http.timeouts = timeouts;
+            self
+        }
+
+        /// How long opening a connection may take.
+        pub fn connect_timeout(mut self, d: std::time::Duration) -> Self {
+            self.http.timeouts.connect = d;
+            self
+        }
+
+        /// How long to wait for the response's headers.
+        pub fn first_byte_timeout(mut self, d: std::time::Duration) -> Self {
+            self.http.timeouts.first_byte = d;
+            self
+        }
+
+        /// How long the response body may stay silent.
+        pub fn idle_timeout(mut self, d: std::time::Duration) -> Self {
+            self.http.timeouts.idle = d;
+            self
+        }
+
+        /// The retry policy.
+        pub fn retry(mut self, policy: $crate::RetryPolicy) -> Self {
+            self.http.retry = policy;
+            self
+        }
+
+        /// How many times a retryable failure is retried (default 2).
+        pub fn max_retries(mut self, n: u32) -> Self {
+            self.http.retry.max_retries = n;
+            self
+        }
+
+        /// An extra header sent with every request.
+        pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.http.headers.push((name.into(), value.into()));
+            self
+        }
+    };
+}
+pub(crate) use http_builder_methods;
+
+/// Why a provider could not be built or resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The provider needs an API key and none was given.
+    #[error(
+        "no API key for the `{provider}` provider: set the {env_var} environment variable or pass `.api_key(...)` to the builder"
+    )]
+    MissingApiKey {
+        /// The provider.
+        provider: String,
+        /// The variable it is read from.
+        env_var: String,
+    },
+    /// The model id is not `provider/model`.
+    #[error("invalid model id `{0}`: expected `provider/model`, such as `openai/gpt-4o-mini`")]
+    InvalidModelId(String),
+    /// The provider part of the model id is not known.
+    #[error("unknown provider `{provider}` in `{id}`; known providers: {known}")]
+    UnknownProvider {
+        /// The provider asked for.
+        provider: String,
+        /// The whole model id.
+        id: String,
+        /// The known providers, comma separated.
+        known: String,
+    },
+    /// A header name or value, or the API key, cannot be sent in HTTP.
+    #[error("invalid header `{0}`: header names and values must be visible ASCII")]
+    InvalidHeader(String),
+    /// The HTTP client could not be created.
+    #[error("could not create the HTTP client: {0}")]
+    Client(String),
+}
+
+/// One protocol's reading of the event stream.
+pub(crate) trait Decoder: Send + 'static {
+    /// Handles one event, pushing the chunks it yields; `Ok(true)` when the provider
+    /// finished (the driver then stops reading).
+    fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError>;
+}
+
+/// An HTTP client with its timeouts, retry policy and fixed headers.
+#[derive(Debug, Clone)]
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    headers: HeaderMap,
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+}
+
+impl Transport {
+    /// A client for `config`, sending `headers` (such as the authentication) on every call.
+    pub(crate) fn new(
+        config: &HttpConfig,
+        headers: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers.into_iter().chain(config.headers.iter().cloned()) {
+            let bad = || ConfigError::InvalidHeader(name.clone());
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| bad())?;
+            if header == reqwest::header::AUTHORIZATION || header.as_str() == "x-api-key" {
+                value.set_sensitive(true);
+            }
+            map.insert(header, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.timeouts.connect)
+            .user_agent(concat!("processors-providers/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ConfigError::Client(e.to_string()))?;
+        Ok(Transport {
+            client,
+            headers: map,
+            timeouts: config.timeouts,
+            retry: config.retry,
+        })
+    }
+
+    /// Posts `body` to `url` and streams the answer's events through `decoder`.
+    ///
+    /// Retryable failures (408, 429, 5xx, connection failures, no headers in time) are retried
+    /// per the policy; other statuses come back at once as non-retryable errors.
+    pub(crate) async fn stream<D: Decoder>(
+        &self,
+        url: &str,
+        body: &Value,
+        decoder: D,
+    ) -> Result<ModelStream, ApiError> {
+        let body = serde_json::to_vec(body)
+            .map_err(|e| ApiError::other(format!("could not encode the request: {e}"), false))?;
+        let body = Bytes::from(body);
+        let mut attempt = 0u32;
+        loop {
+            let (error, asked) = match self.attempt(url, body.clone()).await {
+                Ok(response) => return self.accept(response, decoder).await,
+                Err(failure) => failure,
+            };
+            if !error.retryable || attempt >= self.retry.max_retries {
+                return Err(error);
+            }
+            let wait = asked.unwrap_or_else(|| self.retry.backoff(attempt));
+            if wait > self.retry.max_backoff {
+                let mut error = error;
+                error.message.push_str(&format!(
+                    " (the provider asked to retry after {}, longer than the retry policy allows)",
+                    error::seconds(wait)
+                ));
+                return Err(error);
+            }
+            attempt += 1;
+            tracing::debug!(
+                url,
+                attempt,
+                wait_ms = wait.as_millis() as u64,
+                error = %error,
+                "retrying the provider call"
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One request: a success response, or the error with the wait the provider asked for.
+    async fn attempt(
+        &self,
+        url: &str,
+        body: Bytes,
+    ) -> Result<reqwest::Response, (ApiError, Option<Duration>)> {
+        let request = self
+            .client
+            .post(url)
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body)
+            .send();
+        let response = match tokio::time::timeout(self.timeouts.first_byte, request).await {
+            Err(_) => {
+                let message = format!(
+                    "no response from {url} within {}",
+                    error::seconds(self.timeouts.first_byte)
+                );
+                return Err((ApiError::other(message, true), None));
+            }
+            Ok(Err(e)) => return Err((error::from_transport(&e, url), None)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let asked = retry::retry_after(response.headers());
+        let content_type = content_type(&response);
+        let text = read_limited(response, self.timeouts.idle).await;
+        Err((
+            error::from_response(status.as_u16(), content_type.as_deref(), &text),
+            asked,
+        ))
+    }
+
+    /// Checks a success response is an event stream and starts reading it.
+    async fn accept<D: Decoder>(
+        &self,
+        response: reqwest::Response,
+        decoder: D,
+    ) -> Result<ModelStream, ApiError> {
+        let status = response.status().as_u16();
+        let content_type = content_type(&response);
+        if content_type.as_deref().is_some_and(|c| c.contains("json")) {
+            let text = read_limited(response, self.timeouts.idle).await;
+            let detail = error::json_error_message(&text).unwrap_or_else(|| {
+                "the provider answered with JSON instead of an event stream; does it support `stream: true`?".to_owned()
+            });
+            let mut e = ApiError::other(detail, false)
+                .with_body(error::truncate(&text, error::MAX_KEPT_BODY));
+            e.status = Some(status);
+            return Err(e);
+        }
+        Ok(drive(
+            response.bytes_stream().boxed(),
+            decoder,
+            self.timeouts.idle,
+        ))
+    }
+}
+
+fn content_type(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase)
+}
+
+/// The body as text, at most 64 KiB of it, giving up on a body that stalls for `idle`.
+async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
+    const LIMIT: usize = 64 * 1024;
+    let mut body = response.bytes_stream();
+    let mut bytes = Vec::new();
+    while bytes.len() < LIMIT {
+        match tokio::time::timeout(idle, body.next()).await {
+            Ok(Some(Ok(piece))) => bytes.extend_from_slice(&piece),
+            Ok(Some(Err(_)) | None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+type Body = BoxStream<'static, reqwest::Result<Bytes>>;
+
+enum Phase {
+    Reading,
+    /// The provider finished; what is left of the body is read briefly, so a keep-alive
+    /// connection can be reused.
+    Draining,
+    Failed(ApiError),
+    Done,
+}
+
+/// How long the rest of a finished response may take to arrive before the connection is
+/// dropped instead of reused.
+const DRAIN: Duration = Duration::from_millis(100);
+
+struct Driver<D> {
+    body: Body,
+    parser: SseParser,
+    decoder: D,
+    out: VecDeque<ChunkKind>,
+    idle: Duration,
+    phase: Phase,
+}
+
+/// Reads `body` as an event stream through `decoder`: chunks as they come, then the end, or
+/// one error (after the chunks before it) and the end. Dropping the stream drops the body,
+/// which closes the connection.
+pub(crate) fn drive<D: Decoder>(body: Body, decoder: D, idle: Duration) -> ModelStream {
+    let driver = Driver {
+        body,
+        parser: SseParser::new(),
+        decoder,
+        out: VecDeque::new(),
+        idle,
+        phase: Phase::Reading,
+    };
+    futures::stream::unfold(driver, |mut d| async move {
+        let item = d.next().await?;
+        Some((item, d))
+    })
+    .boxed()
+}
+
+impl<D: Decoder> Driver<D> {
+    async fn next(&mut self) -> Option<Result<ChunkKind, ApiError>> {
+        loop {
+            if let Some(chunk) = self.out.pop_front() {
+                return Some(Ok(chunk));
+            }
+            match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Done => return None,
+                Phase::Failed(e) => return Some(Err(e)),
+                Phase::Draining => {
+                    let rest = async { while let Some(Ok(_)) = self.body.next().await {} };
+                    let _ = tokio::time::timeout(DRAIN.min(self.idle), rest).await;
+                    self.stop(Phase::Done);
+                    return None;
+                }
+                Phase::Reading => self.phase = Phase::Reading,
+            }
+            self.read().await;
+        }
+    }
+
+    /// Reads one piece of the body and decodes the events it completes.
+    async fn read(&mut self) {
+        let finished_events = match tokio::time::timeout(self.idle, self.body.next()).await {
+            Err(_) => Err(error::idle_timeout(self.idle)),
+            Ok(Some(Err(e))) => Err(error::mid_stream(&e)),
+            Ok(Some(Ok(bytes))) => self
+                .parser
+                .feed(&bytes)
+                .map_err(|e| error::protocol(format_args!("a malformed event stream: {e}"), ""))
+                .and_then(|()| self.decode(false)),
+            Ok(None) => self.decode(true).and_then(|finished| {
+                if finished {
+                    Ok(true)
+                } else {
+                    Err(error::cut_short())
+                }
+            }),
+        };
+        match finished_events {
+            Ok(false) => {}
+            Ok(true) => self.phase = Phase::Draining,
+            Err(e) => self.stop(Phase::Failed(e)),
+        }
+    }
+
+    /// Decodes the ready events (and, at the end of the body, the unterminated last one);
+    /// `Ok(true)` once the provider finished.
+    fn decode(&mut self, at_end: bool) -> Result<bool, ApiError> {
+        while let Some(event) = self.parser.next_event() {
+            if self.decoder.event(event, &mut self.out)? {
+                return Ok(true);
+            }
+        }
+        if at_end && let Some(event) = self.parser.finish() {
+            // An unterminated last event that does not decode was cut by the disconnection.
+            return self.decoder.event(event, &mut self.out).map_err(|e| {
+                let mut cut = error::cut_short();
+                cut.body = e.body;
+                cut
+            });
+        }
+        Ok(false)
+    }
+
+    /// Stops reading and lets the connection go.
+    fn stop(&mut self, phase: Phase) {
+        self.phase = phase;
+        self.body = futures::stream::empty().boxed();
+    }
+}
