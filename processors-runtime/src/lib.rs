@@ -38,7 +38,7 @@ pub mod prelude {
         InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
         LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
         OutputStepArgs, OutputStreamArgs, Pipeline, Processor, StepOverrides, StreamAction,
-        ToolResultArgs,
+        ToolResultArgs, Workflow, WorkflowInput, boxed,
     };
     pub use crate::tool::{Tool, tool};
     pub use crate::tripwire::{Abort, ProcessorError, TripWire};

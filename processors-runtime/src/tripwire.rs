@@ -35,6 +35,9 @@ pub struct Abort {
     pub(crate) reason: Option<String>,
     pub(crate) retry: bool,
     pub(crate) metadata: Option<Value>,
+    /// The processor that raised it, when it is not the one the runner called (a processor
+    /// inside a workflow).
+    pub(crate) raised_by: Option<String>,
 }
 
 impl Abort {
@@ -70,8 +73,10 @@ impl Abort {
         ProcessorError::Warning(self)
     }
 
-    /// The trip wire this abort becomes when raised by `processor_id`.
+    /// The trip wire this abort becomes when raised by `processor_id` (or by the processor
+    /// inside it that raised it, for a workflow).
     pub fn into_tripwire(self, processor_id: &str) -> TripWire {
+        let processor_id = self.raised_by.as_deref().unwrap_or(processor_id);
         TripWire {
             reason: self
                 .reason
@@ -80,6 +85,13 @@ impl Abort {
             metadata: self.metadata,
             processor_id: processor_id.to_owned(),
         }
+    }
+
+    /// Records which processor raised this abort, unless an inner one already did.
+    pub(crate) fn raised_by(mut self, processor_id: &str) -> Self {
+        self.raised_by
+            .get_or_insert_with(|| processor_id.to_owned());
+        self
     }
 }
 

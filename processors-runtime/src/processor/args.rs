@@ -20,6 +20,13 @@ pub struct DataWriter<'a> {
 }
 
 impl DataWriter<'_> {
+    /// A writer into the same stream, for a nested call.
+    pub(crate) fn reborrow(&mut self) -> DataWriter<'_> {
+        DataWriter {
+            buf: &mut *self.buf,
+        }
+    }
+
     /// Emits a `data-<name>` chunk that is persisted with the response.
     pub fn write(&mut self, name: impl Into<String>, data: Value) {
         self.buf.push(ChunkKind::Data {

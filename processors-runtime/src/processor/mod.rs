@@ -10,12 +10,14 @@ pub mod extract;
 mod hooks;
 mod pipeline;
 pub(crate) mod state;
+mod workflow;
 
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
 pub(crate) use pipeline::{Flow, StreamCx, panic_message as pipeline_panic_message};
+pub use workflow::{Workflow, WorkflowInput, WorkflowState};
 
 use crate::tripwire::ProcessorError;
 use std::future::Future;
