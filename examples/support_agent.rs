@@ -1,0 +1,118 @@
+//! Processors declared with `#[processor]` and an agent declared with `agent!`, with memory,
+//! a tool, a stream redactor, a retrying guardrail and a provider-error handler; offline on
+//! the scripted model.
+//!
+//! Run with `cargo run --example support_agent`.
+
+use futures::StreamExt;
+use processors::prelude::*;
+use serde_json::json;
+
+/// Collapses runs of whitespace in the new input.
+#[processor(input)]
+fn normalize(messages: Vec<Message>) -> Vec<Message> {
+    messages
+        .into_iter()
+        .map(|mut m| {
+            let t = m.text().split_whitespace().collect::<Vec<_>>().join(" ");
+            m.set_text(t);
+            m
+        })
+        .collect()
+}
+
+/// Redacts e-mail addresses as they stream, counting them per request.
+#[processor(output_stream)]
+fn redact_emails(chunk: &Chunk, state: &mut usize) -> StreamAction {
+    let Some(text) = chunk.text_delta() else {
+        return StreamAction::Pass;
+    };
+    if !text.contains('@') {
+        return StreamAction::Pass;
+    }
+    *state += 1;
+    let redacted = text
+        .split(' ')
+        .map(|w| if w.contains('@') { "[email]" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ");
+    chunk.clone().map_text(|_| redacted).into()
+}
+
+/// Asks the model again when it answers without citing the tool.
+#[processor(output_step, id = "cite-sources")]
+async fn cite_sources(text: &str, calls: &[processors::agent::ToolCallInfo], abort: Abort) -> Result<(), ProcessorError> {
+    if calls.is_empty() && !text.to_lowercase().contains("according to") {
+        return Err(abort.reason("cite where the answer comes from").retry(true).into());
+    }
+    Ok(())
+}
+
+/// Shortens the conversation when the provider says the prompt is too long.
+#[processor(api_error)]
+fn shorten_on_overflow(error: &ApiError, list: &mut MessageList) -> ApiErrorAction {
+    if error.status != Some(400) || !error.message.contains("too long") {
+        return ApiErrorAction::Unhandled;
+    }
+    let oldest: Vec<String> = list.remembered().take(2).map(|m| m.id.clone()).collect();
+    let ids: Vec<&str> = oldest.iter().map(String::as_str).collect();
+    list.remove(&ids);
+    ApiErrorAction::Retry
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), AgentError> {
+    let orders = tool(
+        "order_status",
+        "The status of an order",
+        json!({ "type": "object", "properties": { "id": { "type": "string" } } }),
+        |args| async move { Ok(json!({ "id": args["id"], "status": "shipped" })) },
+    );
+    let model = ScriptedModel::new([
+        Turn::error(ApiError::new(400, "prompt too long")),
+        Turn::text("It has probably shipped."),
+        Turn::empty().tool_call("call-1", "order_status", json!({ "id": "A-17" })),
+        Turn::deltas(["According to the order system, ", "A-17 has shipped; ", "updates go to ann@example.com ", "daily."]),
+    ]);
+    let store = InMemoryStore::new();
+
+    let agent = agent! {
+        name: "support",
+        instructions: "You answer questions about orders.",
+        model: model.clone(),
+        tools: [orders],
+        memory: Memory::new(store.clone()),
+        input: [memory, Normalize],
+        output: [RedactEmails, CiteSources, memory],
+        error: [ShortenOnOverflow],
+        max_processor_retries: 2,
+        max_steps: 4,
+    };
+
+    let options = GenerateOptions::new().request_context(RequestContext::new().with_thread("thread-1", "customer-9"));
+    let mut stream = agent.stream_with("  where   is order A-17? ", options);
+    while let Some(chunk) = stream.next().await {
+        match &chunk.kind {
+            ChunkKind::TextDelta { text, .. } => print!("{text}"),
+            ChunkKind::ToolCall { tool_name, args, .. } => println!("[calls {tool_name} {args}]"),
+            ChunkKind::ToolResult { result, .. } => println!("[result {result}]"),
+            ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
+            _ => {}
+        }
+    }
+    let result = stream.finish().await?;
+    println!("\nanswer: {}", result.text);
+    for step in &result.steps {
+        if let Some(t) = &step.tripwire {
+            println!("rejected step {} by {}: {}", step.step_number, t.processor_id, t.reason);
+        }
+    }
+    println!("model calls: {} (one rejected by the provider, one by the guardrail)", model.calls());
+    let saved = store.list_messages("thread-1", None).await.map_err(|e| AgentError::Processor {
+        id: "memory".into(),
+        hook: Hook::OutputResult,
+        source: Box::new(e),
+    })?;
+    println!("saved to memory: {} messages; last: {:?}", saved.len(), saved.last().map(Message::text));
+    Ok(())
+}
