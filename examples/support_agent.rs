@@ -41,9 +41,16 @@ fn redact_emails(chunk: &Chunk, state: &mut usize) -> StreamAction {
 
 /// Asks the model again when it answers without citing the tool.
 #[processor(output_step, id = "cite-sources")]
-async fn cite_sources(text: &str, calls: &[processors::agent::ToolCallInfo], abort: Abort) -> Result<(), ProcessorError> {
+async fn cite_sources(
+    text: &str,
+    calls: &[processors::agent::ToolCallInfo],
+    abort: Abort,
+) -> Result<(), ProcessorError> {
     if calls.is_empty() && !text.to_lowercase().contains("according to") {
-        return Err(abort.reason("cite where the answer comes from").retry(true).into());
+        return Err(abort
+            .reason("cite where the answer comes from")
+            .retry(true)
+            .into());
     }
     Ok(())
 }
@@ -72,7 +79,12 @@ async fn main() -> Result<(), AgentError> {
         Turn::error(ApiError::new(400, "prompt too long")),
         Turn::text("It has probably shipped."),
         Turn::empty().tool_call("call-1", "order_status", json!({ "id": "A-17" })),
-        Turn::deltas(["According to the order system, ", "A-17 has shipped; ", "updates go to ann@example.com ", "daily."]),
+        Turn::deltas([
+            "According to the order system, ",
+            "A-17 has shipped; ",
+            "updates go to ann@example.com ",
+            "daily.",
+        ]),
     ]);
     let store = InMemoryStore::new();
 
@@ -89,12 +101,15 @@ async fn main() -> Result<(), AgentError> {
         max_steps: 4,
     };
 
-    let options = GenerateOptions::new().request_context(RequestContext::new().with_thread("thread-1", "customer-9"));
+    let options = GenerateOptions::new()
+        .request_context(RequestContext::new().with_thread("thread-1", "customer-9"));
     let mut stream = agent.stream_with("  where   is order A-17? ", options);
     while let Some(chunk) = stream.next().await {
         match &chunk.kind {
             ChunkKind::TextDelta { text, .. } => print!("{text}"),
-            ChunkKind::ToolCall { tool_name, args, .. } => println!("[calls {tool_name} {args}]"),
+            ChunkKind::ToolCall {
+                tool_name, args, ..
+            } => println!("[calls {tool_name} {args}]"),
             ChunkKind::ToolResult { result, .. } => println!("[result {result}]"),
             ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
             _ => {}
@@ -104,15 +119,28 @@ async fn main() -> Result<(), AgentError> {
     println!("\nanswer: {}", result.text);
     for step in &result.steps {
         if let Some(t) = &step.tripwire {
-            println!("rejected step {} by {}: {}", step.step_number, t.processor_id, t.reason);
+            println!(
+                "rejected step {} by {}: {}",
+                step.step_number, t.processor_id, t.reason
+            );
         }
     }
-    println!("model calls: {} (one rejected by the provider, one by the guardrail)", model.calls());
-    let saved = store.list_messages("thread-1", None).await.map_err(|e| AgentError::Processor {
-        id: "memory".into(),
-        hook: Hook::OutputResult,
-        source: Box::new(e),
-    })?;
-    println!("saved to memory: {} messages; last: {:?}", saved.len(), saved.last().map(Message::text));
+    println!(
+        "model calls: {} (one rejected by the provider, one by the guardrail)",
+        model.calls()
+    );
+    let saved = store
+        .list_messages("thread-1", None)
+        .await
+        .map_err(|e| AgentError::Processor {
+            id: "memory".into(),
+            hook: Hook::OutputResult,
+            source: Box::new(e),
+        })?;
+    println!(
+        "saved to memory: {} messages; last: {:?}",
+        saved.len(),
+        saved.last().map(Message::text)
+    );
     Ok(())
 }

@@ -529,3 +529,115 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
         #generated
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expanded(attr: TokenStream, item: TokenStream) -> String {
+        expand(attr, item).to_string()
+    }
+
+    #[test]
+    fn a_function_becomes_a_unit_struct_with_its_hook() {
+        let out = expanded(
+            quote!(output_stream),
+            quote!(
+                async fn redact_pii(chunk: &Chunk, state: &mut usize) -> StreamAction {
+                    todo!()
+                }
+            ),
+        );
+        assert!(
+            out.contains("pub struct RedactPii") || out.contains("struct RedactPii"),
+            "{out}"
+        );
+        assert!(out.contains("\"redact-pii\""), "{out}");
+        assert!(out.contains("type State = usize"), "{out}");
+        assert!(out.contains("Hooks :: OUTPUT_STREAM"), "{out}");
+        assert!(out.contains("FromOutputStream"), "{out}");
+        assert!(out.contains("OutputProcessor for RedactPii"), "{out}");
+        assert!(!out.contains("InputProcessor for RedactPii"), "{out}");
+        assert!(
+            out.contains(". await"),
+            "an async function is awaited: {out}"
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn options_set_the_id_name_and_flags() {
+        let out = expanded(
+            quote!(
+                output_stream,
+                id = "pii",
+                name = Pii,
+                process_data_parts,
+                stream_history
+            ),
+            quote!(
+                fn redact(chunk: &Chunk) -> StreamAction {
+                    todo!()
+                }
+            ),
+        );
+        assert!(out.contains("struct Pii"), "{out}");
+        assert!(out.contains("\"pii\""), "{out}");
+        assert!(
+            out.contains("fn process_data_parts (& self) -> bool { true }"),
+            "{out}"
+        );
+        assert!(
+            out.contains("fn keeps_stream_history (& self) -> bool { true }"),
+            "{out}"
+        );
+        assert!(
+            !out.contains(". await"),
+            "a plain function is not awaited: {out}"
+        );
+    }
+
+    #[test]
+    fn an_impl_block_gets_every_hook_and_both_markers() {
+        let out = expanded(
+            quote!(),
+            quote! {
+                impl Guard {
+                    fn helper(&self) {}
+                    async fn process_input(&self, messages: Vec<Message>) {}
+                    fn process_output_step(&self, text: &str, state: &mut Counter) {}
+                }
+            },
+        );
+        assert!(out.contains("Hooks :: INPUT"), "{out}");
+        assert!(out.contains("Hooks :: OUTPUT_STEP"), "{out}");
+        assert!(out.contains("type State = Counter"), "{out}");
+        assert!(out.contains("InputProcessor for Guard"), "{out}");
+        assert!(out.contains("OutputProcessor for Guard"), "{out}");
+        assert!(out.contains("\"guard\""), "{out}");
+        assert!(!out.contains("fn process_helper"), "{out}");
+    }
+
+    #[test]
+    fn every_mistake_is_reported_and_the_item_is_kept() {
+        let out = expanded(
+            quote!(ouput_stream, id = "Bad Id", colour = 3),
+            quote!(
+                fn shout(chunk: &Chunk) -> StreamAction {
+                    todo!()
+                }
+            ),
+        );
+        assert!(out.contains("did you mean `output_stream`"), "{out}");
+        assert!(out.contains("not a valid processor id"), "{out}");
+        assert!(out.contains("unknown option `colour`"), "{out}");
+        assert!(
+            out.contains("fn shout"),
+            "the function is still emitted: {out}"
+        );
+        assert!(
+            out.contains("impl :: processors :: __private :: InputProcessor for Shout"),
+            "stub impls limit fallout: {out}"
+        );
+    }
+}
