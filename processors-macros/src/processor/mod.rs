@@ -280,7 +280,7 @@ fn processor_impl(
     ] {
         if hooks.iter().any(|h| h.side == side) {
             let marker = format_ident!("{}", name);
-            markers.push(quote!(impl #impl_g #p::#marker for #self_ty #where_c {}));
+            markers.push(quote!(#[diagnostic::do_not_recommend] impl #impl_g #p::#marker for #self_ty #where_c {}));
         }
     }
     quote! {

@@ -219,5 +219,7 @@ impl Processor for Memory {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl InputProcessor for Memory {}
+#[diagnostic::do_not_recommend]
 impl OutputProcessor for Memory {}

@@ -289,6 +289,7 @@ pub trait HookReturn<Out> {
 macro_rules! hook_return {
     ($out:ty: $($t:ty),*) => {
         $(
+            #[diagnostic::do_not_recommend]
             impl HookReturn<$out> for $t {
                 #[inline]
                 fn into_hook_result(self) -> Result<$out, ProcessorError> {
@@ -296,6 +297,7 @@ macro_rules! hook_return {
                 }
             }
 
+            #[diagnostic::do_not_recommend]
             impl<E: Into<ProcessorError>> HookReturn<$out> for Result<$t, E> {
                 #[inline]
                 fn into_hook_result(self) -> Result<$out, ProcessorError> {
@@ -332,6 +334,7 @@ hook_return!(OutputOutcome: OutputOutcome, (), Vec<Message>);
 hook_return!(Option<Value>: Option<Value>, Value);
 hook_return!(ApiErrorAction: ApiErrorAction, ());
 
+#[diagnostic::do_not_recommend]
 impl HookReturn<Option<Value>> for () {
     #[inline]
     fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
@@ -339,6 +342,7 @@ impl HookReturn<Option<Value>> for () {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<E: Into<ProcessorError>> HookReturn<Option<Value>> for Result<(), E> {
     #[inline]
     fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {

@@ -545,5 +545,7 @@ impl Processor for Workflow {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl InputProcessor for Workflow {}
+#[diagnostic::do_not_recommend]
 impl OutputProcessor for Workflow {}
