@@ -411,3 +411,34 @@ fn builder_refuses_missing_model_and_misplaced_memory() {
 fn model_text<const N: usize>(d: [&str; N]) -> ScriptedModel {
     ScriptedModel::new([Turn::deltas(d)])
 }
+
+#[tokio::test]
+async fn processor_lists_are_built_per_request_from_the_context() {
+    let m = ScriptedModel::cycle([Turn::text("answer")]);
+    let agent = Agent::builder()
+        .model(m.clone())
+        .output_from(|cx| match cx.value("tier").and_then(|v| v.as_str()) {
+            Some("shout") => DynPipeline::new().with(Probe::new("upper").stream(upper)),
+            _ => DynPipeline::new(),
+        })
+        .build()
+        .unwrap();
+    let with = |tier: &str| {
+        GenerateOptions::new()
+            .request_context(RequestContext::new().with_value("tier", json!(tier)))
+    };
+    assert_eq!(
+        agent.generate_with("a", with("shout")).await.unwrap().text,
+        "ANSWER"
+    );
+    assert_eq!(
+        agent.generate_with("b", with("plain")).await.unwrap().text,
+        "answer"
+    );
+    // A per-call list still wins over the built one.
+    let per_call = with("shout").output_processors(DynPipeline::new());
+    assert_eq!(
+        agent.generate_with("c", per_call).await.unwrap().text,
+        "answer"
+    );
+}

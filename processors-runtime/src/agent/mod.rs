@@ -11,6 +11,7 @@ pub use result::{
 };
 pub use stream::AgentStream;
 
+use crate::context::RequestContext;
 use crate::memory::{MEMORY_ID, Memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
@@ -62,6 +63,36 @@ pub(crate) struct AgentInner<I, O, E> {
     pub model_settings: ModelSettings,
     pub provider_options: serde_json::Value,
     pub on_violation: Option<options::ViolationHandler>,
+    pub resolvers: Resolvers,
+}
+
+/// Builds a processor list from a request's context.
+pub type ListResolver = Arc<dyn Fn(&RequestContext) -> DynPipeline + Send + Sync>;
+
+/// The per-request list builders of an agent.
+#[derive(Clone, Default)]
+pub(crate) struct Resolvers {
+    input: Option<ListResolver>,
+    output: Option<ListResolver>,
+    error: Option<ListResolver>,
+}
+
+impl Resolvers {
+    /// Fills the lists a call does not give from the agent's builders.
+    fn apply(&self, mut options: GenerateOptions) -> GenerateOptions {
+        let cx = &options.request_context;
+        let build = |slot: &Option<DynPipeline>, f: &Option<ListResolver>| match (slot, f) {
+            (None, Some(f)) => Some(f(cx)),
+            _ => None,
+        };
+        let input = build(&options.input, &self.input);
+        let output = build(&options.output, &self.output);
+        let error = build(&options.error, &self.error);
+        options.input = options.input.or(input);
+        options.output = options.output.or(output);
+        options.error = options.error.or(error);
+        options
+    }
 }
 
 /// An agent. `I`, `O` and `E` are its input, output and error processor lists: tuples of
@@ -108,6 +139,7 @@ impl Agent {
                 model_settings: ModelSettings::default(),
                 provider_options: serde_json::Value::Null,
                 on_violation: None,
+                resolvers: Resolvers::default(),
             },
             input: DynPipeline::new(),
             output: DynPipeline::new(),
@@ -136,6 +168,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
         input: impl Into<AgentInput>,
         options: GenerateOptions,
     ) -> Result<GenerateResult, AgentError> {
+        let options = self.inner.resolvers.apply(options);
         run::run(self.inner.clone(), input.into().0, options, None).await
     }
 
@@ -152,6 +185,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     ) -> AgentStream {
         let inner = self.inner.clone();
         let input = input.into().0;
+        let options = inner.resolvers.apply(options);
         AgentStream::new(move |slot| run::run(inner, input, options, Some(slot)))
     }
 }
@@ -217,6 +251,7 @@ pub(crate) struct Settings {
     model_settings: ModelSettings,
     provider_options: serde_json::Value,
     on_violation: Option<options::ViolationHandler>,
+    resolvers: Resolvers,
 }
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
@@ -299,6 +334,49 @@ impl<I, O, E> AgentBuilder<I, O, E> {
     /// caught and logged.
     pub fn on_violation(mut self, f: impl Fn(&Violation) + Send + Sync + 'static) -> Self {
         self.settings.on_violation = Some(Arc::new(f));
+        self
+    }
+
+    /// Builds the input processors of each request from its context (a tenant's settings, a
+    /// feature flag), replacing the agent's list; a per-call list still wins.
+    ///
+    /// ```
+    /// use processors_runtime::prelude::*;
+    /// # struct Strict; impl Processor for Strict { type State = (); const HOOKS: Hooks = Hooks::INPUT; fn id(&self) -> &str { "strict" } }
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([]))
+    ///     .input_from(|cx| match cx.value("tier").and_then(|v| v.as_str()) {
+    ///         Some("free") => DynPipeline::new().with(Strict),
+    ///         _ => DynPipeline::new(),
+    ///     })
+    ///     .build();
+    /// assert!(agent.is_ok());
+    /// ```
+    pub fn input_from(
+        mut self,
+        f: impl Fn(&RequestContext) -> DynPipeline + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.resolvers.input = Some(Arc::new(f));
+        self
+    }
+
+    /// Builds the output processors of each request from its context; see
+    /// [`input_from`](AgentBuilder::input_from).
+    pub fn output_from(
+        mut self,
+        f: impl Fn(&RequestContext) -> DynPipeline + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.resolvers.output = Some(Arc::new(f));
+        self
+    }
+
+    /// Builds the error processors of each request from its context; see
+    /// [`input_from`](AgentBuilder::input_from).
+    pub fn error_from(
+        mut self,
+        f: impl Fn(&RequestContext) -> DynPipeline + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.resolvers.error = Some(Arc::new(f));
         self
     }
 
@@ -436,6 +514,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
                 model_settings: s.model_settings,
                 provider_options: s.provider_options,
                 on_violation: s.on_violation,
+                resolvers: s.resolvers,
             }),
         }
     }
