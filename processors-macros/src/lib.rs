@@ -1,6 +1,8 @@
 //! Procedural macros of the processors framework: `#[processor]` and `agent!`.
 //!
-//! Use them through the `processors` crate, which documents every option.
+//! Use them through the `processors` crate, which documents every option. Set
+//! `PROCESSORS_DEBUG_EXPANSION=1` while building to print what each invocation expands to.
+#![warn(missing_docs)]
 
 mod agent;
 mod errors;
@@ -15,7 +17,7 @@ use proc_macro::TokenStream;
 /// See `processors::processor` for the options and examples.
 #[proc_macro_attribute]
 pub fn processor(attr: TokenStream, item: TokenStream) -> TokenStream {
-    processor::expand(attr.into(), item.into()).into()
+    debug("#[processor]", processor::expand(attr.into(), item.into())).into()
 }
 
 /// Declares a statically dispatched agent, checking its configuration at compile time.
@@ -23,5 +25,13 @@ pub fn processor(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// See `processors::agent` for the syntax and the rules.
 #[proc_macro]
 pub fn agent(input: TokenStream) -> TokenStream {
-    agent::expand(input.into()).into()
+    debug("agent!", agent::expand(input.into())).into()
+}
+
+/// Prints an expansion to stderr when `PROCESSORS_DEBUG_EXPANSION` is set.
+fn debug(what: &str, tokens: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    if std::env::var_os("PROCESSORS_DEBUG_EXPANSION").is_some() {
+        eprintln!("{what} expands to:\n{tokens}\n");
+    }
+    tokens
 }
