@@ -442,3 +442,52 @@ async fn processor_lists_are_built_per_request_from_the_context() {
         "answer"
     );
 }
+
+#[test]
+fn agents_and_streams_move_across_threads() {
+    fn send_sync<T: Send + Sync + Clone + 'static>() {}
+    fn send<T: Send + 'static>() {}
+    send_sync::<Agent>();
+    send_sync::<Agent<(Probe,), (Probe, Probe), ()>>();
+    send::<AgentStream>();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runs_never_share_state() {
+    let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]).without_recording();
+    let counted = Log::new();
+    let c = counted.clone();
+    let agent = Agent::builder()
+        .model(m)
+        .output_pipeline((Probe::new("count")
+            .stream(|a| {
+                if a.chunk.text_delta().is_some() {
+                    *a.state = json!(a.state.as_u64().unwrap_or(0) + 1);
+                }
+                Ok(StreamAction::Pass)
+            })
+            .output_result(move |a| {
+                c.push(a.state.to_string());
+                Ok(().into())
+            }),))
+        .build()
+        .unwrap();
+    let runs: Vec<_> = (0..64)
+        .map(|i| {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                let mut stream = agent.stream(format!("run {i}"));
+                while stream.next().await.is_some() {
+                    tokio::task::yield_now().await;
+                }
+                stream.finish().await.unwrap().text
+            })
+        })
+        .collect();
+    for r in runs {
+        assert_eq!(r.await.unwrap(), "abc");
+    }
+    let counts = counted.entries();
+    assert_eq!(counts.len(), 64);
+    assert!(counts.iter().all(|c| c == "3"), "{counts:?}");
+}
