@@ -17,9 +17,11 @@
 mod support;
 
 use futures::executor::block_on;
-use processors::model::Turn;
+use processors::agent::AnyAgent;
+use processors::model::{ScriptedModel, Turn};
 use serde_json::json;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::{DELTA, Dispatch, KS};
@@ -93,27 +95,39 @@ struct Measured {
     peak_bytes: usize,
 }
 
-/// Runs `f` once to warm up, then `reps` times timed, then once more counting memory.
-fn measure(reps: usize, mut f: impl FnMut() -> usize) -> Measured {
-    f();
-    let mut times: Vec<Duration> = (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    let live = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(live, Ordering::Relaxed);
-    let allocs = ALLOCS.load(Ordering::Relaxed);
-    let items = f();
-    Measured {
-        median: times[times.len() / 2],
-        items,
-        allocs: ALLOCS.load(Ordering::Relaxed) - allocs,
-        peak_bytes: PEAK.load(Ordering::Relaxed) - live,
+/// A configuration's run: returns the number of items (chunks or calls) it produced.
+type Job<'a> = Box<dyn FnMut() -> usize + 'a>;
+
+/// Runs every job once to warm up, then `reps` rounds of each job in turn (so that all see the
+/// same machine load), then each once more counting memory.
+fn measure(reps: usize, jobs: &mut [Job<'_>]) -> Vec<Measured> {
+    for f in jobs.iter_mut() {
+        f();
     }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(reps); jobs.len()];
+    for _ in 0..reps {
+        for (f, t) in jobs.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            f();
+            t.push(start.elapsed());
+        }
+    }
+    jobs.iter_mut()
+        .zip(&mut times)
+        .map(|(f, t)| {
+            t.sort();
+            let live = CURRENT.load(Ordering::Relaxed);
+            PEAK.store(live, Ordering::Relaxed);
+            let allocs = ALLOCS.load(Ordering::Relaxed);
+            let items = f();
+            Measured {
+                median: t[t.len() / 2],
+                items,
+                allocs: ALLOCS.load(Ordering::Relaxed) - allocs,
+                peak_bytes: PEAK.load(Ordering::Relaxed) - live,
+            }
+        })
+        .collect()
 }
 
 fn ns_per_item(m: &Measured) -> f64 {
@@ -125,36 +139,50 @@ fn round(x: f64, places: i32) -> f64 {
     (x * f).round() / f
 }
 
+const DISPATCHES: [&str; 3] = ["baseline", "static", "dynamic"];
+
+/// The three jobs of one configuration: the baseline, then both dispatch paths.
+fn jobs<'a>(
+    model: &'a ScriptedModel,
+    agents: &'a [Arc<dyn AnyAgent>; 2],
+    base: impl Fn(&ScriptedModel) -> usize + 'a,
+    run: impl Fn(&dyn AnyAgent) -> usize + Copy + 'a,
+) -> Vec<Job<'a>> {
+    vec![
+        Box::new(move || base(model)),
+        Box::new(move || run(&*agents[0])),
+        Box::new(move || run(&*agents[1])),
+    ]
+}
+
+fn agents(k: usize, turn: &Turn) -> [Arc<dyn AnyAgent>; 2] {
+    [Dispatch::Static, Dispatch::Dynamic].map(|d| support::agent(d, k, turn.clone()))
+}
+
 fn stream() {
     const NS: [usize; 2] = [10_000, 100_000];
     for k in KS {
-        // Per dispatch (baseline first): the measurement at each N.
-        let mut rows: Vec<(&str, [Measured; 2])> = Vec::new();
-        for dispatch in [None, Some(Dispatch::Static), Some(Dispatch::Dynamic)] {
-            let per_n = NS.map(|n| {
-                let chars = n * DELTA.len();
-                let reps = (1_000_000 / n).max(9);
-                let turn = Turn::repeated(DELTA, n);
-                match dispatch {
-                    None => {
-                        let model = support::model(turn);
-                        measure(reps, || block_on(support::baseline(&model, k, chars)))
-                    }
-                    Some(d) => {
-                        let agent = support::agent(d, k, turn);
-                        measure(reps, || block_on(support::run_stream(&*agent, k, chars)))
-                    }
-                }
-            });
-            rows.push((dispatch.map_or("baseline", Dispatch::name), per_n));
-        }
-        let base = rows[0].1;
-        for (dispatch, per_n) in &rows {
-            for (i, m) in per_n.iter().enumerate() {
+        // Per N: baseline, static, dynamic.
+        let per_n = NS.map(|n| {
+            let chars = n * DELTA.len();
+            let turn = Turn::repeated(DELTA, n);
+            let model = support::model(turn.clone());
+            let agents = agents(k, &turn);
+            let mut jobs = jobs(
+                &model,
+                &agents,
+                |m| block_on(support::baseline(m, k, chars)),
+                |a| block_on(support::run_stream(a, k, chars)),
+            );
+            measure((1_000_000 / n).max(9), &mut jobs)
+        });
+        for (d, dispatch) in DISPATCHES.iter().enumerate() {
+            // Allocations each extra chunk costs: the slope between the two N.
+            let (small, large) = (per_n[0][d], per_n[1][d]);
+            let marginal = (large.allocs as f64 - small.allocs as f64)
+                / (large.items as f64 - small.items as f64);
+            for (i, m) in [small, large].iter().enumerate() {
                 let ns = ns_per_item(m);
-                // Allocations each extra chunk costs: the slope between the two N.
-                let marginal = (per_n[1].allocs as f64 - per_n[0].allocs as f64)
-                    / (per_n[1].items as f64 - per_n[0].items as f64);
                 println!(
                     "{}",
                     json!({
@@ -169,7 +197,7 @@ fn stream() {
                         "marginal_allocs_per_chunk": round(marginal, 3),
                         "peak_bytes": m.peak_bytes,
                         "text_bytes": NS[i] * DELTA.len(),
-                        "ratio_to_baseline": round(ns / ns_per_item(&base[i]), 3),
+                        "ratio_to_baseline": round(ns / ns_per_item(&per_n[i][0]), 3),
                     })
                 );
             }
@@ -179,35 +207,28 @@ fn stream() {
 
 fn generate() {
     const R: usize = 2_000;
-    const REPS: usize = 9;
     for k in [0, 5] {
-        let mut rows: Vec<(&str, Measured)> = Vec::new();
-        for dispatch in [None, Some(Dispatch::Static), Some(Dispatch::Dynamic)] {
-            let turn = Turn::text(DELTA);
-            let m = match dispatch {
-                None => {
-                    let model = support::model(turn);
-                    measure(REPS, || {
-                        for _ in 0..R {
-                            block_on(support::baseline(&model, k, DELTA.len()));
-                        }
-                        R
-                    })
+        let turn = Turn::text(DELTA);
+        let model = support::model(turn.clone());
+        let agents = agents(k, &turn);
+        let mut jobs = jobs(
+            &model,
+            &agents,
+            |m| {
+                for _ in 0..R {
+                    block_on(support::baseline(m, k, DELTA.len()));
                 }
-                Some(d) => {
-                    let agent = support::agent(d, k, turn);
-                    measure(REPS, || {
-                        for _ in 0..R {
-                            block_on(support::run_generate(&*agent, k, DELTA.len()));
-                        }
-                        R
-                    })
+                R
+            },
+            |a| {
+                for _ in 0..R {
+                    block_on(support::run_generate(a, k, DELTA.len()));
                 }
-            };
-            rows.push((dispatch.map_or("baseline", Dispatch::name), m));
-        }
-        let base = rows[0].1;
-        for (dispatch, m) in &rows {
+                R
+            },
+        );
+        let measured = measure(9, &mut jobs);
+        for (m, dispatch) in measured.iter().zip(DISPATCHES) {
             let ns = ns_per_item(m);
             println!(
                 "{}",
@@ -219,7 +240,7 @@ fn generate() {
                     "us_per_call": round(ns / 1e3, 3),
                     "calls_per_sec": round(1e9 / ns, 0),
                     "allocs_per_call": round(m.allocs as f64 / m.items as f64, 1),
-                    "ratio_to_baseline": round(ns / ns_per_item(&base), 3),
+                    "ratio_to_baseline": round(ns / ns_per_item(&measured[0]), 3),
                 })
             );
         }
