@@ -78,11 +78,21 @@ enum Chain<'a, O> {
 }
 
 impl<O: Pipeline> Chain<'_, O> {
-    async fn run(&self, cx: &mut StreamCx<'_>, chunk: Chunk) -> Flow {
+    async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
         match self {
             Chain::Static(p) => p.run_output_stream(cx, chunk).await,
             Chain::Dynamic(p) => p.run_output_stream(cx, chunk).await,
         }
+    }
+
+    /// The id of the processor at `pos`.
+    fn id_at(&self, pos: usize) -> String {
+        let mut list = Vec::new();
+        match self {
+            Chain::Static(p) => p.collect(&mut list),
+            Chain::Dynamic(p) => p.collect(&mut list),
+        }
+        list.get(pos).map_or("agent", |p| p.dyn_id()).to_owned()
     }
 }
 
@@ -269,7 +279,7 @@ impl<O: Pipeline> Emitter<'_, O> {
         acc: &mut StepAcc,
     ) -> Result<Option<TripWire>, AgentError> {
         let mut next = Some(Chunk::new(r.run_id.clone(), kind));
-        while let Some(chunk) = next.take() {
+        while let Some(mut chunk) = next.take() {
             let flow = if through && self.active {
                 let mut scx = StreamCx {
                     states: &mut r.states,
@@ -280,31 +290,40 @@ impl<O: Pipeline> Emitter<'_, O> {
                     retry_count: r.retry_count,
                     pending: &mut self.pending,
                     warnings: &mut self.warnings,
+                    current: 0,
                 };
-                self.chain.run(&mut scx, chunk).await
+                // One unwind guard for the whole chain; `current` names the processor.
+                let ran = AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk))
+                    .catch_unwind()
+                    .await;
+                match ran {
+                    Ok(flow) => flow,
+                    Err(panic) => {
+                        return Err(AgentError::Panicked {
+                            id: self.chain.id_at(scx.current),
+                            hook: Hook::OutputStream,
+                            message: crate::processor::pipeline_panic_message(&*panic),
+                        });
+                    }
+                }
             } else {
-                Flow::Continue(chunk)
+                Flow::Continue
             };
             match flow {
-                Flow::Continue(c) | Flow::Emit(c) => {
-                    acc.account(&c);
-                    r.deliver(c).await;
+                Flow::Continue | Flow::Emit => {
+                    acc.account(&chunk);
+                    r.deliver(chunk).await;
                 }
                 Flow::Drop => {}
                 Flow::Abort(tw) => {
                     r.violation(&tw, ViolationKind::Block);
                     return Ok(Some(tw));
                 }
-                Flow::Panicked { id, message } => {
-                    return Err(AgentError::Panicked {
-                        id,
-                        hook: Hook::OutputStream,
-                        message,
-                    });
-                }
             }
-            for tw in self.warnings.drain(..) {
-                r.violation(&tw, ViolationKind::Warn);
+            if !self.warnings.is_empty() {
+                for tw in self.warnings.drain(..) {
+                    r.violation(&tw, ViolationKind::Warn);
+                }
             }
             if !self.pending.is_empty() {
                 next = Some(Chunk::new(r.run_id.clone(), self.pending.remove(0)));

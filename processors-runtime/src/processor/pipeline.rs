@@ -4,9 +4,7 @@ use crate::chunk::{Chunk, ChunkKind};
 use crate::context::RequestContext;
 use crate::message::MessageList;
 use crate::tripwire::TripWire;
-use futures::FutureExt;
 use std::any::Any;
-use std::panic::AssertUnwindSafe;
 
 /// An ordered list of processors: a tuple of [`Processor`]s (statically dispatched) or a
 /// [`DynPipeline`] (built at run time).
@@ -29,33 +27,28 @@ pub trait Pipeline: Send + Sync + 'static {
     /// Pushes every processor, in order.
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>);
 
+    /// Runs the stream chain on `chunk`, changing it in place. Panics are not caught here:
+    /// the caller catches them once per chunk and names the processor at `cx.current`.
     #[doc(hidden)]
     fn run_output_stream<'a, 'r>(
         &'a self,
         cx: &'a mut StreamCx<'r>,
-        chunk: Chunk,
+        chunk: &'a mut Chunk,
     ) -> impl Future<Output = Flow> + Send + 'a;
 }
 
-/// What became of a chunk in the stream chain.
+/// What became of a chunk in the stream chain (the chunk itself is changed in place).
 #[doc(hidden)]
 #[derive(Debug)]
 pub enum Flow {
-    /// Go on to the next processor.
-    Continue(Chunk),
-    /// Skip the rest of the chain and emit this chunk (a processor failed).
-    Emit(Chunk),
+    /// Go on to the next processor (at the end of the chain: emit the chunk).
+    Continue,
+    /// Skip the rest of the chain and emit the chunk as it is (a processor failed).
+    Emit,
     /// Dropped.
     Drop,
     /// A processor aborted.
     Abort(TripWire),
-    /// A processor panicked.
-    Panicked {
-        /// Its id.
-        id: String,
-        /// The panic message.
-        message: String,
-    },
 }
 
 /// What the stream chain needs of the run.
@@ -69,6 +62,8 @@ pub struct StreamCx<'r> {
     pub(crate) retry_count: u32,
     pub(crate) pending: &'r mut Vec<ChunkKind>,
     pub(crate) warnings: &'r mut Vec<TripWire>,
+    /// The position of the processor running, to name it when it panics.
+    pub(crate) current: usize,
 }
 
 #[doc(hidden)]
@@ -146,14 +141,14 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 async fn stream_one<P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
-    chunk: Chunk,
+    chunk: &mut Chunk,
     pos: usize,
 ) -> Flow {
     if !p.call_hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.call_data_parts()) {
-        return Flow::Continue(chunk);
+        return Flow::Continue;
     }
     let Some(&slot) = cx.slots.get(pos) else {
-        return Flow::Continue(chunk);
+        return Flow::Continue;
     };
     let history: &[Chunk] = match cx.histories.get_mut(pos) {
         Some(h) if p.call_history() => {
@@ -162,8 +157,9 @@ async fn stream_one<P: StreamCall + ?Sized>(
         }
         _ => &[],
     };
+    cx.current = pos;
     let args = OutputStreamArgs {
-        chunk: &chunk,
+        chunk,
         stream_history: history,
         state: cx.states.get_mut(slot),
         message_list: cx.message_list,
@@ -173,34 +169,37 @@ async fn stream_one<P: StreamCall + ?Sized>(
             buf: &mut *cx.pending,
         },
     };
-    match AssertUnwindSafe(p.call(args)).catch_unwind().await {
-        Ok(Ok(StreamAction::Pass)) => Flow::Continue(chunk),
-        Ok(Ok(StreamAction::Replace(c))) => Flow::Continue(c),
-        Ok(Ok(StreamAction::Drop)) => Flow::Drop,
-        Ok(Err(ProcessorError::Abort(a))) => Flow::Abort(a.into_tripwire(p.call_id())),
-        Ok(Err(ProcessorError::Warning(a))) => {
-            cx.warnings.push(a.into_tripwire(p.call_id()));
-            Flow::Continue(chunk)
+    match p.call(args).await {
+        Ok(StreamAction::Pass) => Flow::Continue,
+        Ok(StreamAction::Replace(c)) => {
+            *chunk = c;
+            Flow::Continue
         }
-        Ok(Err(ProcessorError::Failed(e))) => {
+        Ok(StreamAction::Drop) => Flow::Drop,
+        Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
+        Err(ProcessorError::Warning(a)) => {
+            cx.warnings.push(a.into_tripwire(p.call_id()));
+            Flow::Continue
+        }
+        Err(ProcessorError::Failed(e)) => {
             tracing::warn!(
                 processor = p.call_id(),
                 error = %e,
                 "process_output_stream failed; the original chunk passes on"
             );
-            Flow::Emit(chunk)
+            Flow::Emit
         }
-        Err(panic) => Flow::Panicked {
-            id: p.call_id().to_owned(),
-            message: panic_message(&*panic),
-        },
     }
 }
 
 impl Pipeline for () {
     fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
-    async fn run_output_stream<'a, 'r>(&'a self, _: &'a mut StreamCx<'r>, chunk: Chunk) -> Flow {
-        Flow::Continue(chunk)
+    async fn run_output_stream<'a, 'r>(
+        &'a self,
+        _: &'a mut StreamCx<'r>,
+        _: &'a mut Chunk,
+    ) -> Flow {
+        Flow::Continue
     }
 }
 
@@ -213,15 +212,15 @@ macro_rules! tuple_pipeline {
             async fn run_output_stream<'a, 'r>(
                 &'a self,
                 cx: &'a mut StreamCx<'r>,
-                chunk: Chunk,
+                chunk: &'a mut Chunk,
             ) -> Flow {
                 $(
-                    let chunk = match stream_one(&self.$idx, cx, chunk, $idx).await {
-                        Flow::Continue(c) => c,
+                    match stream_one(&self.$idx, cx, chunk, $idx).await {
+                        Flow::Continue => {}
                         other => return other,
-                    };
+                    }
                 )+
-                Flow::Continue(chunk)
+                Flow::Continue
             }
         }
     };
@@ -301,14 +300,17 @@ impl Pipeline for DynPipeline {
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));
     }
-    async fn run_output_stream<'a, 'r>(&'a self, cx: &'a mut StreamCx<'r>, chunk: Chunk) -> Flow {
-        let mut chunk = chunk;
+    async fn run_output_stream<'a, 'r>(
+        &'a self,
+        cx: &'a mut StreamCx<'r>,
+        chunk: &'a mut Chunk,
+    ) -> Flow {
         for (i, p) in self.processors.iter().enumerate() {
-            chunk = match stream_one(&**p, cx, chunk, i).await {
-                Flow::Continue(c) => c,
+            match stream_one(&**p, cx, chunk, i).await {
+                Flow::Continue => {}
                 other => return other,
-            };
+            }
         }
-        Flow::Continue(chunk)
+        Flow::Continue
     }
 }

@@ -1,0 +1,302 @@
+//! The cost of a processor pipeline against a hand-written loop doing the same work, as one
+//! JSON line per configuration (see BENCHMARKS.md).
+//!
+//! Run with `cargo run --release --example bench` (`-- stream` or `-- generate` for one
+//! scenario).
+//!
+//! - `stream`: N text deltas of four characters through K pass-through input processors and
+//!   K character-counting output stream processors, consumed with `agent.stream(..)`;
+//!   reports time per chunk, allocations per chunk and peak heap bytes.
+//! - `generate`: R `generate()` calls of a one-chunk answer; reports calls per second.
+//!
+//! Each is measured for tuple pipelines declared with `agent!` (`static`), for `DynPipeline`s
+//! (`dynamic`), and for the hand-written baseline (`baseline`): the model's stream consumed by
+//! a plain loop. `ratio_to_baseline` compares medians taken in the same run.
+
+#[path = "../benches/support/mod.rs"]
+mod support;
+
+use futures::executor::block_on;
+use processors::agent::AnyAgent;
+use processors::model::{ScriptedModel, Turn};
+use serde_json::json;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use support::{DELTA, Dispatch, KS};
+
+/// The system allocator, counting live bytes, their peak, and allocation calls.
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = CURRENT.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call forwards to `System` with the caller's arguments unchanged; the counters
+// are plain atomics and never touch the memory handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as is; the caller upholds `GlobalAlloc::alloc`'s contract.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` (through this wrapper) with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the rest.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// What one configuration measured.
+#[derive(Clone, Copy)]
+struct Measured {
+    /// Median wall time of one repetition.
+    median: Duration,
+    /// Items (chunks or calls) per repetition.
+    items: usize,
+    /// Allocation calls of one repetition.
+    allocs: usize,
+    /// Peak live heap bytes above what was live before the repetition.
+    peak_bytes: usize,
+}
+
+/// A configuration's run: returns the number of items (chunks or calls) it produced.
+type Job<'a> = Box<dyn FnMut() -> usize + 'a>;
+
+/// Runs every job once to warm up, then `reps` rounds of each job in turn (so that all see the
+/// same machine load), then each once more counting memory.
+fn measure(reps: usize, jobs: &mut [Job<'_>]) -> Vec<Measured> {
+    for f in jobs.iter_mut() {
+        f();
+    }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(reps); jobs.len()];
+    for _ in 0..reps {
+        for (f, t) in jobs.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            f();
+            t.push(start.elapsed());
+        }
+    }
+    jobs.iter_mut()
+        .zip(&mut times)
+        .map(|(f, t)| {
+            t.sort();
+            let live = CURRENT.load(Ordering::Relaxed);
+            PEAK.store(live, Ordering::Relaxed);
+            let allocs = ALLOCS.load(Ordering::Relaxed);
+            let items = f();
+            Measured {
+                median: t[t.len() / 2],
+                items,
+                allocs: ALLOCS.load(Ordering::Relaxed) - allocs,
+                peak_bytes: PEAK.load(Ordering::Relaxed) - live,
+            }
+        })
+        .collect()
+}
+
+fn ns_per_item(m: &Measured) -> f64 {
+    m.median.as_nanos() as f64 / m.items as f64
+}
+
+fn round(x: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    (x * f).round() / f
+}
+
+const DISPATCHES: [&str; 3] = ["baseline", "static", "dynamic"];
+
+/// The three jobs of one configuration: the baseline, then both dispatch paths.
+fn jobs<'a>(
+    model: &'a ScriptedModel,
+    agents: &'a [Arc<dyn AnyAgent>; 2],
+    base: impl Fn(&ScriptedModel) -> usize + 'a,
+    run: impl Fn(&dyn AnyAgent) -> usize + Copy + 'a,
+) -> Vec<Job<'a>> {
+    vec![
+        Box::new(move || base(model)),
+        Box::new(move || run(&*agents[0])),
+        Box::new(move || run(&*agents[1])),
+    ]
+}
+
+fn agents(k: usize, turn: &Turn) -> [Arc<dyn AnyAgent>; 2] {
+    [Dispatch::Static, Dispatch::Dynamic].map(|d| support::agent(d, k, turn.clone()))
+}
+
+fn stream() {
+    const NS: [usize; 2] = [10_000, 100_000];
+    for k in KS {
+        // Per N: baseline, static, dynamic.
+        let per_n = NS.map(|n| {
+            let chars = n * DELTA.len();
+            let turn = Turn::repeated(DELTA, n);
+            let model = support::model(turn.clone());
+            let agents = agents(k, &turn);
+            let mut jobs = jobs(
+                &model,
+                &agents,
+                |m| block_on(support::baseline(m, k, chars)),
+                |a| block_on(support::run_stream(a, k, chars)),
+            );
+            measure((1_000_000 / n).max(9), &mut jobs)
+        });
+        for (d, dispatch) in DISPATCHES.iter().enumerate() {
+            // Allocations each extra chunk costs: the slope between the two N.
+            let (small, large) = (per_n[0][d], per_n[1][d]);
+            let marginal = (large.allocs as f64 - small.allocs as f64)
+                / (large.items as f64 - small.items as f64);
+            for (i, m) in [small, large].iter().enumerate() {
+                let ns = ns_per_item(m);
+                println!(
+                    "{}",
+                    json!({
+                        "scenario": "stream",
+                        "dispatch": dispatch,
+                        "n": NS[i],
+                        "k": k,
+                        "chunks": m.items,
+                        "ns_per_chunk": round(ns, 1),
+                        "chunks_per_sec": round(1e9 / ns, 0),
+                        "allocs_per_chunk": round(m.allocs as f64 / m.items as f64, 3),
+                        "marginal_allocs_per_chunk": round(marginal, 3),
+                        "peak_bytes": m.peak_bytes,
+                        "text_bytes": NS[i] * DELTA.len(),
+                        "ratio_to_baseline": round(ns / ns_per_item(&per_n[i][0]), 3),
+                    })
+                );
+            }
+        }
+    }
+}
+
+fn generate() {
+    const R: usize = 2_000;
+    for k in [0, 5] {
+        let turn = Turn::text(DELTA);
+        let model = support::model(turn.clone());
+        let agents = agents(k, &turn);
+        let mut jobs = jobs(
+            &model,
+            &agents,
+            |m| {
+                for _ in 0..R {
+                    block_on(support::baseline(m, k, DELTA.len()));
+                }
+                R
+            },
+            |a| {
+                for _ in 0..R {
+                    block_on(support::run_generate(a, k, DELTA.len()));
+                }
+                R
+            },
+        );
+        let measured = measure(9, &mut jobs);
+        for (m, dispatch) in measured.iter().zip(DISPATCHES) {
+            let ns = ns_per_item(m);
+            println!(
+                "{}",
+                json!({
+                    "scenario": "generate",
+                    "dispatch": dispatch,
+                    "r": R,
+                    "k": k,
+                    "us_per_call": round(ns / 1e3, 3),
+                    "calls_per_sec": round(1e9 / ns, 0),
+                    "allocs_per_call": round(m.allocs as f64 / m.items as f64, 1),
+                    "ratio_to_baseline": round(ns / ns_per_item(&measured[0]), 3),
+                })
+            );
+        }
+    }
+}
+
+/// One streamed run of one configuration, unmeasured, for a profiler:
+/// `once baseline|static|dynamic K N`.
+fn once(args: Vec<String>) {
+    let [dispatch, k, n] = args.as_slice() else {
+        eprintln!("usage: bench once baseline|static|dynamic K N");
+        std::process::exit(2);
+    };
+    let (Ok(k), Ok(n)) = (k.parse::<usize>(), n.parse::<usize>()) else {
+        eprintln!("K and N are numbers");
+        std::process::exit(2);
+    };
+    let (turn, chars) = (Turn::repeated(DELTA, n), n * DELTA.len());
+    let chunks = match dispatch.as_str() {
+        "baseline" => block_on(support::baseline(&support::model(turn), k, chars)),
+        "static" => block_on(support::run_stream(
+            &*support::agent(Dispatch::Static, k, turn),
+            k,
+            chars,
+        )),
+        "dynamic" => block_on(support::run_stream(
+            &*support::agent(Dispatch::Dynamic, k, turn),
+            k,
+            chars,
+        )),
+        other => {
+            eprintln!("unknown dispatch `{other}`");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "{}",
+        json!({ "dispatch": dispatch, "k": k, "n": n, "chunks": chunks })
+    );
+}
+
+fn main() {
+    let which = std::env::args().nth(1);
+    match which.as_deref() {
+        None => {
+            stream();
+            generate();
+        }
+        Some("stream") => stream(),
+        Some("generate") => generate(),
+        Some("once") => once(std::env::args().skip(2).collect()),
+        Some(other) => {
+            eprintln!(
+                "unknown scenario `{other}`; use `stream`, `generate`, `once DISPATCH K N` or nothing"
+            );
+            std::process::exit(2);
+        }
+    }
+}
