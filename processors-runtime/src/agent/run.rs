@@ -1,7 +1,7 @@
 //! The agent loop: input processors, steps with their hooks, tools, retries, output result.
 
 use super::options::ViolationHandler;
-use super::stream::{Slot, yield_chunk};
+use super::stream::{Slot, catch_up};
 use super::*;
 use crate::chunk::{Chunk, ChunkKind, FinishReason, Usage};
 use crate::context::RequestContext;
@@ -138,8 +138,10 @@ struct Run {
 
 impl Run {
     async fn deliver(&mut self, chunk: Chunk) {
-        if let Some(slot) = &self.slot {
-            yield_chunk(slot, chunk).await;
+        if let Some(slot) = &self.slot
+            && slot.push(chunk)
+        {
+            catch_up().await;
         }
     }
 

@@ -1,27 +1,41 @@
 use super::{AgentError, GenerateResult};
 use crate::chunk::Chunk;
 use futures::Stream;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-/// Where the run puts the chunk it yields; the stream takes it out.
+/// How many chunks the run may get ahead of its consumer before it waits.
+pub(crate) const AHEAD: usize = 32;
+
+/// The chunks the run has produced and the consumer has not taken yet.
+///
+/// The run queues chunks without suspending; it lets the consumer catch up when `AHEAD`
+/// chunks wait, and whenever it waits on something else (the model, a slow processor), the
+/// consumer takes what is queued. So chunks reach the consumer as soon as they exist, and
+/// the run suspends once per `AHEAD` chunks rather than once per chunk.
 #[derive(Default)]
-pub(crate) struct Slot(Mutex<Option<Chunk>>);
+pub(crate) struct Slot(Mutex<VecDeque<Chunk>>);
 
 impl Slot {
-    fn put(&self, c: Chunk) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(c);
+    /// Queues a chunk; true when the consumer should catch up.
+    pub(crate) fn push(&self, c: Chunk) -> bool {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        q.push_back(c);
+        q.len() >= AHEAD
     }
-    fn take(&self) -> Option<Chunk> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+
+    /// Moves every queued chunk into `into`, which is empty.
+    fn take_all(&self, into: &mut VecDeque<Chunk>) {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::swap(&mut *q, into);
     }
 }
 
-/// Hands a chunk to the stream and suspends the run until the consumer asks for the next one.
-pub(crate) async fn yield_chunk(slot: &Slot, chunk: Chunk) {
-    slot.put(chunk);
+/// Suspends the run once, so that the consumer takes the queued chunks.
+pub(crate) async fn catch_up() {
     YieldOnce(false).await
 }
 
@@ -33,7 +47,7 @@ impl Future for YieldOnce {
         if self.0 {
             Poll::Ready(())
         } else {
-            // No waker: `AgentStream::poll_next` sees the filled slot and returns the chunk;
+            // No waker: `AgentStream::poll_next` finds the queued chunks and returns them;
             // the consumer's next poll resumes the run.
             self.0 = true;
             Poll::Pending
@@ -71,6 +85,7 @@ type RunFuture = Pin<Box<dyn Future<Output = Result<GenerateResult, AgentError>>
 pub struct AgentStream {
     run: Option<RunFuture>,
     slot: Arc<Slot>,
+    ready: VecDeque<Chunk>,
     result: Option<Result<GenerateResult, AgentError>>,
 }
 
@@ -84,6 +99,7 @@ impl AgentStream {
         AgentStream {
             run: Some(Box::pin(start(slot.clone()))),
             slot,
+            ready: VecDeque::with_capacity(AHEAD),
             result: None,
         }
     }
@@ -111,19 +127,26 @@ impl Stream for AgentStream {
     type Item = Chunk;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
-        let Some(run) = self.run.as_mut() else {
+        let this = &mut *self;
+        if let Some(chunk) = this.ready.pop_front() {
+            return Poll::Ready(Some(chunk));
+        }
+        let Some(run) = this.run.as_mut() else {
             return Poll::Ready(None);
         };
-        match run.as_mut().poll(cx) {
+        let finished = match run.as_mut().poll(cx) {
             Poll::Ready(result) => {
-                self.run = None;
-                self.result = Some(result);
-                Poll::Ready(self.slot.take())
+                this.run = None;
+                this.result = Some(result);
+                true
             }
-            Poll::Pending => match self.slot.take() {
-                Some(chunk) => Poll::Ready(Some(chunk)),
-                None => Poll::Pending,
-            },
+            Poll::Pending => false,
+        };
+        this.slot.take_all(&mut this.ready);
+        match this.ready.pop_front() {
+            Some(chunk) => Poll::Ready(Some(chunk)),
+            None if finished => Poll::Ready(None),
+            None => Poll::Pending,
         }
     }
 }
