@@ -48,11 +48,13 @@ pub use macros_doc::{agent, processor};
 /// The names most programs need: `use processors::prelude::*;`.
 pub mod prelude {
     pub use crate::{agent, processor};
+    pub use processors_runtime::agent::{RunSummary, ToolCallInfo};
+    pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
-    pub use processors_runtime::processor::DataWriter;
     pub use processors_runtime::processor::extract::{
-        FromCache, RetryCount, StepNumber, SystemMessages,
+        Delivered, FromCache, RetryCount, StepNumber, SystemMessages,
     };
+    pub use processors_runtime::processor::{DataWriter, StepConfig};
 }
 
 /// Paths used by the code the macros generate. Not a stable API.

@@ -178,7 +178,7 @@ impl LanguageModel for Watched {
         _: processors::model::ModelRequest,
     ) -> BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
         let guard = Guard(self.dropped.clone());
-        let s = futures::stream::iter(0..).map(move |i| {
+        let s = futures::stream::iter(0..).map(move |i: u64| {
             let _keep = &guard;
             Ok(ChunkKind::TextDelta {
                 id: "t".into(),
@@ -191,21 +191,17 @@ impl LanguageModel for Watched {
 
 #[tokio::test]
 async fn dropping_the_stream_stops_the_run_and_saves_nothing() {
-    let store = InMemoryStore::new();
     let dropped = Arc::new(AtomicBool::new(false));
     let agent = Agent::builder()
         .model(Watched {
             dropped: dropped.clone(),
         })
-        .memory(Memory::new(store.clone()))
         .build()
         .unwrap();
-    let mut stream = agent.stream_with("hi", thread());
+    let mut stream = agent.stream("hi");
     let mut seen = 0;
     while let Some(c) = stream.next().await {
-        if c.text_delta().is_some() {
-            seen += 1;
-        }
+        seen += usize::from(c.text_delta().is_some());
         if seen == 3 {
             break;
         }
@@ -215,7 +211,37 @@ async fn dropping_the_stream_stops_the_run_and_saves_nothing() {
         dropped.load(Ordering::SeqCst),
         "the model stream was not dropped"
     );
-    assert!(store.list_messages("t", None).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_dropped_before_its_end_saves_nothing_while_a_finished_one_saves() {
+    let store = InMemoryStore::new();
+    let m = ScriptedModel::cycle([Turn::repeated("word ", 500)]);
+    let agent = Agent::builder()
+        .model(m)
+        .memory(Memory::new(store.clone()))
+        .build()
+        .unwrap();
+    let mut stream = agent.stream_with("first", thread());
+    for _ in 0..5 {
+        stream.next().await;
+    }
+    drop(stream);
+    assert!(
+        store.list_messages("t", None).await.unwrap().is_empty(),
+        "a dropped run saved"
+    );
+    let finished = agent
+        .stream_with("second", thread())
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(finished.text.len(), 2500);
+    assert_eq!(
+        store.list_messages("t", None).await.unwrap().len(),
+        2,
+        "a finished run saves"
+    );
 }
 
 #[tokio::test]
@@ -230,17 +256,38 @@ async fn a_model_error_mid_stream_ends_with_an_error_chunk() {
     assert!(matches!(result.unwrap_err(), AgentError::Api(e) if e.message == "connection reset"));
 }
 
-#[tokio::test]
-async fn a_model_stream_without_finish_is_an_error() {
-    let m = ScriptedModel::new([Turn::empty()
-        .chunk(ChunkKind::TextDelta {
+/// A model whose stream ends without a `finish` chunk.
+struct Unfinished;
+
+impl LanguageModel for Unfinished {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "unfinished"
+    }
+    fn stream(
+        &self,
+        _: processors::model::ModelRequest,
+    ) -> BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
+        let s = futures::stream::iter([Ok(ChunkKind::TextDelta {
             id: "t".into(),
             text: "x".into(),
-        })
-        .fail_mid_stream(ApiError::other("the provider's stream ended early", true))]);
-    let agent = base(&m).build().unwrap();
-    let err = agent.generate("hi").await.unwrap_err();
-    assert!(err.to_string().contains("ended early"), "{err}");
+        })]);
+        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
+    }
+}
+
+#[tokio::test]
+async fn a_model_stream_without_finish_is_an_error() {
+    let agent = Agent::builder().model(Unfinished).build().unwrap();
+    let (chunks, result) = collect(&agent, "hi", GenerateOptions::new()).await;
+    let err = result.unwrap_err();
+    assert!(
+        err.to_string().contains("ended without a finish chunk"),
+        "{err}"
+    );
+    assert_eq!(types(&chunks).last().unwrap(), "error");
 }
 
 #[tokio::test]
@@ -490,4 +537,287 @@ async fn concurrent_runs_never_share_state() {
     let counts = counted.entries();
     assert_eq!(counts.len(), 64);
     assert!(counts.iter().all(|c| c == "3"), "{counts:?}");
+}
+
+both!(
+    a_written_chunk_starts_after_its_writer_and_cannot_loop,
+    |path| {
+        let m = ScriptedModel::new([Turn::text("hi").chunk(ChunkKind::Data {
+            name: "seed".into(),
+            data: json!(0),
+            transient: true,
+        })]);
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let agent = build_agent!(path, model: m, output: [
+            Probe::new("before").data_parts().stream(move |a| {
+                if let ChunkKind::Data { name, .. } = &a.chunk.kind {
+                    l1.push(format!("before saw {name}"));
+                }
+                Ok(StreamAction::Pass)
+            }),
+            // Writes one chunk for every data chunk it sees: its own would loop forever.
+            Probe::new("echo").data_parts().stream(|a| {
+                if let ChunkKind::Data { name, .. } = &a.chunk.kind {
+                    a.writer.write_transient(format!("echo-{name}"), json!(1));
+                }
+                Ok(StreamAction::Pass)
+            }),
+            Probe::new("after").data_parts().stream(move |a| {
+                if let ChunkKind::Data { name, .. } = &a.chunk.kind {
+                    l2.push(format!("after saw {name}"));
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+        assert!(r.is_ok());
+        assert_eq!(
+            log.entries(),
+            ["before saw seed", "after saw seed", "after saw echo-seed"]
+        );
+        assert_eq!(chunks.iter().filter(|c| c.is_data()).count(), 2);
+    }
+);
+
+both!(
+    a_warning_is_reported_even_when_a_later_processor_aborts_the_chunk,
+    |path| {
+        let m = ScriptedModel::new([Turn::text("bad")]);
+        let log = Log::new();
+        let l = log.clone();
+        let on_violation = move |v: &Violation| l.push(format!("{:?} {}", v.kind, v.processor_id));
+        let agent = build_agent!(path, model: m, on_violation: on_violation, output: [
+            Probe::new("warner").stream(|a| match a.chunk.text_delta() {
+                Some(_) => Err(a.abort().reason("iffy").warn()),
+                None => Ok(StreamAction::Pass),
+            }),
+            Probe::new("blocker").stream(|a| match a.chunk.text_delta() {
+                Some(_) => Err(a.abort().reason("bad").into()),
+                None => Ok(StreamAction::Pass),
+            }),
+        ]);
+        generate(&*agent, "x").await;
+        assert_eq!(log.entries(), ["Warn warner", "Block blocker"]);
+    }
+);
+
+both!(a_cache_of_delivered_chunks_replays_redacted_text, |path| {
+    let m = ScriptedModel::cycle([Turn::text("my secret")]);
+    let cache: Arc<std::sync::Mutex<Option<LlmResponse>>> = Arc::default();
+    let (read, write) = (cache.clone(), cache.clone());
+    let agent = build_agent!(path, model: m, input: [
+        Probe::new("cache-read").llm_request(move |_| {
+            Ok(match read.lock().unwrap().clone() {
+                Some(hit) => LlmRequestAction::Respond(hit),
+                None => LlmRequestAction::Continue,
+            })
+        }),
+    ], output: [
+        Probe::new("redact").stream(|a| Ok(match a.chunk.text_delta() {
+            Some(t) => a.chunk.clone().map_text(|_| t.replace("secret", "[x]")).into(),
+            None => StreamAction::Pass,
+        })),
+        Probe::new("cache-write").llm_response(move |a| {
+            if !a.from_cache {
+                *write.lock().unwrap() = Some(a.delivered.clone());
+            }
+            Ok(())
+        }),
+    ]);
+    assert_eq!(generate(&*agent, "a").await.text, "my [x]");
+    let (chunks, r) = collect(&*agent, "b", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), ["my [x]"]);
+    assert_eq!(r.unwrap().text, "my [x]");
+    assert_eq!(m.calls(), 1, "the second answer came from the cache");
+});
+
+/// A tool that writes a data chunk before answering.
+struct Progress;
+
+impl Tool for Progress {
+    fn name(&self) -> &str {
+        "progress"
+    }
+    fn description(&self) -> &str {
+        "Reports progress"
+    }
+    fn parameters(&self) -> &serde_json::Value {
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(|| json!({"type": "object"}))
+    }
+    fn execute<'a>(
+        &'a self,
+        _: serde_json::Value,
+        mut cx: processors::tool::ToolContext<'a>,
+    ) -> BoxFuture<'a, Result<serde_json::Value, processors::tripwire::BoxError>> {
+        cx.writer.write("progress", json!({"done": 100}));
+        cx.writer.write_transient("spinner", json!(1));
+        Box::pin(async { Ok(json!("ok")) })
+    }
+}
+
+#[tokio::test]
+async fn data_written_by_tools_is_streamed_and_saved_with_the_results() {
+    let store = InMemoryStore::new();
+    let m = ScriptedModel::new([
+        Turn::empty().tool_call("c1", "progress", json!({})),
+        Turn::text("done"),
+    ]);
+    let agent = Agent::builder()
+        .model(m)
+        .tool(Arc::new(Progress))
+        .memory(Memory::new(store.clone()))
+        .build()
+        .unwrap();
+    let (chunks, r) = collect(&agent, "go", thread()).await;
+    r.unwrap();
+    assert_eq!(chunks.iter().filter(|c| c.is_data()).count(), 2);
+    let saved = store.list_messages("t", None).await.unwrap();
+    let tool_msg = saved.iter().find(|m| m.role == Role::Tool).unwrap();
+    let names: Vec<_> = tool_msg
+        .content
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Data { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["progress"]);
+}
+
+both!(feedback_ends_once_a_step_is_accepted, |path| {
+    let m = ScriptedModel::new([
+        Turn::text("bad"),
+        Turn::empty().tool_call("c1", "weather", json!({})),
+        Turn::text("final"),
+    ]);
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], max_processor_retries: 2, output: [
+        Probe::new("judge").output_step(|a| {
+            if a.text == "bad" {
+                return Err(a.abort().reason("no").retry(true).into());
+            }
+            Ok(().into())
+        }),
+    ]);
+    generate(&*agent, "x").await;
+    let reqs = m.requests();
+    let feedback = |i: usize| {
+        texts_of(&reqs[i].prompt, Role::System)
+            .iter()
+            .any(|t| t.contains("[Processor Feedback]"))
+    };
+    assert!(feedback(1), "the retry carries the feedback");
+    assert!(!feedback(2), "the step after the accepted one does not");
+});
+
+both!(
+    an_input_step_retry_does_not_apply_earlier_edits_twice,
+    |path| {
+        let m = ScriptedModel::new([Turn::text("ok")]);
+        let agent = build_agent!(path, model: m, max_processor_retries: 1, input: [
+            Probe::new("context").input_step(|a| {
+                let mut ms = a.messages.clone();
+                ms.push(Message::user("context note"));
+                Ok(StepOverrides::new().messages(ms))
+            }),
+            Probe::new("once").input_step(|a| {
+                if a.retry_count == 0 {
+                    return Err(a.abort().reason("again").retry(true).into());
+                }
+                Ok(().into())
+            }),
+        ]);
+        generate(&*agent, "x").await;
+        assert_eq!(
+            texts_of(&m.requests()[0].prompt, Role::User),
+            ["x", "context note"]
+        );
+    }
+);
+
+both!(
+    a_tool_calls_finish_at_the_step_limit_skips_stream_processors,
+    |path| {
+        let m = ScriptedModel::new([Turn::empty().tool_call("c1", "weather", json!({}))]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], max_steps: 1, output: [
+            Probe::new("finishes").stream(move |a| {
+                if let ChunkKind::Finish { finish_reason, .. } | ChunkKind::StepFinish { finish_reason, .. } = &a.chunk.kind {
+                    l.push(format!("{finish_reason:?}"));
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+        assert_eq!(r.unwrap().finish_reason, FinishReason::ToolCalls);
+        assert_eq!(types(&chunks).last().unwrap(), "finish");
+        assert!(log.entries().is_empty(), "{:?}", log.entries());
+    }
+);
+
+#[tokio::test]
+async fn a_step_limit_of_zero_is_refused() {
+    let m = ScriptedModel::new([Turn::text("x")]);
+    assert_eq!(
+        Agent::builder().model(m.clone()).max_steps(0).build().err(),
+        Some(processors::agent::BuildError::ZeroMaxSteps)
+    );
+    let agent = Agent::builder().model(m.clone()).build().unwrap();
+    let err = agent
+        .generate_with("x", GenerateOptions::new().max_steps(0))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AgentError::Config(_)), "{err}");
+    assert_eq!(m.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_message_id_of_another_thread_is_refused_not_overwritten() {
+    let store = InMemoryStore::new();
+    let m = ScriptedModel::cycle([Turn::text("answer")]);
+    let agent = Agent::builder()
+        .model(m)
+        .memory(Memory::new(store.clone()))
+        .build()
+        .unwrap();
+    let victim =
+        GenerateOptions::new().request_context(RequestContext::new().with_thread("a", "alice"));
+    agent
+        .generate_with(Message::user("alice's secret").with_id("m-1"), victim)
+        .await
+        .unwrap();
+    let intruder =
+        GenerateOptions::new().request_context(RequestContext::new().with_thread("b", "mallory"));
+    let err = agent
+        .generate_with(Message::user("overwritten").with_id("m-1"), intruder)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("already belongs to another thread"),
+        "{err}"
+    );
+    let kept = store.list_messages("a", None).await.unwrap();
+    assert_eq!(kept[0].text(), "alice's secret");
+}
+
+#[test]
+fn usage_from_a_provider_never_overflows() {
+    let mut u = Usage {
+        input_tokens: u64::MAX,
+        output_tokens: 1,
+        total_tokens: u64::MAX,
+    };
+    u += Usage {
+        input_tokens: 5,
+        output_tokens: 1,
+        total_tokens: 5,
+    };
+    assert_eq!(
+        (u.input_tokens, u.output_tokens, u.total_tokens),
+        (u64::MAX, 2, u64::MAX)
+    );
 }

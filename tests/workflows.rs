@@ -164,3 +164,15 @@ both!(
         assert_eq!(log.entries(), ["3", "3"]);
     }
 );
+
+both!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
+    let m = model([Turn::text("ok")]);
+    let flow = Workflow::new("notes").then(Probe::new("note").input(|a| {
+        a.message_list
+            .add_system(Message::system("added directly"), None);
+        Ok(().into())
+    }));
+    let agent = build_agent!(path, model: m, input: [flow]);
+    generate(&*agent, "q").await;
+    assert!(texts_of(&m.requests()[0].prompt, Role::System).contains(&"added directly".to_owned()));
+});

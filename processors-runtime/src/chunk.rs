@@ -40,9 +40,10 @@ pub struct Usage {
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, rhs: Usage) {
-        self.input_tokens += rhs.input_tokens;
-        self.output_tokens += rhs.output_tokens;
-        self.total_tokens += rhs.total_tokens;
+        // Providers report these numbers: never overflow on a bogus one.
+        self.input_tokens = self.input_tokens.saturating_add(rhs.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(rhs.output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(rhs.total_tokens);
     }
 }
 

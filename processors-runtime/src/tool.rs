@@ -17,7 +17,8 @@ pub struct ToolContext<'a> {
     pub tool_call_id: &'a str,
     /// The request's context.
     pub request_context: &'a RequestContext,
-    /// Emits `data-*` chunks (progress, previews) into the agent's stream.
+    /// Emits `data-*` chunks into the agent's stream; they stream right after the tool
+    /// returns, before its result, and non-transient ones are saved with the tool's result.
     pub writer: DataWriter<'a>,
 }
 

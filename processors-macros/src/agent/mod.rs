@@ -141,7 +141,14 @@ fn validate(decl: AgentDecl, errors: &mut Errors) -> Config {
                 "instructions" => c.instructions = Some(e),
                 "model" => c.model = Some(e),
                 "memory" => c.memory = Some((key.clone(), e)),
-                "max_steps" => c.max_steps = Some(e),
+                "max_steps" => {
+                    if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) = peel(&e)
+                        && i.base10_parse::<u32>().ok() == Some(0)
+                    {
+                        errors.at(i, "`max_steps: 0` leaves no step for the model; use 1 or more");
+                    }
+                    c.max_steps = Some(e)
+                }
                 "on_violation" => c.on_violation = Some(e),
                 _ => match peel(&e) {
                     Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<u32>() {
@@ -176,8 +183,20 @@ fn validate(decl: AgentDecl, errors: &mut Errors) -> Config {
     c
 }
 
+/// The most processors one list holds (the tuple arity `Pipeline` is implemented for).
+const MAX_LIST: usize = 16;
+
 fn check_list(list: &List, has_memory: bool, errors: &mut Errors) {
     let key = list.key.to_string();
+    if list.entries.len() > MAX_LIST {
+        errors.at(
+            &list.key,
+            format!(
+                "`{key}` has {} entries; a list holds at most {MAX_LIST} (group processors with `Workflow`, or build the list at run time with `DynPipeline`)",
+                list.entries.len()
+            ),
+        );
+    }
     let mut memory_at: Option<usize> = None;
     let mut texts: Vec<(String, usize)> = Vec::new();
     for (i, entry) in list.entries.iter().enumerate() {
@@ -225,46 +244,32 @@ fn check_list(list: &List, has_memory: bool, errors: &mut Errors) {
     }
 }
 
-/// The type of a processor expression when it can be read off the syntax: `Ty`, `Ty { .. }`,
-/// `Ty::new(..)`, `Ty::default()` (a path whose type segment starts with an upper-case letter).
+/// The type of a processor expression when the syntax says it for sure: a unit-struct path
+/// (`Shout`, `filters::Shout`) or a struct literal (`Pii { strict: true }`). Anything else
+/// (calls, constants, enum variants, generic types) is checked through a generic function.
 fn type_of(e: &Expr) -> Option<TokenStream> {
-    let e = peel(e);
-    fn upper(seg: &syn::PathSegment) -> bool {
-        seg.ident
+    fn camel(ident: &Ident) -> bool {
+        let s = ident.to_string();
+        s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().any(|c| c.is_ascii_lowercase())
+    }
+    fn lower(ident: &Ident) -> bool {
+        ident
             .to_string()
-            .starts_with(|c: char| c.is_ascii_uppercase())
+            .starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            || ident == "crate"
+            || ident == "self"
+            || ident == "super"
     }
-    match e {
-        Expr::Path(p) if p.qself.is_none() => {
-            let last = p.path.segments.last()?;
-            upper(last).then(|| {
-                let path = &p.path;
-                quote!(#path)
-            })
-        }
-        Expr::Struct(s) if s.qself.is_none() => {
-            let path = &s.path;
-            Some(quote!(#path))
-        }
-        Expr::Call(call) => {
-            let Expr::Path(p) = &*call.func else {
-                return None;
-            };
-            if p.qself.is_some() || p.path.segments.len() < 2 {
-                return None;
-            }
-            let segs: Vec<_> = p.path.segments.iter().collect();
-            let ty_seg = segs[segs.len() - 2];
-            if !upper(ty_seg) || upper(segs[segs.len() - 1]) {
-                return None;
-            }
-            let lead = p.path.leading_colon;
-            let ty_segs = &segs[..segs.len() - 1];
-            Some(quote!(#lead #(#ty_segs)::*))
-        }
-        Expr::Paren(p) => type_of(&p.expr),
-        _ => None,
-    }
+    let path = match peel(e) {
+        Expr::Path(p) if p.qself.is_none() => &p.path,
+        Expr::Struct(s) if s.qself.is_none() => &s.path,
+        Expr::Paren(p) => return type_of(&p.expr),
+        _ => return None,
+    };
+    let segs: Vec<_> = path.segments.iter().collect();
+    let (last, modules) = segs.split_last()?;
+    let plain = last.arguments.is_none() && modules.iter().all(|s| s.arguments.is_none());
+    (plain && camel(&last.ident) && modules.iter().all(|s| lower(&s.ident))).then(|| quote!(#path))
 }
 
 struct Slot {
@@ -472,15 +477,22 @@ mod tests {
     fn types_read_off_the_syntax() {
         let t = |e: TokenStream| type_of(&syn::parse2(e).unwrap()).map(|t| t.to_string());
         assert_eq!(t(quote!(Redact)), Some("Redact".into()));
-        assert_eq!(t(quote!(TokenLimiter::new(4))), Some("TokenLimiter".into()));
         assert_eq!(
-            t(quote!(crate::x::Limiter::default())),
+            t(quote!(crate::x::Limiter)),
             Some("crate :: x :: Limiter".into())
         );
         assert_eq!(t(quote!(Pii { strict: true })), Some("Pii".into()));
+        assert_eq!(
+            t(quote!(TokenLimiter::new(4))),
+            None,
+            "a constructor may return another type"
+        );
         assert_eq!(t(quote!(make_limiter(4))), None);
         assert_eq!(t(quote!(limits::make(4))), None);
         assert_eq!(t(quote!(redact)), None);
+        assert_eq!(t(quote!(PII)), None, "a constant");
+        assert_eq!(t(quote!(Mode::Strict)), None, "an enum variant");
+        assert_eq!(t(quote!(Limiter::<4>)), None, "generic arguments");
     }
 
     #[test]

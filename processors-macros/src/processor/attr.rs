@@ -63,8 +63,10 @@ pub struct Attr {
     pub id: Option<LitStr>,
     pub name: Option<Ident>,
     pub state: Option<Type>,
-    pub data_parts: bool,
-    pub history: bool,
+    /// `process_data_parts`, as written.
+    pub data_parts: Option<Ident>,
+    /// `stream_history`, as written.
+    pub history: Option<Ident>,
 }
 
 fn set_once<T>(slot: &mut Option<T>, value: T, key: &Ident, errors: &mut Errors) {
@@ -80,7 +82,7 @@ impl RawAttr {
     /// its hook) or on an impl block (whose methods are the hooks).
     pub fn validate(self, on_fn: bool, errors: &mut Errors) -> Attr {
         let mut attr = Attr::default();
-        let mut flags: (Option<()>, Option<()>) = (None, None);
+        let mut flags: (Option<Ident>, Option<Ident>) = (None, None);
         for item in self.items {
             match item {
                 Item::Id(key, lit) => {
@@ -99,8 +101,8 @@ impl RawAttr {
                 Item::Name(key, name) => set_once(&mut attr.name, name, &key, errors),
                 Item::State(key, ty) => set_once(&mut attr.state, *ty, &key, errors),
                 Item::Flag(key) => match key.to_string().as_str() {
-                    "process_data_parts" => set_once(&mut flags.0, (), &key, errors),
-                    "stream_history" => set_once(&mut flags.1, (), &key, errors),
+                    "process_data_parts" => set_once(&mut flags.0, key.clone(), &key, errors),
+                    "stream_history" => set_once(&mut flags.1, key.clone(), &key, errors),
                     "id" | "name" | "state" => {
                         errors.at(&key, format!("`{key}` needs a value: `{key} = ...`"))
                     }
@@ -152,8 +154,8 @@ impl RawAttr {
                 ),
             }
         }
-        attr.data_parts = flags.0.is_some();
-        attr.history = flags.1.is_some();
+        attr.data_parts = flags.0;
+        attr.history = flags.1;
         attr
     }
 }

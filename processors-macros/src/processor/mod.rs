@@ -258,14 +258,14 @@ fn processor_impl(
         None => quote!(()),
     };
     let consts = hooks.iter().map(|h| h.constant());
-    let data_parts = attr.data_parts.then(|| {
+    let data_parts = attr.data_parts.as_ref().map(|_| {
         quote!(
             fn process_data_parts(&self) -> bool {
                 true
             }
         )
     });
-    let history = attr.history.then(|| {
+    let history = attr.history.as_ref().map(|_| {
         quote!(
             fn keeps_stream_history(&self) -> bool {
                 true
@@ -321,18 +321,48 @@ fn fallback(generics: &syn::Generics, self_ty: &TokenStream, id: &str) -> TokenS
     }
 }
 
+/// `process_data_parts` and `stream_history` only mean something to an `output_stream` hook.
+fn check_stream_flags(attr: &Attr, has_stream_hook: bool, errors: &mut Errors) {
+    if has_stream_hook {
+        return;
+    }
+    for flag in [&attr.data_parts, &attr.history].into_iter().flatten() {
+        errors.at(
+            flag,
+            format!("`{flag}` applies to the `output_stream` hook, which this processor does not implement; remove it"),
+        );
+    }
+}
+
+/// Checks an id the macro derived from a name.
+fn check_derived_id(id: &str, from: &Ident, errors: &mut Errors) {
+    if !names::valid_id(id) {
+        errors.at(
+            from,
+            format!("the id derived from this name, `{id}`, is not a valid processor id; set one with `id = \"...\"`"),
+        );
+    }
+}
+
 fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
+    use syn::ext::IdentExt;
     let sig = &f.sig;
-    let fn_name = sig.ident.to_string();
+    let fn_name = sig.ident.unraw().to_string();
     let struct_name = attr
         .name
         .clone()
         .unwrap_or_else(|| Ident::new(&names::upper_camel(&fn_name), sig.ident.span()));
-    let id = attr
-        .id
-        .as_ref()
-        .map(|l| l.value())
-        .unwrap_or_else(|| names::kebab(&fn_name));
+    let id = match &attr.id {
+        Some(l) => l.value(),
+        None => {
+            let id = names::kebab(&fn_name);
+            check_derived_id(&id, &sig.ident, &mut errors);
+            id
+        }
+    };
+    if let Some((hook, _)) = attr.hook {
+        check_stream_flags(&attr, hook.method == "process_output_stream", &mut errors);
+    }
     if attr.hook.is_none() && !errors.is_empty() {
         // The attribute did not parse; its error says why.
     } else if attr.hook.is_none() {
@@ -357,7 +387,15 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
     let docs = f.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let item_struct = quote! {
         #(#docs)*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        #[derive(
+            ::core::fmt::Debug,
+            ::core::clone::Clone,
+            ::core::marker::Copy,
+            ::core::default::Default,
+            ::core::cmp::PartialEq,
+            ::core::cmp::Eq,
+            ::core::hash::Hash,
+        )]
         #vis struct #struct_name;
     };
     let self_ty = quote!(#struct_name);
@@ -411,12 +449,24 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
         Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
         _ => None,
     };
-    let id = attr
-        .id
-        .as_ref()
-        .map(|l| l.value())
-        .or_else(|| type_name.as_deref().map(names::kebab))
-        .unwrap_or_else(|| "processor".to_owned());
+    let id = match (&attr.id, &**self_ty_ty) {
+        (Some(l), _) => l.value(),
+        (None, Type::Path(p)) if p.path.segments.last().is_some() => {
+            let ident = &p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.clone())
+                .unwrap_or_else(|| Ident::new("processor", Span::call_site()));
+            let id = names::kebab(&syn::ext::IdentExt::unraw(ident).to_string());
+            check_derived_id(&id, ident, &mut errors);
+            id
+        }
+        _ => type_name
+            .clone()
+            .map(|n| names::kebab(&n))
+            .unwrap_or_else(|| "processor".to_owned()),
+    };
     if let Some((_, path, _)) = &imp.trait_ {
         errors.at(
             path,
@@ -489,6 +539,13 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
         }
         found.push((hook, m, ps));
     }
+    check_stream_flags(
+        &attr,
+        found
+            .iter()
+            .any(|(h, _, _)| h.method == "process_output_stream"),
+        &mut errors,
+    );
     if found.is_empty() && errors.is_empty() {
         errors.span(
             imp.impl_token.span,

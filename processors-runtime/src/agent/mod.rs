@@ -9,6 +9,7 @@ pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo, Violation, Viol
 pub use result::{
     AgentError, GenerateResult, RunSummary, StepResult, ToolCallInfo, ToolResultInfo,
 };
+pub use run::FEEDBACK_TAG;
 pub use stream::AgentStream;
 
 use crate::context::RequestContext;
@@ -232,6 +233,9 @@ pub enum BuildError {
         "a processor with the id `memory` is in the {0} list but the agent has no memory; call `.memory(...)`"
     )]
     MemoryWithoutMemory(&'static str),
+    /// `max_steps(0)`: a run needs at least one step.
+    #[error("max_steps is 0: a run needs at least one step")]
+    ZeroMaxSteps,
     /// Memory is placed in the output list with processors after it.
     #[error(
         "memory must be the last output processor: processors after it would change what streams but not what is saved"
@@ -481,6 +485,9 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
             .model
             .clone()
             .ok_or(BuildError::MissingModel)?;
+        if self.settings.max_steps == Some(0) {
+            return Err(BuildError::ZeroMaxSteps);
+        }
         {
             let (mut input, mut output) = (Vec::new(), Vec::new());
             self.input.collect(&mut input);

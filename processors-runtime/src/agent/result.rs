@@ -130,6 +130,10 @@ pub enum AgentError {
         /// What is wrong.
         reason: String,
     },
+    /// The run's configuration cannot work (per-call lists that misplace memory, a step
+    /// limit of 0).
+    #[error("invalid run configuration: {0}")]
+    Config(String),
     /// Two processors share an id (and so their state) but not a state type.
     #[error(
         "processors share the id `{id}` but not a state type (`{first}` and `{second}`); give one of them another id"

@@ -78,10 +78,10 @@ enum Chain<'a, O> {
 }
 
 impl<O: Pipeline> Chain<'_, O> {
-    async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
+    async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
         match self {
-            Chain::Static(p) => p.run_output_stream(cx, chunk).await,
-            Chain::Dynamic(p) => p.run_output_stream(cx, chunk).await,
+            Chain::Static(p) => p.run_output_stream(cx, chunk, start).await,
+            Chain::Dynamic(p) => p.run_output_stream(cx, chunk, start).await,
         }
     }
 
@@ -103,10 +103,25 @@ struct StepAcc {
     reasoning: String,
     data: Vec<Part>,
     tool_calls: Vec<ToolCallInfo>,
+    /// The delivered chunks as model chunks, when a `process_llm_response` hook wants them.
+    delivered: Option<Vec<ChunkKind>>,
 }
 
 impl StepAcc {
     fn account(&mut self, c: &Chunk) {
+        if let Some(d) = &mut self.delivered {
+            match &c.kind {
+                ChunkKind::StepStart { .. } => {}
+                ChunkKind::StepFinish {
+                    finish_reason,
+                    usage,
+                } => d.push(ChunkKind::Finish {
+                    finish_reason: *finish_reason,
+                    usage: *usage,
+                }),
+                other => d.push(other.clone()),
+            }
+        }
         match &c.kind {
             ChunkKind::TextDelta { text, .. } => self.text.push_str(text),
             ChunkKind::ReasoningDelta { text, .. } => self.reasoning.push_str(text),
@@ -265,14 +280,16 @@ struct Emitter<'a, O> {
     chain: Chain<'a, O>,
     slots: Vec<usize>,
     histories: Vec<Vec<Chunk>>,
-    pending: Vec<ChunkKind>,
+    written: Vec<ChunkKind>,
+    pending: std::collections::VecDeque<(usize, ChunkKind)>,
     warnings: Vec<TripWire>,
     active: bool,
 }
 
 impl<O: Pipeline> Emitter<'_, O> {
     /// Sends a chunk through the stream processors (unless `through` is false) and on to the
-    /// client, then any data chunks the processors wrote. Returns the trip wire of an abort.
+    /// client, then any data chunks the processors wrote (each from just after its writer).
+    /// Returns the trip wire of an abort.
     async fn emit(
         &mut self,
         r: &mut Run,
@@ -280,8 +297,8 @@ impl<O: Pipeline> Emitter<'_, O> {
         through: bool,
         acc: &mut StepAcc,
     ) -> Result<Option<TripWire>, AgentError> {
-        let mut next = Some(Chunk::new(r.run_id.clone(), kind));
-        while let Some(mut chunk) = next.take() {
+        let mut next = Some((0, Chunk::new(r.run_id.clone(), kind)));
+        while let Some((start, mut chunk)) = next.take() {
             let flow = if through && self.active {
                 let mut scx = StreamCx {
                     states: &mut r.states,
@@ -290,12 +307,13 @@ impl<O: Pipeline> Emitter<'_, O> {
                     message_list: &r.list,
                     request_context: &r.cx,
                     retry_count: r.retry_count,
+                    written: &mut self.written,
                     pending: &mut self.pending,
                     warnings: &mut self.warnings,
                     current: 0,
                 };
                 // One unwind guard for the whole chain; `current` names the processor.
-                let ran = AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk))
+                let ran = AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk, start))
                     .catch_unwind()
                     .await;
                 match ran {
@@ -311,6 +329,12 @@ impl<O: Pipeline> Emitter<'_, O> {
             } else {
                 Flow::Continue
             };
+            // Warnings first: they happened before any abort of this chunk.
+            if !self.warnings.is_empty() {
+                for tw in self.warnings.drain(..) {
+                    r.violation(&tw, ViolationKind::Warn);
+                }
+            }
             match flow {
                 Flow::Continue | Flow::Emit => {
                     acc.account(&chunk);
@@ -322,14 +346,10 @@ impl<O: Pipeline> Emitter<'_, O> {
                     return Ok(Some(tw));
                 }
             }
-            if !self.warnings.is_empty() {
-                for tw in self.warnings.drain(..) {
-                    r.violation(&tw, ViolationKind::Warn);
-                }
-            }
-            if !self.pending.is_empty() {
-                next = Some(Chunk::new(r.run_id.clone(), self.pending.remove(0)));
-            }
+            next = self
+                .pending
+                .pop_front()
+                .map(|(start, kind)| (start, Chunk::new(r.run_id.clone(), kind)));
         }
         Ok(None)
     }
@@ -415,7 +435,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     };
     let stream_len = outputs.len();
     if let Err(e) = check_memory_placement(agent.memory.is_some(), &inputs, &outputs) {
-        return r.fail(invalid("agent", Hook::Input, e)).await;
+        return r.fail(AgentError::Config(e.to_string())).await;
     }
     if let Some(memory) = &agent.memory {
         let is_memory = |p: &&dyn DynProcessor| p.dyn_id() == MEMORY_ID;
@@ -437,6 +457,13 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
 
     let max_retries = max_processor_retries.or(agent.max_processor_retries);
     let max_steps = max_steps.or(agent.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
+    if max_steps == 0 {
+        return r
+            .fail(AgentError::Config(
+                "max_steps is 0: a run needs at least one step".to_owned(),
+            ))
+            .await;
+    }
     let handles_api_errors = inputs
         .iter()
         .chain(&outputs)
@@ -451,7 +478,8 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         chain,
         slots: out_slots[..stream_len].to_vec(),
         histories: vec![Vec::new(); stream_len],
-        pending: Vec::new(),
+        written: Vec::new(),
+        pending: std::collections::VecDeque::new(),
         warnings: Vec::new(),
         active: has(&outputs[..stream_len], Hook::OutputStream),
     };
@@ -523,7 +551,10 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             model_settings: agent.model_settings.clone(),
         };
 
-        // process_input_step (then prepare_step), chained.
+        // process_input_step (then prepare_step), chained. A retry from here restores the
+        // list as it was before the chain, so that edits are not applied twice.
+        let snapshot =
+            (max_retries.is_some() && has(&step_procs, Hook::InputStep)).then(|| r.list.clone());
         let mut rejected = false;
         for (p, &slot) in step_procs.iter().zip(&step_slots) {
             if !p.dyn_hooks().contains(Hook::InputStep) {
@@ -554,6 +585,9 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 Called::Aborted(tw) => {
                     r.violation(&tw, ViolationKind::Block);
                     if r.retry_granted(&tw, max_retries) {
+                        if let Some(list) = &snapshot {
+                            r.list = list.clone();
+                        }
                         r.reject_step(step_number, tw, Usage::default(), &[]);
                         rejected = true;
                         break;
@@ -672,7 +706,12 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         };
 
         // Stream the step.
-        acc = StepAcc::default();
+        acc = StepAcc {
+            delivered: collect_raw.then(Vec::new),
+            // Data written before the step (at the start of the run) is saved with it.
+            data: std::mem::take(&mut acc.data),
+            ..StepAcc::default()
+        };
         let through = !from_cache;
         if let Some(tw) = tri!(
             r,
@@ -756,6 +795,9 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         // process_llm_response.
         if collect_raw {
             let response = LlmResponse { chunks: raw };
+            let delivered = LlmResponse {
+                chunks: acc.delivered.take().unwrap_or_default(),
+            };
             for (p, &slot) in outputs.iter().zip(&out_slots) {
                 if !p.dyn_hooks().contains(Hook::LlmResponse) {
                     continue;
@@ -764,6 +806,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                     step_number,
                     request: &request,
                     response: &response,
+                    delivered: &delivered,
                     from_cache,
                     state: r.states.get_mut(slot),
                     request_context: &r.cx,
@@ -870,6 +913,8 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             continue;
         }
         r.retry_count = 0;
+        // The feedback was about the rejected answer; the accepted one ends it.
+        r.list.clear_tag(FEEDBACK_TAG);
 
         // Tools.
         let mut results: Vec<ToolResultInfo> = Vec::new();
@@ -968,7 +1013,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 results.push(info);
             }
             if !results.is_empty() {
-                let parts = results
+                let mut parts: Vec<Part> = results
                     .iter()
                     .map(|t| Part::ToolResult {
                         tool_call_id: t.tool_call_id.clone(),
@@ -977,6 +1022,8 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                         is_error: t.is_error,
                     })
                     .collect();
+                // Data the tools (or processors on their chunks) wrote is saved with them.
+                parts.append(&mut acc.data);
                 r.list
                     .add(Message::new(Role::Tool, parts), MessageSource::Response);
             }
@@ -1012,8 +1059,17 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         finish_reason: last_reason,
         usage: r.usage,
     };
-    if let Some(tw) = tri!(r, emitter.emit(&mut r, finish, true, &mut acc).await) {
+    // Rule 23: a finish with reason tool-calls (the step limit ended a tool loop) does not go
+    // through stream processors.
+    let finish_through = last_reason != FinishReason::ToolCalls;
+    if let Some(tw) = tri!(
+        r,
+        emitter.emit(&mut r, finish, finish_through, &mut acc).await
+    ) {
         return r.end_with_tripwire(tw, None).await;
+    }
+    if !acc.data.is_empty() {
+        attach_data(&mut r.list, std::mem::take(&mut acc.data));
     }
     let response_text = |list: &MessageList| -> String {
         list.response()
@@ -1069,6 +1125,22 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         response_messages: r.list.response().cloned().collect(),
         warnings: r.warnings,
     })
+}
+
+/// Saves data written at the end of the run with the last answer (or as an answer of its own).
+fn attach_data(list: &mut MessageList, data: Vec<Part>) {
+    let last = list
+        .response()
+        .filter(|m| m.role == Role::Assistant)
+        .last()
+        .cloned();
+    match last {
+        Some(mut m) => {
+            m.content.parts.extend(data);
+            list.replace(m);
+        }
+        None => list.add(Message::new(Role::Assistant, data), MessageSource::Response),
+    }
 }
 
 /// Applies one processor's step overrides (rule 2: only what it names changes).

@@ -73,15 +73,24 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
-        self.with(|d| {
+        let saved = self.with(|d| {
+            let foreign = messages.iter().find(|m| {
+                d.messages.iter().any(|x| {
+                    x.id == m.id && (x.thread_id != m.thread_id || x.resource_id != m.resource_id)
+                })
+            });
+            if let Some(m) = foreign {
+                return Err(MemoryError::ForeignMessage { id: m.id.clone() });
+            }
             for m in messages {
                 match d.messages.iter_mut().find(|x| x.id == m.id) {
                     Some(slot) => *slot = m,
                     None => d.messages.push(m),
                 }
             }
+            Ok(())
         });
-        Box::pin(async { Ok(()) })
+        Box::pin(async move { saved })
     }
 
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {

@@ -51,6 +51,15 @@ pub enum MemoryError {
         /// The resource that asked.
         requested: String,
     },
+    /// A message to save has the id of a message of another thread or resource; nothing was
+    /// saved.
+    #[error(
+        "message `{id}` already belongs to another thread or resource; a message keeps its id within its thread only"
+    )]
+    ForeignMessage {
+        /// The message's id.
+        id: String,
+    },
     /// The backend failed (connection, disk, corrupt data).
     #[error("memory storage failed: {0}")]
     Backend(#[source] BoxError),
@@ -76,8 +85,9 @@ pub trait MemoryStore: Send + Sync + 'static {
         &'a self,
         resource_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>>;
-    /// Saves messages (each carries its thread and resource ids); a known id is replaced.
-    /// All or nothing.
+    /// Saves messages (each carries its thread and resource ids); a known id of the same thread
+    /// and resource is replaced, one of another is refused with
+    /// [`MemoryError::ForeignMessage`]. All or nothing.
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>>;
     /// Deletes messages by id.
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>>;

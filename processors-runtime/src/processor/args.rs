@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 /// Emits custom `data-*` chunks into the agent's stream.
 ///
-/// Data chunks go through the output stream processors that opt in (`process_data_parts`);
-/// non-transient ones are saved as data parts of the response.
+/// Data chunks go through the output stream processors that opt in (`process_data_parts`),
+/// starting after the writer; non-transient ones that reach the client are saved as data parts
+/// of the response (with the step's answer, or with the tool results they followed).
 #[derive(Debug)]
 pub struct DataWriter<'a> {
     pub(crate) buf: &'a mut Vec<ChunkKind>,
@@ -293,6 +294,10 @@ pub struct LlmResponseArgs<'a, S: ?Sized> {
     pub request: &'a ModelRequest,
     /// The model chunks of the step, as the model produced them.
     pub response: &'a LlmResponse,
+    /// The chunks of the step as they reached the client, after the stream processors (model
+    /// chunks again: the step's finish as `finish`). A response cache stores these, so that a
+    /// replay, which skips the stream processors, streams what they let through.
+    pub delivered: &'a LlmResponse,
     /// Whether the response was replayed by a `process_llm_request` processor.
     pub from_cache: bool,
     /// This processor's state for the request.
@@ -525,6 +530,7 @@ retype!(LlmResponseArgs {
     step_number,
     request,
     response,
+    delivered,
     from_cache,
     request_context
 });

@@ -26,6 +26,10 @@ pub struct RetryCount(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FromCache(pub bool);
 
+/// The chunks of a step as they reached the client (what a response cache stores).
+#[derive(Debug, Clone, Copy)]
+pub struct Delivered<'a>(pub &'a LlmResponse);
+
 /// The system messages a hook sees (a copy).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SystemMessages(pub Vec<Message>);
@@ -139,11 +143,12 @@ hook_parts! {
 hook_parts! {
     'a, LlmResponseArgs => LlmResponseParts, FromLlmResponse,
     message = "`{Self}` is not a parameter that `process_llm_response` provides",
-    note = "`process_llm_response` provides: `StepNumber`, `&ModelRequest`, `&LlmResponse`, `FromCache`, `&RequestContext`, and `state: &mut YourState`";
+    note = "`process_llm_response` provides: `StepNumber`, `&ModelRequest`, `&LlmResponse` (as the model produced it), `Delivered` (as it reached the client), `FromCache`, `&RequestContext`, and `state: &mut YourState`";
     fields {
         step_number: u32,
         request: &'a ModelRequest,
         response: &'a LlmResponse,
+        delivered: &'a LlmResponse,
         from_cache: bool,
         request_context: &'a RequestContext,
     }
@@ -151,6 +156,7 @@ hook_parts! {
         StepNumber => |p| p.step_number.map(StepNumber);
         &'a ModelRequest => |p| p.request;
         &'a LlmResponse => |p| p.response;
+        Delivered<'a> => |p| p.delivered.map(Delivered);
         FromCache => |p| p.from_cache.map(FromCache);
         &'a RequestContext => |p| p.request_context;
     }

@@ -27,13 +27,15 @@ pub trait Pipeline: Send + Sync + 'static {
     /// Pushes every processor, in order.
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>);
 
-    /// Runs the stream chain on `chunk`, changing it in place. Panics are not caught here:
-    /// the caller catches them once per chunk and names the processor at `cx.current`.
+    /// Runs the stream chain on `chunk` from the processor at `start`, changing the chunk in
+    /// place. Panics are not caught here: the caller catches them once per chunk and names
+    /// the processor at `cx.current`.
     #[doc(hidden)]
     fn run_output_stream<'a, 'r>(
         &'a self,
         cx: &'a mut StreamCx<'r>,
         chunk: &'a mut Chunk,
+        start: usize,
     ) -> impl Future<Output = Flow> + Send + 'a;
 }
 
@@ -60,7 +62,11 @@ pub struct StreamCx<'r> {
     pub(crate) message_list: &'r MessageList,
     pub(crate) request_context: &'r RequestContext,
     pub(crate) retry_count: u32,
-    pub(crate) pending: &'r mut Vec<ChunkKind>,
+    /// Where a hook's writer puts data chunks.
+    pub(crate) written: &'r mut Vec<ChunkKind>,
+    /// Written chunks still to send, with the position to start the chain at: just after
+    /// their writer, so a chunk never reaches its writer or the processors before it.
+    pub(crate) pending: &'r mut std::collections::VecDeque<(usize, ChunkKind)>,
     pub(crate) warnings: &'r mut Vec<TripWire>,
     /// The position of the processor running, to name it when it panics.
     pub(crate) current: usize,
@@ -166,10 +172,15 @@ async fn stream_one<P: StreamCall + ?Sized>(
         request_context: cx.request_context,
         retry_count: cx.retry_count,
         writer: DataWriter {
-            buf: &mut *cx.pending,
+            buf: &mut *cx.written,
         },
     };
-    match p.call(args).await {
+    let result = p.call(args).await;
+    if !cx.written.is_empty() {
+        cx.pending
+            .extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    }
+    match result {
         Ok(StreamAction::Pass) => Flow::Continue,
         Ok(StreamAction::Replace(c)) => {
             *chunk = c;
@@ -198,6 +209,7 @@ impl Pipeline for () {
         &'a self,
         _: &'a mut StreamCx<'r>,
         _: &'a mut Chunk,
+        _: usize,
     ) -> Flow {
         Flow::Continue
     }
@@ -213,11 +225,14 @@ macro_rules! tuple_pipeline {
                 &'a self,
                 cx: &'a mut StreamCx<'r>,
                 chunk: &'a mut Chunk,
+                start: usize,
             ) -> Flow {
                 $(
-                    match stream_one(&self.$idx, cx, chunk, $idx).await {
-                        Flow::Continue => {}
-                        other => return other,
+                    if $idx >= start {
+                        match stream_one(&self.$idx, cx, chunk, $idx).await {
+                            Flow::Continue => {}
+                            other => return other,
+                        }
                     }
                 )+
                 Flow::Continue
@@ -304,8 +319,9 @@ impl Pipeline for DynPipeline {
         &'a self,
         cx: &'a mut StreamCx<'r>,
         chunk: &'a mut Chunk,
+        start: usize,
     ) -> Flow {
-        for (i, p) in self.processors.iter().enumerate() {
+        for (i, p) in self.processors.iter().enumerate().skip(start) {
             match stream_one(&**p, cx, chunk, i).await {
                 Flow::Continue => {}
                 other => return other,

@@ -192,14 +192,17 @@ impl Workflow {
         cx: &crate::context::RequestContext,
         retry_count: u32,
         extra: &MessageExtra<'_>,
-    ) -> Result<Vec<Message>, ProcessorError> {
+    ) -> Result<Option<Vec<Message>>, ProcessorError> {
+        // Whether a step returned messages: if none did, the hook returns "unchanged", so
+        // that direct edits of the list by inner processors stand.
+        let mut changed = false;
         for step in &self.steps {
             match step {
                 Step::Then(p) => {
-                    messages = call_message(
+                    let out = call_message(
                         p.as_ref(),
                         hook,
-                        messages,
+                        &messages,
                         system,
                         list,
                         state,
@@ -208,14 +211,18 @@ impl Workflow {
                         extra,
                     )
                     .await?;
+                    if let Some(out) = out {
+                        messages = out;
+                        changed = true;
+                    }
                 }
                 Step::Branch(arms) => {
                     let input = WorkflowInput::Messages(&messages);
                     if let Some((_, p)) = arms.iter().find(|(c, _)| c(&input)) {
-                        messages = call_message(
+                        let out = call_message(
                             p.as_ref(),
                             hook,
-                            messages,
+                            &messages,
                             system,
                             list,
                             state,
@@ -224,6 +231,10 @@ impl Workflow {
                             extra,
                         )
                         .await?;
+                        if let Some(out) = out {
+                            messages = out;
+                            changed = true;
+                        }
                     }
                 }
                 Step::Parallel { branches, select } => {
@@ -234,7 +245,7 @@ impl Workflow {
                         let out = call_message(
                             p.as_ref(),
                             hook,
-                            messages.clone(),
+                            &messages,
                             &mut branch_system,
                             &mut branch_list,
                             state,
@@ -248,15 +259,21 @@ impl Workflow {
                         }
                     }
                     if let Some((out, s, l)) = chosen {
-                        messages = out;
+                        if let Some(out) = out {
+                            messages = out;
+                            changed = true;
+                        }
                         *system = s;
                         *list = l;
                     }
                 }
-                Step::Map(f) => messages = f(messages),
+                Step::Map(f) => {
+                    messages = f(messages);
+                    changed = true;
+                }
             }
         }
-        Ok(messages)
+        Ok(changed.then_some(messages))
     }
 }
 
@@ -274,20 +291,20 @@ struct MessageExtra<'a> {
 async fn call_message(
     p: &dyn DynProcessor,
     hook: MessageHook,
-    messages: Vec<Message>,
+    messages: &[Message],
     system: &mut Vec<Message>,
     list: &mut MessageList,
     state: &mut WorkflowState,
     cx: &crate::context::RequestContext,
     retry_count: u32,
     extra: &MessageExtra<'_>,
-) -> Result<Vec<Message>, ProcessorError> {
+) -> Result<Option<Vec<Message>>, ProcessorError> {
     let hooks = p.dyn_hooks();
     let s = slot(state, p)?;
     match hook {
         MessageHook::Input if hooks.contains(Hook::Input) => {
             let args = InputArgs {
-                messages: messages.clone(),
+                messages: messages.to_vec(),
                 system_messages: system.clone(),
                 message_list: list,
                 state: s,
@@ -295,21 +312,21 @@ async fn call_message(
                 retry_count,
             };
             match p.dyn_process_input(args).await.map_err(|e| bubble(p, e))? {
-                InputOutcome::Unchanged => Ok(messages),
-                InputOutcome::Messages(m) => Ok(m),
+                InputOutcome::Unchanged => Ok(None),
+                InputOutcome::Messages(m) => Ok(Some(m)),
                 InputOutcome::MessagesAndSystem {
                     messages,
                     system: sys,
                 } => {
                     *system = sys;
-                    Ok(messages)
+                    Ok(Some(messages))
                 }
             }
         }
         MessageHook::OutputStep if hooks.contains(Hook::OutputStep) => {
             let args = OutputStepArgs {
                 step_number: extra.step_number,
-                messages: messages.clone(),
+                messages: messages.to_vec(),
                 text: extra.text,
                 finish_reason: extra.finish_reason,
                 tool_calls: extra.tool_calls,
@@ -325,16 +342,16 @@ async fn call_message(
                 .await
                 .map_err(|e| bubble(p, e))?
             {
-                OutputOutcome::Unchanged => Ok(messages),
-                OutputOutcome::Messages(m) => Ok(m),
+                OutputOutcome::Unchanged => Ok(None),
+                OutputOutcome::Messages(m) => Ok(Some(m)),
             }
         }
         MessageHook::OutputResult if hooks.contains(Hook::OutputResult) => {
             let Some(summary) = extra.summary else {
-                return Ok(messages);
+                return Ok(None);
             };
             let args = OutputResultArgs {
-                messages: messages.clone(),
+                messages: messages.to_vec(),
                 result: summary,
                 message_list: list,
                 state: s,
@@ -346,11 +363,11 @@ async fn call_message(
                 .await
                 .map_err(|e| bubble(p, e))?
             {
-                OutputOutcome::Unchanged => Ok(messages),
-                OutputOutcome::Messages(m) => Ok(m),
+                OutputOutcome::Unchanged => Ok(None),
+                OutputOutcome::Messages(m) => Ok(Some(m)),
             }
         }
-        _ => Ok(messages),
+        _ => Ok(None),
     }
 }
 
@@ -474,7 +491,10 @@ impl Processor for Workflow {
                 &NO_STEP,
             )
             .await?;
-        Ok(InputOutcome::MessagesAndSystem { messages, system })
+        Ok(match messages {
+            Some(messages) => InputOutcome::MessagesAndSystem { messages, system },
+            None => InputOutcome::Unchanged,
+        })
     }
 
     async fn process_output_stream(
@@ -517,7 +537,7 @@ impl Processor for Workflow {
                 &extra,
             )
             .await?;
-        Ok(OutputOutcome::Messages(messages))
+        Ok(messages.map_or(OutputOutcome::Unchanged, OutputOutcome::Messages))
     }
 
     async fn process_output_result(
@@ -541,7 +561,7 @@ impl Processor for Workflow {
                 &extra,
             )
             .await?;
-        Ok(OutputOutcome::Messages(messages))
+        Ok(messages.map_or(OutputOutcome::Unchanged, OutputOutcome::Messages))
     }
 }
 
