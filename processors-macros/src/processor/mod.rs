@@ -222,6 +222,35 @@ fn hook_method(
             <() as #p::HookReturn<#out>>::into_hook_result(__processors_ret)
         },
     };
+    if hook.method == "process_output_stream" && sig.asyncness.is_none() {
+        // A stream hook that never waits is called without a future on every chunk.
+        return quote! {
+            const OUTPUT_STREAM_IS_SYNC: bool = true;
+
+            #[allow(unused_mut)]
+            #[inline]
+            fn process_output_stream_now(
+                &self,
+                __processors_args: #p::#args<'_, <Self as #p::Processor>::State>,
+            ) -> ::core::result::Result<#out, #p::ProcessorError> {
+                let mut __processors_parts = #p::#parts::from(__processors_args);
+                #(#binds)*
+                let __processors_ret = #call;
+                #convert
+            }
+
+            fn #method(
+                &self,
+                __processors_args: #p::#args<'_, <Self as #p::Processor>::State>,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<#out, #p::ProcessorError>,
+            > + ::core::marker::Send {
+                ::core::future::ready(
+                    <Self as #p::Processor>::process_output_stream_now(self, __processors_args),
+                )
+            }
+        };
+    }
     quote! {
         #[allow(clippy::manual_async_fn, unused_mut)]
         fn #method(

@@ -85,6 +85,20 @@ impl<O: Pipeline> Chain<'_, O> {
         }
     }
 
+    fn is_sync(&self) -> bool {
+        match self {
+            Chain::Static(p) => p.stream_is_sync(),
+            Chain::Dynamic(p) => p.stream_is_sync(),
+        }
+    }
+
+    fn run_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+        match self {
+            Chain::Static(p) => p.run_output_stream_now(cx, chunk, start),
+            Chain::Dynamic(p) => p.run_output_stream_now(cx, chunk, start),
+        }
+    }
+
     /// The id of the processor at `pos`.
     fn id_at(&self, pos: usize) -> String {
         let mut list = Vec::new();
@@ -284,6 +298,8 @@ struct Emitter<'a, O> {
     pending: std::collections::VecDeque<(usize, ChunkKind)>,
     warnings: Vec<TripWire>,
     active: bool,
+    /// Whether every stream hook of the chain runs without a future.
+    sync: bool,
 }
 
 impl<O: Pipeline> Emitter<'_, O> {
@@ -312,10 +328,17 @@ impl<O: Pipeline> Emitter<'_, O> {
                     warnings: &mut self.warnings,
                     current: 0,
                 };
-                // One unwind guard for the whole chain; `current` names the processor.
-                let ran = AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk, start))
-                    .catch_unwind()
-                    .await;
+                // One unwind guard for the whole chain; `current` names the processor. A chain
+                // whose hooks never wait runs without futures.
+                let ran = if self.sync {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        self.chain.run_now(&mut scx, &mut chunk, start)
+                    }))
+                } else {
+                    AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk, start))
+                        .catch_unwind()
+                        .await
+                };
                 match ran {
                     Ok(flow) => flow,
                     Err(panic) => {
@@ -474,7 +497,9 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         |list: &[&dyn DynProcessor], hook: Hook| list.iter().any(|p| p.dyn_hooks().contains(hook));
     let collect_raw = has(&outputs, Hook::LlmResponse);
 
+    let sync = chain.is_sync();
     let mut emitter = Emitter {
+        sync,
         chain,
         slots: out_slots[..stream_len].to_vec(),
         histories: vec![Vec::new(); stream_len],

@@ -39,6 +39,13 @@ pub trait DynProcessor: Send + Sync + 'static {
         &'a self,
         args: LlmResponseArgs<'a, dyn Any + Send>,
     ) -> BoxFuture<'a, Result<(), ProcessorError>>;
+    /// [`Processor::OUTPUT_STREAM_IS_SYNC`].
+    fn dyn_output_stream_is_sync(&self) -> bool;
+    /// [`Processor::process_output_stream_now`].
+    fn dyn_process_output_stream_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError>;
     /// [`Processor::process_output_stream`].
     fn dyn_process_output_stream<'a>(
         &'a self,
@@ -116,6 +123,18 @@ impl<P: Processor> DynProcessor for P {
     }
     fn dyn_state_type(&self) -> (TypeId, &'static str) {
         (TypeId::of::<P::State>(), std::any::type_name::<P::State>())
+    }
+    fn dyn_output_stream_is_sync(&self) -> bool {
+        P::OUTPUT_STREAM_IS_SYNC
+    }
+    fn dyn_process_output_stream_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+            Some(args) => self.process_output_stream_now(args),
+            None => Err(state_mismatch(self)),
+        }
     }
     erase!(dyn_process_input, process_input, InputArgs, InputOutcome);
     erase!(

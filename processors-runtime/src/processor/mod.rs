@@ -112,6 +112,22 @@ pub trait Processor: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// Whether `process_output_stream` never waits: the runner then calls
+    /// [`process_output_stream_now`](Processor::process_output_stream_now) on every chunk,
+    /// without a future (and, behind `dyn`, without a boxed one). `#[processor]` sets it for a
+    /// plain `fn` hook. A type that sets it implements both methods alike.
+    const OUTPUT_STREAM_IS_SYNC: bool = false;
+
+    /// `process_output_stream` for a processor that never waits; called instead of it when
+    /// [`OUTPUT_STREAM_IS_SYNC`](Processor::OUTPUT_STREAM_IS_SYNC) is set.
+    fn process_output_stream_now(
+        &self,
+        args: OutputStreamArgs<'_, Self::State>,
+    ) -> Result<StreamAction, ProcessorError> {
+        let _ = args;
+        Ok(StreamAction::Pass)
+    }
+
     /// On every streamed chunk.
     fn process_output_stream(
         &self,

@@ -37,6 +37,16 @@ pub trait Pipeline: Send + Sync + 'static {
         chunk: &'a mut Chunk,
         start: usize,
     ) -> impl Future<Output = Flow> + Send + 'a;
+
+    /// Whether every stream hook of the list runs without a future, so that
+    /// `run_output_stream_now` may be called instead.
+    #[doc(hidden)]
+    fn stream_is_sync(&self) -> bool;
+
+    /// `run_output_stream` for a list whose stream hooks never wait.
+    #[doc(hidden)]
+    fn run_output_stream_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize)
+    -> Flow;
 }
 
 /// What became of a chunk in the stream chain (the chunk itself is changed in place).
@@ -78,6 +88,11 @@ pub trait StreamCall: Send + Sync {
     fn call_id(&self) -> &str;
     fn call_data_parts(&self) -> bool;
     fn call_history(&self) -> bool;
+    fn call_is_sync(&self) -> bool;
+    fn call_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError>;
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
@@ -97,6 +112,20 @@ impl<P: Processor> StreamCall for P {
     }
     fn call_history(&self) -> bool {
         self.keeps_stream_history()
+    }
+    #[inline]
+    fn call_is_sync(&self) -> bool {
+        P::OUTPUT_STREAM_IS_SYNC
+    }
+    #[inline]
+    fn call_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+            Some(args) => self.process_output_stream_now(args),
+            None => Err(dynamic::state_mismatch(self)),
+        }
     }
     #[inline]
     async fn call<'a>(
@@ -123,6 +152,15 @@ impl<'x> StreamCall for dyn DynProcessor + 'x {
     fn call_history(&self) -> bool {
         self.dyn_keeps_stream_history()
     }
+    fn call_is_sync(&self) -> bool {
+        self.dyn_output_stream_is_sync()
+    }
+    fn call_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        self.dyn_process_output_stream_now(args)
+    }
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
@@ -142,20 +180,19 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
+/// The arguments of one processor's `process_output_stream` call, or `None` when the
+/// processor does not take this chunk.
 #[inline]
-async fn stream_one<P: StreamCall + ?Sized>(
+fn args_for<'a, P: StreamCall + ?Sized>(
     p: &P,
-    cx: &mut StreamCx<'_>,
-    chunk: &mut Chunk,
+    cx: &'a mut StreamCx<'_>,
+    chunk: &'a Chunk,
     pos: usize,
-) -> Flow {
+) -> Option<OutputStreamArgs<'a, dyn Any + Send>> {
     if !p.call_hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.call_data_parts()) {
-        return Flow::Continue;
+        return None;
     }
-    let Some(&slot) = cx.slots.get(pos) else {
-        return Flow::Continue;
-    };
+    let &slot = cx.slots.get(pos)?;
     let history: &[Chunk] = match cx.histories.get_mut(pos) {
         Some(h) if p.call_history() => {
             h.push(chunk.clone());
@@ -164,7 +201,7 @@ async fn stream_one<P: StreamCall + ?Sized>(
         _ => &[],
     };
     cx.current = pos;
-    let args = OutputStreamArgs {
+    Some(OutputStreamArgs {
         chunk,
         stream_history: history,
         state: cx.states.get_mut(slot),
@@ -174,8 +211,18 @@ async fn stream_one<P: StreamCall + ?Sized>(
         writer: DataWriter {
             buf: &mut *cx.written,
         },
-    };
-    let result = p.call(args).await;
+    })
+}
+
+/// Applies one processor's result to the chunk and the chain (rule 10).
+#[inline]
+fn apply<P: StreamCall + ?Sized>(
+    p: &P,
+    cx: &mut StreamCx<'_>,
+    chunk: &mut Chunk,
+    pos: usize,
+    result: Result<StreamAction, ProcessorError>,
+) -> Flow {
     if !cx.written.is_empty() {
         cx.pending
             .extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
@@ -203,8 +250,53 @@ async fn stream_one<P: StreamCall + ?Sized>(
     }
 }
 
+/// Runs a processor that never waits on a chunk, without a future.
+#[inline]
+fn stream_one_now<P: StreamCall + ?Sized>(
+    p: &P,
+    cx: &mut StreamCx<'_>,
+    chunk: &mut Chunk,
+    pos: usize,
+) -> Flow {
+    let Some(args) = args_for(p, cx, chunk, pos) else {
+        return Flow::Continue;
+    };
+    let result = p.call_now(args);
+    apply(p, cx, chunk, pos, result)
+}
+
+/// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
+#[inline]
+async fn stream_one<P: StreamCall + ?Sized>(
+    p: &P,
+    cx: &mut StreamCx<'_>,
+    chunk: &mut Chunk,
+    pos: usize,
+) -> Flow {
+    if p.call_is_sync() {
+        return stream_one_now(p, cx, chunk, pos);
+    }
+    let Some(args) = args_for(p, cx, chunk, pos) else {
+        return Flow::Continue;
+    };
+    let result = p.call(args).await;
+    apply(p, cx, chunk, pos, result)
+}
+
+/// Whether a processor's stream hook runs without a future (or it has none).
+#[inline]
+fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
+    !p.call_hooks().contains(Hook::OutputStream) || p.call_is_sync()
+}
+
 impl Pipeline for () {
     fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
+    fn stream_is_sync(&self) -> bool {
+        true
+    }
+    fn run_output_stream_now(&self, _: &mut StreamCx<'_>, _: &mut Chunk, _: usize) -> Flow {
+        Flow::Continue
+    }
     async fn run_output_stream<'a, 'r>(
         &'a self,
         _: &'a mut StreamCx<'r>,
@@ -220,6 +312,22 @@ macro_rules! tuple_pipeline {
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
             fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
                 $( out.push(&self.$idx); )+
+            }
+            #[inline]
+            fn stream_is_sync(&self) -> bool {
+                $( is_sync(&self.$idx) )&&+
+            }
+            #[inline]
+            fn run_output_stream_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+                $(
+                    if $idx >= start {
+                        match stream_one_now(&self.$idx, cx, chunk, $idx) {
+                            Flow::Continue => {}
+                            other => return other,
+                        }
+                    }
+                )+
+                Flow::Continue
             }
             async fn run_output_stream<'a, 'r>(
                 &'a self,
@@ -314,6 +422,23 @@ impl FromIterator<ProcessorRef> for DynPipeline {
 impl Pipeline for DynPipeline {
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));
+    }
+    fn stream_is_sync(&self) -> bool {
+        self.processors.iter().all(|p| is_sync(&**p))
+    }
+    fn run_output_stream_now(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        start: usize,
+    ) -> Flow {
+        for (i, p) in self.processors.iter().enumerate().skip(start) {
+            match stream_one_now(&**p, cx, chunk, i) {
+                Flow::Continue => {}
+                other => return other,
+            }
+        }
+        Flow::Continue
     }
     async fn run_output_stream<'a, 'r>(
         &'a self,
