@@ -1,7 +1,7 @@
 //! The agent loop: input processors, steps with their hooks, tools, retries, output result.
 
 use super::options::ViolationHandler;
-use super::stream::{Slot, catch_up};
+use super::stream::{AHEAD, Slot, catch_up};
 use super::*;
 use crate::chunk::{Chunk, ChunkKind, FinishReason, Usage};
 use crate::context::RequestContext;
@@ -15,7 +15,7 @@ use crate::processor::{
 };
 use crate::tool::ToolContext;
 use crate::tripwire::{ProcessorError, TripWire};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use serde_json::Value;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -155,6 +155,8 @@ impl StepAcc {
 struct Run {
     run_id: Arc<str>,
     slot: Option<Arc<Slot>>,
+    /// Chunks the streaming loop produced without waiting, handed over together.
+    batch: Vec<Chunk>,
     cx: RequestContext,
     list: MessageList,
     states: StateMap,
@@ -166,11 +168,21 @@ struct Run {
 }
 
 impl Run {
+    /// Hands a chunk to the consumer, after the ones batched before it.
     async fn deliver(&mut self, chunk: Chunk) {
         if let Some(slot) = &self.slot
-            && slot.push(chunk)
+            && slot.push_all(self.batch.drain(..).chain(std::iter::once(chunk)))
         {
             catch_up().await;
+        }
+    }
+
+    /// Hands the batched chunks to the consumer (before the run may wait).
+    fn flush(&mut self) {
+        if let Some(slot) = &self.slot
+            && !self.batch.is_empty()
+        {
+            slot.push_all(self.batch.drain(..));
         }
     }
 
@@ -378,6 +390,142 @@ impl<O: Pipeline> Emitter<'_, O> {
     }
 }
 
+impl<O: Pipeline> Emitter<'_, O> {
+    /// `emit` for a chunk of a chain that never waits: runs it and batches what passes.
+    fn emit_now(
+        &mut self,
+        r: &mut Run,
+        kind: ChunkKind,
+        through: bool,
+        acc: &mut StepAcc,
+    ) -> Result<Option<TripWire>, AgentError> {
+        let mut next = Some((0, Chunk::new(r.run_id.clone(), kind)));
+        while let Some((start, mut chunk)) = next.take() {
+            let flow = if through && self.active {
+                let mut scx = StreamCx {
+                    states: &mut r.states,
+                    slots: &self.slots,
+                    histories: &mut self.histories,
+                    message_list: &r.list,
+                    request_context: &r.cx,
+                    retry_count: r.retry_count,
+                    written: &mut self.written,
+                    pending: &mut self.pending,
+                    warnings: &mut self.warnings,
+                    current: 0,
+                };
+                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    self.chain.run_now(&mut scx, &mut chunk, start)
+                }));
+                match ran {
+                    Ok(flow) => flow,
+                    Err(panic) => {
+                        return Err(AgentError::Panicked {
+                            id: self.chain.id_at(scx.current),
+                            hook: Hook::OutputStream,
+                            message: crate::processor::pipeline_panic_message(&*panic),
+                        });
+                    }
+                }
+            } else {
+                Flow::Continue
+            };
+            if !self.warnings.is_empty() {
+                for tw in self.warnings.drain(..) {
+                    r.violation(&tw, ViolationKind::Warn);
+                }
+            }
+            match flow {
+                Flow::Continue | Flow::Emit => {
+                    acc.account(&chunk);
+                    if r.slot.is_some() {
+                        r.batch.push(chunk);
+                    }
+                }
+                Flow::Drop => {}
+                Flow::Abort(tw) => {
+                    r.violation(&tw, ViolationKind::Block);
+                    return Ok(Some(tw));
+                }
+            }
+            next = self
+                .pending
+                .pop_front()
+                .map(|(start, kind)| (start, Chunk::new(r.run_id.clone(), kind)));
+        }
+        Ok(None)
+    }
+}
+
+/// What the streaming loop stopped on.
+enum Pulled {
+    /// A chunk for the general path (finish, tool calls, errors, or any chunk when the chain
+    /// waits).
+    Item(Result<ChunkKind, ApiError>),
+    /// The model's stream ended.
+    End,
+    /// Enough chunks are batched: let the consumer catch up.
+    Full,
+    /// A processor aborted.
+    Tripwire(TripWire),
+    /// A processor panicked.
+    Failed(AgentError),
+}
+
+/// Pulls model chunks and runs them through a chain that never waits, without suspending,
+/// until a chunk needs the general path, the batch is full, or the model has nothing ready
+/// (then the batch goes to the consumer before the run waits).
+#[allow(clippy::too_many_arguments)]
+fn pump<O: Pipeline>(
+    cx: &mut std::task::Context<'_>,
+    stream: &mut ModelStream,
+    emitter: &mut Emitter<'_, O>,
+    r: &mut Run,
+    acc: &mut StepAcc,
+    raw: &mut Vec<ChunkKind>,
+    collect_raw: bool,
+    through: bool,
+) -> std::task::Poll<Pulled> {
+    use std::task::Poll;
+    let fast = !through || !emitter.active || emitter.sync;
+    loop {
+        if r.batch.len() >= AHEAD {
+            r.flush();
+            return Poll::Ready(Pulled::Full);
+        }
+        let kind = match stream.as_mut().poll_next(cx) {
+            Poll::Pending => {
+                r.flush();
+                return Poll::Pending;
+            }
+            Poll::Ready(None) => return Poll::Ready(Pulled::End),
+            Poll::Ready(Some(Ok(kind))) => kind,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Pulled::Item(Err(e))),
+        };
+        let plain = matches!(
+            kind,
+            ChunkKind::TextDelta { .. }
+                | ChunkKind::TextStart { .. }
+                | ChunkKind::TextEnd { .. }
+                | ChunkKind::ReasoningDelta { .. }
+                | ChunkKind::ReasoningStart { .. }
+                | ChunkKind::ReasoningEnd { .. }
+                | ChunkKind::ToolCallDelta { .. }
+        );
+        if !(fast && plain) {
+            return Poll::Ready(Pulled::Item(Ok(kind)));
+        }
+        if collect_raw {
+            raw.push(kind.clone());
+        }
+        match emitter.emit_now(r, kind, through, acc) {
+            Ok(None) => {}
+            Ok(Some(tw)) => return Poll::Ready(Pulled::Tripwire(tw)),
+            Err(e) => return Poll::Ready(Pulled::Failed(e)),
+        }
+    }
+}
+
 fn replay(chunks: Vec<ChunkKind>) -> ModelStream {
     Box::pin(futures::stream::iter(chunks.into_iter().map(Ok)))
 }
@@ -428,6 +576,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     let mut r = Run {
         run_id: Arc::from(crate::message::new_id("run")),
         slot,
+        batch: Vec::with_capacity(AHEAD),
         cx: request_context,
         list: MessageList::new(),
         states: StateMap::default(),
@@ -755,7 +904,35 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         }
         let mut raw = Vec::new();
         let mut finish: Option<(FinishReason, Usage)> = None;
-        while let Some(item) = model_stream.next().await {
+        loop {
+            let pulled = std::future::poll_fn(|cx| {
+                pump(
+                    cx,
+                    &mut model_stream,
+                    &mut emitter,
+                    &mut r,
+                    &mut acc,
+                    &mut raw,
+                    collect_raw,
+                    through,
+                )
+            })
+            .await;
+            let item = match pulled {
+                Pulled::Item(item) => item,
+                Pulled::End => break,
+                Pulled::Full => {
+                    catch_up().await;
+                    continue;
+                }
+                Pulled::Tripwire(tw) => {
+                    let calls = std::mem::take(&mut acc.tool_calls);
+                    return r
+                        .end_with_tripwire(tw, Some((step_number, Usage::default(), calls)))
+                        .await;
+                }
+                Pulled::Failed(e) => return r.fail(e).await,
+            };
             let kind = match item {
                 Ok(k) => k,
                 Err(e) => return r.fail(AgentError::Api(e)).await,

@@ -20,10 +20,10 @@ pub(crate) const AHEAD: usize = 32;
 pub(crate) struct Slot(Mutex<VecDeque<Chunk>>);
 
 impl Slot {
-    /// Queues a chunk; true when the consumer should catch up.
-    pub(crate) fn push(&self, c: Chunk) -> bool {
+    /// Queues several chunks under one lock; true when the consumer should catch up.
+    pub(crate) fn push_all(&self, chunks: impl Iterator<Item = Chunk>) -> bool {
         let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        q.push_back(c);
+        q.extend(chunks);
         q.len() >= AHEAD
     }
 
