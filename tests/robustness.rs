@@ -821,3 +821,75 @@ fn usage_from_a_provider_never_overflows() {
         (u64::MAX, 2, u64::MAX)
     );
 }
+
+/// A model that streams "a", then waits for a signal before "b".
+struct Gated {
+    gate: std::sync::Mutex<Option<futures::channel::oneshot::Receiver<()>>>,
+}
+
+impl LanguageModel for Gated {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "gated"
+    }
+    fn stream(
+        &self,
+        _: processors::model::ModelRequest,
+    ) -> BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
+        let gate = self.gate.lock().unwrap().take();
+        let delta = |t: &str| {
+            Ok(ChunkKind::TextDelta {
+                id: "t".into(),
+                text: t.into(),
+            })
+        };
+        let first = futures::stream::iter([delta("a")]);
+        let second = futures::stream::once(async move {
+            if let Some(gate) = gate {
+                let _ = gate.await;
+            }
+            delta("b")
+        });
+        let end = futures::stream::iter([Ok(ChunkKind::Finish {
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+        })]);
+        let s = first.chain(second).chain(end);
+        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
+    }
+}
+
+#[processor(output_stream)]
+fn pass_through(chunk: &Chunk) -> StreamAction {
+    let _ = chunk;
+    StreamAction::Pass
+}
+
+#[tokio::test]
+async fn chunks_reach_the_consumer_while_the_model_waits() {
+    let (open, gate) = futures::channel::oneshot::channel();
+    let agent = agent! {
+        model: Gated { gate: std::sync::Mutex::new(Some(gate)) },
+        output: [PassThrough],
+    };
+    let mut stream = agent.stream("x");
+    let mut open = Some(open);
+    let mut seen = Vec::new();
+    let run = async {
+        while let Some(c) = stream.next().await {
+            if let Some(t) = c.text_delta() {
+                seen.push(t.to_owned());
+                // "a" arrived while the model is still waiting: let it go on.
+                if let Some(open) = open.take() {
+                    let _ = open.send(());
+                }
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), run)
+        .await
+        .expect("the first chunk was held back until the model went on");
+    assert_eq!(seen, ["a", "b"]);
+}

@@ -201,6 +201,95 @@ impl ChunkKind {
     }
 }
 
+/// The id of a run, as every chunk carries it.
+///
+/// Ids up to 22 bytes (the ones agents generate) are kept inline, so a chunk copies its run
+/// id without an allocation or an atomic reference count; longer ones are shared.
+///
+/// ```
+/// use processors_runtime::chunk::RunId;
+/// let id = RunId::from("run-1");
+/// assert_eq!(&*id, "run-1");
+/// assert_eq!(id.to_string(), "run-1");
+/// let long = RunId::from("a-run-id-that-is-longer-than-twenty-two-bytes");
+/// assert_eq!(long.len(), 45);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RunId(RunIdRepr);
+
+const INLINE_ID: usize = 22;
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum RunIdRepr {
+    Inline { len: u8, bytes: [u8; INLINE_ID] },
+    Shared(Arc<str>),
+}
+
+impl RunId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // Built from a `&str`, cut at its end: always valid UTF-8.
+            RunIdRepr::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            RunIdRepr::Shared(s) => s,
+        }
+    }
+}
+
+impl From<&str> for RunId {
+    fn from(s: &str) -> Self {
+        if s.len() <= INLINE_ID {
+            let mut bytes = [0u8; INLINE_ID];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            RunId(RunIdRepr::Inline {
+                len: s.len() as u8,
+                bytes,
+            })
+        } else {
+            RunId(RunIdRepr::Shared(Arc::from(s)))
+        }
+    }
+}
+
+impl From<String> for RunId {
+    fn from(s: String) -> Self {
+        RunId::from(s.as_str())
+    }
+}
+
+impl std::ops::Deref for RunId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for RunId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl Serialize for RunId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for RunId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(RunId::from(String::deserialize(d)?))
+    }
+}
+
 /// One item of an agent's stream.
 ///
 /// Serialised as `{"type": …, "runId": …, "from": "AGENT", "payload": {…}}`.
@@ -217,7 +306,7 @@ impl ChunkKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chunk {
     /// The run that emitted it.
-    pub run_id: Arc<str>,
+    pub run_id: RunId,
     /// Who emitted it.
     pub from: ChunkFrom,
     /// What it carries.
@@ -226,7 +315,7 @@ pub struct Chunk {
 
 impl Chunk {
     /// A chunk from the agent.
-    pub fn new(run_id: Arc<str>, kind: ChunkKind) -> Self {
+    pub fn new(run_id: RunId, kind: ChunkKind) -> Self {
         Chunk {
             run_id,
             from: ChunkFrom::Agent,
@@ -289,7 +378,7 @@ impl Serialize for Chunk {
         } = &self.kind
         {
             return Envelope {
-                run_id: &self.run_id,
+                run_id: self.run_id.as_str(),
                 from: self.from,
                 body: DataBody {
                     ty: format!("data-{name}"),
@@ -302,7 +391,7 @@ impl Serialize for Chunk {
             .serialize(s);
         }
         Envelope {
-            run_id: &self.run_id,
+            run_id: self.run_id.as_str(),
             from: self.from,
             body: &self.kind,
         }
@@ -315,7 +404,7 @@ impl Serialize for Chunk {
 struct RawChunk {
     #[serde(rename = "type")]
     ty: String,
-    run_id: Arc<str>,
+    run_id: RunId,
     #[serde(default = "agent")]
     from: ChunkFrom,
     #[serde(default)]

@@ -153,7 +153,7 @@ impl StepAcc {
 }
 
 struct Run {
-    run_id: Arc<str>,
+    run_id: crate::chunk::RunId,
     slot: Option<Arc<Slot>>,
     /// Chunks the streaming loop produced without waiting, handed over together.
     batch: Vec<Chunk>,
@@ -391,7 +391,9 @@ impl<O: Pipeline> Emitter<'_, O> {
 }
 
 impl<O: Pipeline> Emitter<'_, O> {
-    /// `emit` for a chunk of a chain that never waits: runs it and batches what passes.
+    /// `emit` for a chunk of a chain that never waits: runs it and batches what passes, then
+    /// the data chunks the processors wrote (each from just after its writer).
+    #[inline]
     fn emit_now(
         &mut self,
         r: &mut Run,
@@ -399,61 +401,76 @@ impl<O: Pipeline> Emitter<'_, O> {
         through: bool,
         acc: &mut StepAcc,
     ) -> Result<Option<TripWire>, AgentError> {
-        let mut next = Some((0, Chunk::new(r.run_id.clone(), kind)));
-        while let Some((start, mut chunk)) = next.take() {
-            let flow = if through && self.active {
-                let mut scx = StreamCx {
-                    states: &mut r.states,
-                    slots: &self.slots,
-                    histories: &mut self.histories,
-                    message_list: &r.list,
-                    request_context: &r.cx,
-                    retry_count: r.retry_count,
-                    written: &mut self.written,
-                    pending: &mut self.pending,
-                    warnings: &mut self.warnings,
-                    current: 0,
-                };
-                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    self.chain.run_now(&mut scx, &mut chunk, start)
-                }));
-                match ran {
-                    Ok(flow) => flow,
-                    Err(panic) => {
-                        return Err(AgentError::Panicked {
-                            id: self.chain.id_at(scx.current),
-                            hook: Hook::OutputStream,
-                            message: crate::processor::pipeline_panic_message(&*panic),
-                        });
-                    }
-                }
-            } else {
-                Flow::Continue
-            };
-            if !self.warnings.is_empty() {
-                for tw in self.warnings.drain(..) {
-                    r.violation(&tw, ViolationKind::Warn);
-                }
+        let chunk = Chunk::new(r.run_id.clone(), kind);
+        if let Some(tw) = self.one_now(r, chunk, 0, through, acc)? {
+            return Ok(Some(tw));
+        }
+        while let Some((start, kind)) = self.pending.pop_front() {
+            let chunk = Chunk::new(r.run_id.clone(), kind);
+            if let Some(tw) = self.one_now(r, chunk, start, through, acc)? {
+                return Ok(Some(tw));
             }
-            match flow {
-                Flow::Continue | Flow::Emit => {
-                    acc.account(&chunk);
-                    if r.slot.is_some() {
-                        r.batch.push(chunk);
-                    }
-                }
-                Flow::Drop => {}
-                Flow::Abort(tw) => {
-                    r.violation(&tw, ViolationKind::Block);
-                    return Ok(Some(tw));
-                }
-            }
-            next = self
-                .pending
-                .pop_front()
-                .map(|(start, kind)| (start, Chunk::new(r.run_id.clone(), kind)));
         }
         Ok(None)
+    }
+
+    #[inline(always)]
+    fn one_now(
+        &mut self,
+        r: &mut Run,
+        mut chunk: Chunk,
+        start: usize,
+        through: bool,
+        acc: &mut StepAcc,
+    ) -> Result<Option<TripWire>, AgentError> {
+        let flow = if through && self.active {
+            let mut scx = StreamCx {
+                states: &mut r.states,
+                slots: &self.slots,
+                histories: &mut self.histories,
+                message_list: &r.list,
+                request_context: &r.cx,
+                retry_count: r.retry_count,
+                written: &mut self.written,
+                pending: &mut self.pending,
+                warnings: &mut self.warnings,
+                current: 0,
+            };
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.chain.run_now(&mut scx, &mut chunk, start)
+            }));
+            match ran {
+                Ok(flow) => flow,
+                Err(panic) => {
+                    return Err(AgentError::Panicked {
+                        id: self.chain.id_at(scx.current),
+                        hook: Hook::OutputStream,
+                        message: crate::processor::pipeline_panic_message(&*panic),
+                    });
+                }
+            }
+        } else {
+            Flow::Continue
+        };
+        if !self.warnings.is_empty() {
+            for tw in self.warnings.drain(..) {
+                r.violation(&tw, ViolationKind::Warn);
+            }
+        }
+        match flow {
+            Flow::Continue | Flow::Emit => {
+                acc.account(&chunk);
+                if r.slot.is_some() {
+                    r.batch.push(chunk);
+                }
+                Ok(None)
+            }
+            Flow::Drop => Ok(None),
+            Flow::Abort(tw) => {
+                r.violation(&tw, ViolationKind::Block);
+                Ok(Some(tw))
+            }
+        }
     }
 }
 
@@ -574,7 +591,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         request_context,
     } = options;
     let mut r = Run {
-        run_id: Arc::from(crate::message::new_id("run")),
+        run_id: crate::chunk::RunId::from(crate::message::new_id("run")),
         slot,
         batch: Vec::with_capacity(AHEAD),
         cx: request_context,

@@ -134,7 +134,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// A process-unique id with the given prefix (`msg-…`, `run-…`).
 pub fn new_id(prefix: &str) -> String {
     let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{:x}-{n}", start_stamp())
+    format!("{prefix}-{:x}-{n:x}", start_stamp())
 }
 
 fn start_stamp() -> u64 {

@@ -182,7 +182,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 
 /// The arguments of one processor's `process_output_stream` call, or `None` when the
 /// processor does not take this chunk.
-#[inline]
+#[inline(always)]
 fn args_for<'a, P: StreamCall + ?Sized>(
     p: &P,
     cx: &'a mut StreamCx<'_>,
@@ -193,12 +193,15 @@ fn args_for<'a, P: StreamCall + ?Sized>(
         return None;
     }
     let &slot = cx.slots.get(pos)?;
-    let history: &[Chunk] = match cx.histories.get_mut(pos) {
-        Some(h) if p.call_history() => {
-            h.push(chunk.clone());
-            h
-        }
-        _ => &[],
+    let history: &[Chunk] = match p.call_history() {
+        true => match cx.histories.get_mut(pos) {
+            Some(h) => {
+                h.push(chunk.clone());
+                h
+            }
+            None => &[],
+        },
+        false => &[],
     };
     cx.current = pos;
     Some(OutputStreamArgs {
@@ -215,7 +218,7 @@ fn args_for<'a, P: StreamCall + ?Sized>(
 }
 
 /// Applies one processor's result to the chunk and the chain (rule 10).
-#[inline]
+#[inline(always)]
 fn apply<P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
@@ -251,7 +254,7 @@ fn apply<P: StreamCall + ?Sized>(
 }
 
 /// Runs a processor that never waits on a chunk, without a future.
-#[inline]
+#[inline(always)]
 fn stream_one_now<P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
