@@ -301,6 +301,24 @@ impl Run {
     }
 }
 
+/// What the stream chain needs of the run and of the emitter.
+macro_rules! stream_cx {
+    ($emitter:ident, $r:ident) => {
+        StreamCx {
+            states: &mut $r.states,
+            slots: &$emitter.slots,
+            histories: &mut $emitter.histories,
+            message_list: &$r.list,
+            request_context: &$r.cx,
+            retry_count: $r.retry_count,
+            written: &mut $emitter.written,
+            pending: &mut $emitter.pending,
+            warnings: &mut $emitter.warnings,
+            current: 0,
+        }
+    };
+}
+
 /// The output stream side of a run: the chain, its state slots and histories.
 struct Emitter<'a, O> {
     chain: Chain<'a, O>,
@@ -315,6 +333,15 @@ struct Emitter<'a, O> {
 }
 
 impl<O: Pipeline> Emitter<'_, O> {
+    /// Reports the warnings the chain raised on a chunk (before any abort of it).
+    fn report_warnings(&mut self, r: &Run) {
+        if !self.warnings.is_empty() {
+            for tw in self.warnings.drain(..) {
+                r.violation(&tw, ViolationKind::Warn);
+            }
+        }
+    }
+
     /// Sends a chunk through the stream processors (unless `through` is false) and on to the
     /// client, then any data chunks the processors wrote (each from just after its writer).
     /// Returns the trip wire of an abort.
@@ -328,18 +355,7 @@ impl<O: Pipeline> Emitter<'_, O> {
         let mut next = Some((0, Chunk::new(r.run_id.clone(), kind)));
         while let Some((start, mut chunk)) = next.take() {
             let flow = if through && self.active {
-                let mut scx = StreamCx {
-                    states: &mut r.states,
-                    slots: &self.slots,
-                    histories: &mut self.histories,
-                    message_list: &r.list,
-                    request_context: &r.cx,
-                    retry_count: r.retry_count,
-                    written: &mut self.written,
-                    pending: &mut self.pending,
-                    warnings: &mut self.warnings,
-                    current: 0,
-                };
+                let mut scx = stream_cx!(self, r);
                 // One unwind guard for the whole chain; `current` names the processor. A chain
                 // whose hooks never wait runs without futures.
                 let ran = if self.sync {
@@ -365,11 +381,7 @@ impl<O: Pipeline> Emitter<'_, O> {
                 Flow::Continue
             };
             // Warnings first: they happened before any abort of this chunk.
-            if !self.warnings.is_empty() {
-                for tw in self.warnings.drain(..) {
-                    r.violation(&tw, ViolationKind::Warn);
-                }
-            }
+            self.report_warnings(r);
             match flow {
                 Flow::Continue | Flow::Emit => {
                     acc.account(&chunk);
@@ -424,18 +436,7 @@ impl<O: Pipeline> Emitter<'_, O> {
         acc: &mut StepAcc,
     ) -> Result<Option<TripWire>, AgentError> {
         let flow = if through && self.active {
-            let mut scx = StreamCx {
-                states: &mut r.states,
-                slots: &self.slots,
-                histories: &mut self.histories,
-                message_list: &r.list,
-                request_context: &r.cx,
-                retry_count: r.retry_count,
-                written: &mut self.written,
-                pending: &mut self.pending,
-                warnings: &mut self.warnings,
-                current: 0,
-            };
+            let mut scx = stream_cx!(self, r);
             let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.chain.run_now(&mut scx, &mut chunk, start)
             }));
@@ -452,11 +453,7 @@ impl<O: Pipeline> Emitter<'_, O> {
         } else {
             Flow::Continue
         };
-        if !self.warnings.is_empty() {
-            for tw in self.warnings.drain(..) {
-                r.violation(&tw, ViolationKind::Warn);
-            }
-        }
+        self.report_warnings(r);
         match flow {
             Flow::Continue | Flow::Emit => {
                 acc.account(&chunk);

@@ -198,27 +198,16 @@ impl Workflow {
         let mut changed = false;
         for step in &self.steps {
             match step {
-                Step::Then(p) => {
-                    let out = call_message(
-                        p.as_ref(),
-                        hook,
-                        &messages,
-                        system,
-                        list,
-                        state,
-                        cx,
-                        retry_count,
-                        extra,
-                    )
-                    .await?;
-                    if let Some(out) = out {
-                        messages = out;
-                        changed = true;
-                    }
-                }
-                Step::Branch(arms) => {
-                    let input = WorkflowInput::Messages(&messages);
-                    if let Some((_, p)) = arms.iter().find(|(c, _)| c(&input)) {
+                Step::Then(_) | Step::Branch(_) => {
+                    let chosen = match step {
+                        Step::Then(p) => Some(p),
+                        Step::Branch(arms) => {
+                            let input = WorkflowInput::Messages(&messages);
+                            arms.iter().find(|(c, _)| c(&input)).map(|(_, p)| p)
+                        }
+                        _ => None,
+                    };
+                    if let Some(p) = chosen {
                         let out = call_message(
                             p.as_ref(),
                             hook,
