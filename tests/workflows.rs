@@ -176,3 +176,24 @@ both!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
     generate(&*agent, "q").await;
     assert!(texts_of(&m.requests()[0].prompt, Role::System).contains(&"added directly".to_owned()));
 });
+
+both!(b42_inner_stream_processors_keep_their_history, |path| {
+    let m = model([Turn::deltas(["Hel", "lo", " world."])]);
+    let flow = Workflow::new("sentences").then(Probe::new("hold").history().stream(|a| {
+        let Some(t) = a.chunk.text_delta() else {
+            return Ok(StreamAction::Pass);
+        };
+        if !t.contains('.') {
+            return Ok(StreamAction::Drop);
+        }
+        let all: String = a
+            .stream_history
+            .iter()
+            .filter_map(Chunk::text_delta)
+            .collect();
+        Ok(a.chunk.clone().map_text(|_| all).into())
+    }));
+    let agent = build_agent!(path, model: m, output: [flow]);
+    let (chunks, _) = collect(&*agent, "x", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), ["Hello world."]);
+});

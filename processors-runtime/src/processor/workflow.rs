@@ -42,7 +42,8 @@ enum Step {
 /// retry flag and metadata. Inner processors keep their own state for the request.
 ///
 /// A workflow runs `process_input`, `process_output_stream`, `process_output_step` and
-/// `process_output_result` of its processors.
+/// `process_output_result` of its processors; inner stream processors that keep a stream
+/// history get theirs.
 ///
 /// ```
 /// use processors_runtime::prelude::*;
@@ -82,6 +83,8 @@ impl std::fmt::Debug for Workflow {
 #[derive(Default)]
 pub struct WorkflowState {
     states: StateMap,
+    /// Stream histories of the inner processors that keep one, by processor.
+    histories: Vec<(usize, Vec<Chunk>)>,
 }
 
 impl Workflow {
@@ -149,17 +152,22 @@ impl Workflow {
     }
 }
 
+/// The index of an inner processor's state slot.
+fn slot_index(states: &mut StateMap, p: &dyn DynProcessor) -> Result<usize, ProcessorError> {
+    states.slot_for(p).map_err(|c| {
+        ProcessorError::msg(format!(
+            "processors in the workflow share the id `{}` but not a state type (`{}` and `{}`)",
+            c.id, c.first, c.second
+        ))
+    })
+}
+
 /// The state slot of an inner processor.
 fn slot<'s>(
     state: &'s mut WorkflowState,
     p: &dyn DynProcessor,
 ) -> Result<&'s mut (dyn Any + Send), ProcessorError> {
-    let i = state.states.slot_for(p).map_err(|c| {
-        ProcessorError::msg(format!(
-            "processors in the workflow share the id `{}` but not a state type (`{}` and `{}`)",
-            c.id, c.first, c.second
-        ))
-    })?;
+    let i = slot_index(&mut state.states, p)?;
     Ok(state.states.get_mut(i))
 }
 
@@ -425,10 +433,26 @@ async fn call_stream(
     {
         return Ok(StreamAction::Pass);
     }
+    let key = std::ptr::from_ref(p).cast::<()>() as usize;
+    let history: &[Chunk] = if p.dyn_keeps_stream_history() {
+        let i = match state.histories.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                state.histories.push((key, Vec::new()));
+                state.histories.len() - 1
+            }
+        };
+        let h = &mut state.histories[i].1;
+        h.push(chunk.clone());
+        h
+    } else {
+        &[]
+    };
+    let i = slot_index(&mut state.states, p)?;
     let args = OutputStreamArgs {
         chunk,
-        stream_history: &[],
-        state: slot(state, p)?,
+        stream_history: history,
+        state: state.states.get_mut(i),
         message_list: list,
         request_context: cx,
         retry_count,
