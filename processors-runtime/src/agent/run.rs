@@ -170,8 +170,17 @@ struct Run {
 impl Run {
     /// Hands a chunk to the consumer, after the ones batched before it.
     async fn deliver(&mut self, chunk: Chunk) {
+        if self.slot.is_some() {
+            self.batch.push(chunk);
+        }
+        self.hand_over().await;
+    }
+
+    /// Hands the batched chunks to the consumer, and lets it catch up when enough wait.
+    async fn hand_over(&mut self) {
         if let Some(slot) = &self.slot
-            && slot.push_all(self.batch.drain(..).chain(std::iter::once(chunk)))
+            && !self.batch.is_empty()
+            && slot.push_all(self.batch.drain(..))
         {
             catch_up().await;
         }
@@ -342,6 +351,43 @@ impl<O: Pipeline> Emitter<'_, O> {
         }
     }
 
+    /// The error of a processor that panicked at position `current` of the chain.
+    fn panicked(&self, current: usize, panic: &(dyn std::any::Any + Send)) -> AgentError {
+        AgentError::Panicked {
+            id: self.chain.id_at(current),
+            hook: Hook::OutputStream,
+            message: crate::processor::pipeline_panic_message(panic),
+        }
+    }
+
+    /// What becomes of a chunk once the chain has run: it is accounted and batched for the
+    /// client, dropped, or the abort is reported.
+    #[inline(always)]
+    fn settle(
+        &mut self,
+        r: &mut Run,
+        flow: Flow,
+        chunk: Chunk,
+        acc: &mut StepAcc,
+    ) -> Option<TripWire> {
+        // Warnings first: they happened before any abort of this chunk.
+        self.report_warnings(r);
+        match flow {
+            Flow::Continue | Flow::Emit => {
+                acc.account(&chunk);
+                if r.slot.is_some() {
+                    r.batch.push(chunk);
+                }
+                None
+            }
+            Flow::Drop => None,
+            Flow::Abort(tw) => {
+                r.violation(&tw, ViolationKind::Block);
+                Some(tw)
+            }
+        }
+    }
+
     /// Sends a chunk through the stream processors (unless `through` is false) and on to the
     /// client, then any data chunks the processors wrote (each from just after its writer).
     /// Returns the trip wire of an abort.
@@ -352,47 +398,36 @@ impl<O: Pipeline> Emitter<'_, O> {
         through: bool,
         acc: &mut StepAcc,
     ) -> Result<Option<TripWire>, AgentError> {
+        let tripwire = if !through || !self.active || self.sync {
+            self.emit_now(r, kind, through, acc)?
+        } else {
+            self.emit_waiting(r, kind, acc).await?
+        };
+        r.hand_over().await;
+        Ok(tripwire)
+    }
+
+    /// `emit` through a chain with hooks that may wait.
+    async fn emit_waiting(
+        &mut self,
+        r: &mut Run,
+        kind: ChunkKind,
+        acc: &mut StepAcc,
+    ) -> Result<Option<TripWire>, AgentError> {
         let mut next = Some((0, Chunk::new(r.run_id.clone(), kind)));
         while let Some((start, mut chunk)) = next.take() {
-            let flow = if through && self.active {
-                let mut scx = stream_cx!(self, r);
-                // One unwind guard for the whole chain; `current` names the processor. A chain
-                // whose hooks never wait runs without futures.
-                let ran = if self.sync {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        self.chain.run_now(&mut scx, &mut chunk, start)
-                    }))
-                } else {
-                    AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk, start))
-                        .catch_unwind()
-                        .await
-                };
-                match ran {
-                    Ok(flow) => flow,
-                    Err(panic) => {
-                        return Err(AgentError::Panicked {
-                            id: self.chain.id_at(scx.current),
-                            hook: Hook::OutputStream,
-                            message: crate::processor::pipeline_panic_message(&*panic),
-                        });
-                    }
-                }
-            } else {
-                Flow::Continue
-            };
-            // Warnings first: they happened before any abort of this chunk.
-            self.report_warnings(r);
-            match flow {
-                Flow::Continue | Flow::Emit => {
-                    acc.account(&chunk);
-                    r.deliver(chunk).await;
-                }
-                Flow::Drop => {}
-                Flow::Abort(tw) => {
-                    r.violation(&tw, ViolationKind::Block);
-                    return Ok(Some(tw));
-                }
+            let mut scx = stream_cx!(self, r);
+            // One unwind guard for the whole chain; `current` names the processor.
+            let ran = AssertUnwindSafe(self.chain.run(&mut scx, &mut chunk, start))
+                .catch_unwind()
+                .await;
+            let current = scx.current;
+            let flow = ran.map_err(|panic| self.panicked(current, &*panic))?;
+            if let Some(tw) = self.settle(r, flow, chunk, acc) {
+                return Ok(Some(tw));
             }
+            // Hand over before the next chunk's hooks may make the run wait.
+            r.hand_over().await;
             next = self
                 .pending
                 .pop_front()
@@ -400,9 +435,7 @@ impl<O: Pipeline> Emitter<'_, O> {
         }
         Ok(None)
     }
-}
 
-impl<O: Pipeline> Emitter<'_, O> {
     /// `emit` for a chunk of a chain that never waits: runs it and batches what passes, then
     /// the data chunks the processors wrote (each from just after its writer).
     #[inline]
@@ -440,34 +473,12 @@ impl<O: Pipeline> Emitter<'_, O> {
             let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.chain.run_now(&mut scx, &mut chunk, start)
             }));
-            match ran {
-                Ok(flow) => flow,
-                Err(panic) => {
-                    return Err(AgentError::Panicked {
-                        id: self.chain.id_at(scx.current),
-                        hook: Hook::OutputStream,
-                        message: crate::processor::pipeline_panic_message(&*panic),
-                    });
-                }
-            }
+            let current = scx.current;
+            ran.map_err(|panic| self.panicked(current, &*panic))?
         } else {
             Flow::Continue
         };
-        self.report_warnings(r);
-        match flow {
-            Flow::Continue | Flow::Emit => {
-                acc.account(&chunk);
-                if r.slot.is_some() {
-                    r.batch.push(chunk);
-                }
-                Ok(None)
-            }
-            Flow::Drop => Ok(None),
-            Flow::Abort(tw) => {
-                r.violation(&tw, ViolationKind::Block);
-                Ok(Some(tw))
-            }
-        }
+        Ok(self.settle(r, flow, chunk, acc))
     }
 }
 
