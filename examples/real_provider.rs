@@ -61,10 +61,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     while let Some(chunk) = stream.next().await {
         match &chunk.kind {
             ChunkKind::TextDelta { text, .. } => write!(out, "{text}")?,
-            ChunkKind::ToolCall {
+            ChunkKind::ToolCall(ToolCall {
                 tool_name, args, ..
-            } => writeln!(out, "[calling {tool_name} {args}]")?,
-            ChunkKind::ToolResult { result, .. } => writeln!(out, "[result {result}]")?,
+            }) => writeln!(out, "[calling {tool_name} {args}]")?,
+            ChunkKind::ToolResult(ToolResult { result, .. }) => writeln!(out, "[result {result}]")?,
             ChunkKind::Error { message } => writeln!(out, "\n[error: {message}]")?,
             _ => {}
         }

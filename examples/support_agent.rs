@@ -41,11 +41,7 @@ fn redact_emails(chunk: &Chunk, state: &mut usize) -> StreamAction {
 
 /// Asks the model again when it answers without citing the tool.
 #[processor(output_step, id = "cite-sources")]
-async fn cite_sources(
-    text: &str,
-    calls: &[processors::agent::ToolCallInfo],
-    abort: Abort,
-) -> Result<(), ProcessorError> {
+async fn cite_sources(text: &str, calls: &[ToolCall], abort: Abort) -> Result<(), ProcessorError> {
     if calls.is_empty() && !text.to_lowercase().contains("according to") {
         return Err(abort
             .reason("cite where the answer comes from")
@@ -68,7 +64,7 @@ fn shorten_on_overflow(error: &ApiError, list: &mut MessageList) -> ApiErrorActi
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), AgentError> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let orders = tool(
         "order_status",
         "The status of an order",
@@ -107,10 +103,10 @@ async fn main() -> Result<(), AgentError> {
     while let Some(chunk) = stream.next().await {
         match &chunk.kind {
             ChunkKind::TextDelta { text, .. } => print!("{text}"),
-            ChunkKind::ToolCall {
+            ChunkKind::ToolCall(ToolCall {
                 tool_name, args, ..
-            } => println!("[calls {tool_name} {args}]"),
-            ChunkKind::ToolResult { result, .. } => println!("[result {result}]"),
+            }) => println!("[calls {tool_name} {args}]"),
+            ChunkKind::ToolResult(ToolResult { result, .. }) => println!("[result {result}]"),
             ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
             _ => {}
         }
@@ -129,14 +125,7 @@ async fn main() -> Result<(), AgentError> {
         "model calls: {} (one rejected by the provider, one by the guardrail)",
         model.calls()
     );
-    let saved = store
-        .list_messages("thread-1", None)
-        .await
-        .map_err(|e| AgentError::Processor {
-            id: "memory".into(),
-            hook: Hook::OutputResult,
-            source: Box::new(e),
-        })?;
+    let saved = store.list_messages("thread-1", None).await?;
     println!(
         "saved to memory: {} messages; last: {:?}",
         saved.len(),

@@ -48,7 +48,6 @@ pub use macros_doc::{agent, processor};
 /// The names most programs need: `use processors::prelude::*;`.
 pub mod prelude {
     pub use crate::{agent, processor};
-    pub use processors_runtime::agent::{RunSummary, ToolCallInfo};
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
     pub use processors_runtime::processor::extract::{
@@ -62,6 +61,7 @@ pub mod prelude {
 pub mod __private {
     pub use processors_runtime::agent::Agent;
     pub use processors_runtime::memory::Memory;
+    pub use processors_runtime::processor::ProcessorError;
     pub use processors_runtime::processor::extract::*;
     pub use processors_runtime::processor::{
         ApiErrorAction, ApiErrorArgs, ErrorProcessor, Hooks, InputArgs, InputOutcome,
@@ -69,7 +69,6 @@ pub mod __private {
         OutputOutcome, OutputProcessor, OutputResultArgs, OutputStepArgs, OutputStreamArgs,
         Processor, StepOverrides, StreamAction, ToolResultArgs,
     };
-    pub use processors_runtime::tripwire::ProcessorError;
     pub use serde_json::Value;
 
     /// Checks, at the processor's expression, that it belongs in an `input` list.

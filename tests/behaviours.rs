@@ -103,16 +103,17 @@ both!(b04_abort_without_reason_names_the_processor, |path| {
     assert_eq!(tw.processor_id, "quiet-guard");
 });
 
-/// Implements `process_input` but declares only `process_output_result`.
-struct OnlyOutputResult {
+/// An input processor that implements `process_input` but declares only
+/// `process_input_step`.
+struct OnlyInputStep {
     log: Log,
 }
 
-impl Processor for OnlyOutputResult {
+impl Processor for OnlyInputStep {
     type State = ();
-    const HOOKS: Hooks = Hooks::OUTPUT_RESULT;
+    const HOOKS: Hooks = Hooks::INPUT_STEP;
     fn id(&self) -> &str {
-        "only-output-result"
+        "only-input-step"
     }
     async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
         self.log.push("skipped processor called");
@@ -120,8 +121,7 @@ impl Processor for OnlyOutputResult {
     }
 }
 
-// Declared an input processor by hand, so that `agent!` accepts it in `input`.
-impl InputProcessor for OnlyOutputResult {}
+impl InputProcessor for OnlyInputStep {}
 
 both!(b05_processor_without_the_hook_is_skipped, |path| {
     let m = model([Turn::text("ok")]);
@@ -129,7 +129,7 @@ both!(b05_processor_without_the_hook_is_skipped, |path| {
     let (l1, l2) = (log.clone(), log.clone());
     let agent = build_agent!(path, model: m, input: [
         Probe::new("a").input(move |_| { l1.push("a"); Ok(().into()) }),
-        OnlyOutputResult { log: log.clone() },
+        OnlyInputStep { log: log.clone() },
         Probe::new("b").input(move |_| { l2.push("b"); Ok(().into()) }),
     ]);
     generate(&*agent, "hi").await;
@@ -977,7 +977,7 @@ both!(b37_tool_result_changed_before_history, |path| {
     let result_chunk = chunks
         .iter()
         .find_map(|c| match &c.kind {
-            ChunkKind::ToolResult { result, .. } => Some(result.clone()),
+            ChunkKind::ToolResult(ToolResult { result, .. }) => Some(result.clone()),
             _ => None,
         })
         .unwrap();
@@ -993,7 +993,7 @@ both!(b37_tool_result_changed_before_history, |path| {
         .cloned()
         .unwrap();
     assert!(
-        matches!(&tool_msg.content.parts[0], Part::ToolResult { result, .. } if *result == json!({"scrubbed": "weather"}))
+        matches!(&tool_msg.content.parts[0], Part::ToolResult(ToolResult { result, .. }) if *result == json!({"scrubbed": "weather"}))
     );
 });
 

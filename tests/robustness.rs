@@ -34,7 +34,7 @@ both!(
         let (chunks, result) = collect(&*agent, "hi", thread()).await;
         let err = result.unwrap_err();
         assert!(
-            matches!(&err, AgentError::Panicked { id, hook: Hook::OutputStream, message } if id == "explosive" && message == "processor bug"),
+            matches!(&err, AgentError::Hook(HookError::Panicked { id, hook: Hook::OutputStream, message }) if id == "explosive" && message == "processor bug"),
             "{err}"
         );
         assert_eq!(deltas(&chunks), ["a"]);
@@ -92,7 +92,7 @@ both!(
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, AgentError::InvalidResult { id, hook: Hook::Input, .. } if id == "dup"),
+            matches!(&err, AgentError::Hook(HookError::InvalidResult { id, hook: Hook::Input, .. }) if id == "dup"),
             "{err}"
         );
         assert!(err.to_string().contains("twice"), "{err}");
@@ -111,7 +111,7 @@ both!(
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, AgentError::InvalidResult { id, hook: Hook::InputStep, .. } if id == "sys"),
+            matches!(&err, AgentError::Hook(HookError::InvalidResult { id, hook: Hook::InputStep, .. }) if id == "sys"),
             "{err}"
         );
     }
@@ -148,7 +148,7 @@ both!(one_id_with_two_state_types_is_refused, |path| {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, AgentError::StateConflict { ref id, .. } if id == "shared"),
+        matches!(err, AgentError::Hook(HookError::StateConflict { ref id, .. }) if id == "shared"),
         "{err}"
     );
     assert_eq!(m.calls(), 0);
@@ -650,7 +650,7 @@ impl Tool for Progress {
         &'a self,
         _: serde_json::Value,
         mut cx: processors::tool::ToolContext<'a>,
-    ) -> BoxFuture<'a, Result<serde_json::Value, processors::tripwire::BoxError>> {
+    ) -> BoxFuture<'a, Result<serde_json::Value, processors::BoxError>> {
         cx.writer.write("progress", json!({"done": 100}));
         cx.writer.write_transient("spinner", json!(1));
         Box::pin(async { Ok(json!("ok")) })

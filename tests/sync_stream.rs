@@ -101,7 +101,7 @@ both!(sync_panic_is_caught_and_names_the_processor, |path| {
     let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
     let err = r.unwrap_err();
     assert!(
-        matches!(&err, AgentError::Panicked { id, hook: Hook::OutputStream, .. } if id == "explodes"),
+        matches!(&err, AgentError::Hook(HookError::Panicked { id, hook: Hook::OutputStream, .. }) if id == "explodes"),
         "{err}"
     );
     assert_eq!(deltas(&chunks), ["a!"]);

@@ -1,5 +1,6 @@
 //! Stream items: what a model emits and what an agent's stream yields.
 
+use crate::message::{ToolCall, ToolResult};
 use crate::tripwire::TripWire;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -117,23 +118,9 @@ pub enum ChunkKind {
         args_text_delta: String,
     },
     /// A complete tool call.
-    ToolCall {
-        /// The call's id.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The arguments.
-        args: Value,
-    },
+    ToolCall(ToolCall),
     /// A tool's result.
-    ToolResult {
-        /// The call's id.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The result.
-        result: Value,
-    },
+    ToolResult(ToolResult),
     /// A tool failed.
     ToolError {
         /// The call's id.
@@ -189,8 +176,8 @@ impl ChunkKind {
             ChunkKind::ReasoningDelta { .. } => Borrowed("reasoning-delta"),
             ChunkKind::ReasoningEnd { .. } => Borrowed("reasoning-end"),
             ChunkKind::ToolCallDelta { .. } => Borrowed("tool-call-delta"),
-            ChunkKind::ToolCall { .. } => Borrowed("tool-call"),
-            ChunkKind::ToolResult { .. } => Borrowed("tool-result"),
+            ChunkKind::ToolCall(_) => Borrowed("tool-call"),
+            ChunkKind::ToolResult(_) => Borrowed("tool-result"),
             ChunkKind::ToolError { .. } => Borrowed("tool-error"),
             ChunkKind::StepFinish { .. } => Borrowed("step-finish"),
             ChunkKind::Finish { .. } => Borrowed("finish"),
@@ -438,5 +425,35 @@ impl<'de> Deserialize<'de> for Chunk {
             from: raw.from,
             kind,
         })
+    }
+}
+
+/// Emits custom `data-*` chunks into the agent's stream.
+///
+/// Data chunks go through the output stream processors that opt in (`process_data_parts`),
+/// starting after the writer; non-transient ones that reach the client are saved as data parts
+/// of the response (with the step's answer, or with the tool results they followed).
+#[derive(Debug)]
+pub struct DataWriter<'a> {
+    pub(crate) buf: &'a mut Vec<ChunkKind>,
+}
+
+impl DataWriter<'_> {
+    /// Emits a `data-<name>` chunk that is persisted with the response.
+    pub fn write(&mut self, name: impl Into<String>, data: Value) {
+        self.buf.push(ChunkKind::Data {
+            name: name.into(),
+            data,
+            transient: false,
+        });
+    }
+
+    /// Emits a `data-<name>` chunk that streams but is not persisted.
+    pub fn write_transient(&mut self, name: impl Into<String>, data: Value) {
+        self.buf.push(ChunkKind::Data {
+            name: name.into(),
+            data,
+            transient: true,
+        });
     }
 }

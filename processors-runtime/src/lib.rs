@@ -12,27 +12,35 @@ pub mod memory;
 pub mod message;
 pub mod model;
 pub mod processor;
+pub mod runner;
+pub mod step;
 pub mod tool;
 pub mod tripwire;
 
 pub use agent::{Agent, AgentError, GenerateOptions, GenerateResult};
 pub use chunk::{Chunk, ChunkKind, FinishReason, Usage};
 pub use context::RequestContext;
-pub use message::{Message, MessageList, Role};
-pub use processor::{Hook, Hooks, Processor};
-pub use tripwire::{Abort, ProcessorError, TripWire};
+pub use message::{Message, MessageList, Role, ToolCall, ToolResult};
+pub use processor::{Abort, Hook, Hooks, Processor, ProcessorError};
+pub use tripwire::TripWire;
+
+/// A boxed error, as hooks and tools return it.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The names most programs need.
 pub mod prelude {
     pub use crate::agent::{
-        Agent, AgentError, AgentStream, AnyAgent, GenerateOptions, GenerateResult, PrepareStep,
-        StepResult, Violation, ViolationKind,
+        Agent, AgentError, AgentStream, AnyAgent, GenerateOptions, GenerateResult, HookError,
+        PrepareStep, RunSummary, StepResult, Violation, ViolationKind,
     };
     pub use crate::chunk::{Chunk, ChunkKind, FinishReason, Usage};
     pub use crate::context::RequestContext;
     pub use crate::memory::{InMemoryStore, Memory, MemoryStore};
-    pub use crate::message::{Message, MessageList, MessageSource, Part, Role};
+    pub use crate::message::{
+        Message, MessageList, MessageSource, Part, Role, ToolCall, ToolResult,
+    };
     pub use crate::model::{ApiError, LanguageModel, ScriptedModel, ToolChoice, Turn};
+    pub use crate::processor::{Abort, ProcessorError};
     pub use crate::processor::{
         ApiErrorAction, ApiErrorArgs, DynPipeline, DynProcessor, ErrorProcessor, Hook, Hooks,
         InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
@@ -41,5 +49,5 @@ pub mod prelude {
         ToolResultArgs, Workflow, WorkflowInput, boxed,
     };
     pub use crate::tool::{Tool, tool};
-    pub use crate::tripwire::{Abort, ProcessorError, TripWire};
+    pub use crate::tripwire::TripWire;
 }

@@ -1,9 +1,9 @@
 //! Tools the model can call between steps.
 
+use crate::BoxError;
+use crate::chunk::DataWriter;
 use crate::context::RequestContext;
 use crate::model::ToolSpec;
-use crate::processor::DataWriter;
-use crate::tripwire::BoxError;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Messages and chunks round-trip through serde in the documented JSON shapes.
 
 use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, FinishReason, Usage};
-use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::tripwire::TripWire;
 use serde_json::json;
 
@@ -26,16 +26,17 @@ fn every_kind() -> Vec<ChunkKind> {
             tool_name: "w".into(),
             args_text_delta: "{\"ci".into(),
         },
-        ChunkKind::ToolCall {
+        ChunkKind::ToolCall(ToolCall {
             tool_call_id: "c".into(),
             tool_name: "w".into(),
             args: json!({"city": "Oslo"}),
-        },
-        ChunkKind::ToolResult {
+        }),
+        ChunkKind::ToolResult(ToolResult {
             tool_call_id: "c".into(),
             tool_name: "w".into(),
             result: json!(21),
-        },
+            is_error: false,
+        }),
         ChunkKind::ToolError {
             tool_call_id: "c".into(),
             tool_name: "w".into(),
@@ -158,17 +159,17 @@ fn messages_round_trip_with_every_part() {
             Part::Reasoning {
                 text: "thinking".into(),
             },
-            Part::ToolCall {
+            Part::ToolCall(ToolCall {
                 tool_call_id: "c".into(),
                 tool_name: "w".into(),
                 args: json!({}),
-            },
-            Part::ToolResult {
+            }),
+            Part::ToolResult(ToolResult {
                 tool_call_id: "c".into(),
                 tool_name: "w".into(),
                 result: json!(1),
                 is_error: true,
-            },
+            }),
             Part::File {
                 mime_type: "image/png".into(),
                 data: "aGk=".into(),
@@ -196,11 +197,11 @@ fn set_text_keeps_other_parts() {
         Role::Assistant,
         vec![
             Part::Text { text: "a".into() },
-            Part::ToolCall {
+            Part::ToolCall(ToolCall {
                 tool_call_id: "c".into(),
                 tool_name: "w".into(),
                 args: json!({}),
-            },
+            }),
             Part::Text { text: "b".into() },
         ],
     );

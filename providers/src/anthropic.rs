@@ -7,7 +7,7 @@ use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
-use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -192,22 +192,22 @@ fn block(part: &Part) -> Option<Value> {
     Some(match part {
         Part::Text { text } if text.is_empty() => return None,
         Part::Text { text } => json!({ "type": "text", "text": text }),
-        Part::ToolCall {
+        Part::ToolCall(ToolCall {
             tool_call_id,
             tool_name,
             args,
-        } => json!({
+        }) => json!({
             "type": "tool_use",
             "id": tool_call_id,
             "name": tool_name,
             "input": if args.is_object() { args.clone() } else { json!({}) },
         }),
-        Part::ToolResult {
+        Part::ToolResult(ToolResult {
             tool_call_id,
             result,
             is_error,
             ..
-        } => {
+        }) => {
             let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": tool_call_id,
@@ -354,11 +354,11 @@ impl Decoder for MessagesDecoder {
                 Some(OpenBlock::Reasoning(id)) => out.push_back(ChunkKind::ReasoningEnd { id }),
                 Some(OpenBlock::ToolUse { id, name, json }) => {
                     let args = parse_tool_args(&id, &name, &json)?;
-                    out.push_back(ChunkKind::ToolCall {
+                    out.push_back(ChunkKind::ToolCall(ToolCall {
                         tool_call_id: id,
                         tool_name: name,
                         args,
-                    });
+                    }));
                 }
                 Some(OpenBlock::Other) | None => {}
             },
@@ -422,21 +422,21 @@ mod tests {
                         Part::Text {
                             text: "Checking.".into(),
                         },
-                        Part::ToolCall {
+                        Part::ToolCall(ToolCall {
                             tool_call_id: "t1".into(),
                             tool_name: "weather".into(),
                             args: json!({ "city": "Oslo" }),
-                        },
+                        }),
                     ],
                 ),
                 Message::new(
                     Role::Tool,
-                    vec![Part::ToolResult {
+                    vec![Part::ToolResult(ToolResult {
                         tool_call_id: "t1".into(),
                         tool_name: "weather".into(),
                         result: json!("sunny"),
                         is_error: true,
-                    }],
+                    })],
                 ),
                 Message::user("and tomorrow?"),
             ],

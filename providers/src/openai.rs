@@ -8,7 +8,7 @@ use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
-use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{
     ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice, ToolSpec,
 };
@@ -179,20 +179,20 @@ fn messages(prompt: &[Message]) -> Vec<Value> {
             match part {
                 Part::Text { text } => content.push(json!({ "type": "text", "text": text })),
                 Part::File { mime_type, data } => content.push(file(mime_type, data)),
-                Part::ToolCall {
+                Part::ToolCall(ToolCall {
                     tool_call_id,
                     tool_name,
                     args,
-                } => tool_calls.push(json!({
+                }) => tool_calls.push(json!({
                     "id": tool_call_id,
                     "type": "function",
                     "function": { "name": tool_name, "arguments": args.to_string() },
                 })),
-                Part::ToolResult {
+                Part::ToolResult(ToolResult {
                     tool_call_id,
                     result,
                     ..
-                } => tool_results.push(json!({
+                }) => tool_results.push(json!({
                     "role": "tool",
                     "tool_call_id": tool_call_id,
                     "content": tool_result_text(result),
@@ -406,11 +406,11 @@ impl ChatDecoder {
         let has_calls = !calls.is_empty();
         for call in calls.into_values() {
             let args = parse_tool_args(&call.id, &call.name, &call.args)?;
-            out.push_back(ChunkKind::ToolCall {
+            out.push_back(ChunkKind::ToolCall(ToolCall {
                 tool_call_id: call.id,
                 tool_name: call.name,
                 args,
-            });
+            }));
         }
         let finish_reason = match self.finish_reason {
             // Some servers say `stop` even when the answer is tool calls.
@@ -463,20 +463,20 @@ mod tests {
             Message::user("weather?"),
             Message::new(
                 Role::Assistant,
-                vec![Part::ToolCall {
+                vec![Part::ToolCall(ToolCall {
                     tool_call_id: "c1".into(),
                     tool_name: "weather".into(),
                     args: json!({ "city": "Oslo" }),
-                }],
+                })],
             ),
             Message::new(
                 Role::Tool,
-                vec![Part::ToolResult {
+                vec![Part::ToolResult(ToolResult {
                     tool_call_id: "c1".into(),
                     tool_name: "weather".into(),
                     result: json!({ "celsius": 3 }),
                     is_error: false,
-                }],
+                })],
             ),
         ];
         let got = messages(&prompt);
@@ -603,7 +603,7 @@ mod tests {
         ]);
         assert!(matches!(
             &items[1],
-            Ok(ChunkKind::ToolCall { args, .. }) if *args == json!({ "x": 1 })
+            Ok(ChunkKind::ToolCall(ToolCall { args, .. })) if *args == json!({ "x": 1 })
         ));
         assert!(matches!(
             items.last(),

@@ -456,15 +456,15 @@ async fn tool_use_streams_deltas_then_one_complete_call() {
     let chunks = collect_ok(stream).await;
     let calls: Vec<_> = chunks
         .iter()
-        .filter(|c| matches!(c, ChunkKind::ToolCall { .. }))
+        .filter(|c| matches!(c, ChunkKind::ToolCall(ToolCall { .. })))
         .collect();
     assert_eq!(
         calls,
-        [&ChunkKind::ToolCall {
+        [&ChunkKind::ToolCall(ToolCall {
             tool_call_id: "toolu_3".into(),
             tool_name: "sum".into(),
             args: json!({ "a": 1 })
-        }]
+        })]
     );
     assert!(matches!(
         chunks.last(),

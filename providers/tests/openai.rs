@@ -453,11 +453,11 @@ async fn tool_calls_stream_deltas_then_one_complete_call() {
     );
     assert_eq!(
         chunks[2],
-        ChunkKind::ToolCall {
+        ChunkKind::ToolCall(ToolCall {
             tool_call_id: "call_2".into(),
             tool_name: "sum".into(),
             args: json!({ "a": 1 })
-        }
+        })
     );
     assert!(matches!(
         chunks[3],

@@ -4,19 +4,24 @@ mod options;
 mod result;
 mod run;
 mod stream;
+mod tools;
 
-pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo, Violation, ViolationKind};
-pub use result::{
-    AgentError, GenerateResult, RunSummary, StepResult, ToolCallInfo, ToolResultInfo,
-};
+pub use crate::processor::{Violation, ViolationKind};
+pub use crate::runner::HookError;
+pub use crate::step::{RunSummary, StepResult};
+pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo};
+pub use result::{AgentError, GenerateResult};
 pub use run::FEEDBACK_TAG;
 pub use stream::AgentStream;
 
 use crate::context::RequestContext;
-use crate::memory::{MEMORY_ID, Memory};
+use crate::memory::{Memory, is_memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
-use crate::processor::{DynPipeline, DynProcessor, Pipeline, Processor, ProcessorRef, boxed};
+use crate::processor::{
+    DynPipeline, DynProcessor, ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Pipeline,
+    ProcessorRef, ViolationHandler, boxed,
+};
 use crate::tool::Tool;
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -63,7 +68,7 @@ pub(crate) struct AgentInner<I, O, E> {
     pub tool_choice: ToolChoice,
     pub model_settings: ModelSettings,
     pub provider_options: serde_json::Value,
-    pub on_violation: Option<options::ViolationHandler>,
+    pub on_violation: Option<ViolationHandler>,
     pub resolvers: Resolvers,
 }
 
@@ -221,17 +226,15 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AnyAgent for Agent<I, O, E> {
     }
 }
 
-/// Why an agent could not be built.
+/// Why an agent could not be built (or a run's per-call lists cannot work).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// No model was given.
     #[error("the agent has no model; call `.model(...)`")]
     MissingModel,
-    /// A processor with the memory id is in a list, but the agent has no memory.
-    #[error(
-        "a processor with the id `memory` is in the {0} list but the agent has no memory; call `.memory(...)`"
-    )]
+    /// Memory is in a list, but the agent has no memory.
+    #[error("memory is in the {0} list but the agent has no memory; call `.memory(...)`")]
     MemoryWithoutMemory(&'static str),
     /// `max_steps(0)`: a run needs at least one step.
     #[error("max_steps is 0: a run needs at least one step")]
@@ -241,6 +244,20 @@ pub enum BuildError {
         "memory must be the last output processor: processors after it would change what streams but not what is saved"
     )]
     MemoryNotLast,
+    /// A processor is in a list it has no hook for.
+    #[error(
+        "processor `{id}` is in the {list} list but has no {list} hook (its hooks: {hooks:?}); {hint}"
+    )]
+    Misplaced {
+        /// The processor's id.
+        id: String,
+        /// The list: `input`, `output` or `error`.
+        list: &'static str,
+        /// The hooks it has.
+        hooks: Hooks,
+        /// Where it belongs.
+        hint: &'static str,
+    },
 }
 
 pub(crate) struct Settings {
@@ -254,7 +271,7 @@ pub(crate) struct Settings {
     tool_choice: ToolChoice,
     model_settings: ModelSettings,
     provider_options: serde_json::Value,
-    on_violation: Option<options::ViolationHandler>,
+    on_violation: Option<ViolationHandler>,
     resolvers: Resolvers,
 }
 
@@ -417,11 +434,12 @@ impl<I, O, E> AgentBuilder<I, O, E> {
 
 impl<O, E> AgentBuilder<DynPipeline, O, E> {
     /// Appends an input processor.
-    pub fn input(mut self, p: impl Processor) -> Self {
+    pub fn input(mut self, p: impl InputProcessor) -> Self {
         self.input.push(boxed(p));
         self
     }
-    /// Appends a shared input processor.
+    /// Appends a shared input processor; [`build`](AgentBuilder::build) checks that it has
+    /// an input hook.
     pub fn input_ref(mut self, p: ProcessorRef) -> Self {
         self.input.push(p);
         self
@@ -430,11 +448,12 @@ impl<O, E> AgentBuilder<DynPipeline, O, E> {
 
 impl<I, E> AgentBuilder<I, DynPipeline, E> {
     /// Appends an output processor.
-    pub fn output(mut self, p: impl Processor) -> Self {
+    pub fn output(mut self, p: impl OutputProcessor) -> Self {
         self.output.push(boxed(p));
         self
     }
-    /// Appends a shared output processor.
+    /// Appends a shared output processor; [`build`](AgentBuilder::build) checks that it has
+    /// an output hook.
     pub fn output_ref(mut self, p: ProcessorRef) -> Self {
         self.output.push(p);
         self
@@ -443,38 +462,73 @@ impl<I, E> AgentBuilder<I, DynPipeline, E> {
 
 impl<I, O> AgentBuilder<I, O, DynPipeline> {
     /// Appends an error processor.
-    pub fn error(mut self, p: impl Processor) -> Self {
+    pub fn error(mut self, p: impl ErrorProcessor) -> Self {
         self.error.push(boxed(p));
         self
     }
-    /// Appends a shared error processor.
+    /// Appends a shared error processor; [`build`](AgentBuilder::build) checks that it has
+    /// `process_api_error`.
     pub fn error_ref(mut self, p: ProcessorRef) -> Self {
         self.error.push(p);
         self
     }
 }
 
-/// Checks where memory is placed in the lists.
-pub(crate) fn check_memory_placement(
+/// Checks the lists of an agent or a call: each processor has a hook of its list, and memory
+/// is placed where it can work.
+pub(crate) fn check_lists(
     has_memory: bool,
     input: &[&dyn DynProcessor],
     output: &[&dyn DynProcessor],
+    error: &[&dyn DynProcessor],
 ) -> Result<(), BuildError> {
-    let is_memory = |p: &&dyn DynProcessor| p.dyn_id() == MEMORY_ID;
-    if !has_memory {
-        if input.iter().any(is_memory) {
-            return Err(BuildError::MemoryWithoutMemory("input"));
-        }
-        if output.iter().any(is_memory) {
-            return Err(BuildError::MemoryWithoutMemory("output"));
+    type Belongs = fn(Hooks) -> bool;
+    let lists: [(_, _, Belongs); 3] = [
+        ("input", input, Hooks::is_input),
+        ("output", output, Hooks::is_output),
+        ("error", error, Hooks::is_error),
+    ];
+    for (list, processors, belongs) in lists {
+        for p in processors {
+            if is_memory(*p) {
+                if !has_memory {
+                    return Err(BuildError::MemoryWithoutMemory(list));
+                }
+                continue;
+            }
+            let hooks = p.dyn_hooks();
+            if !belongs(hooks) {
+                return Err(BuildError::Misplaced {
+                    id: p.dyn_id().to_owned(),
+                    list,
+                    hooks,
+                    hint: home_of(hooks),
+                });
+            }
         }
     }
-    if let Some(i) = output.iter().position(is_memory)
+    if error.iter().any(|p| is_memory(*p)) {
+        return Err(BuildError::MemoryWithoutMemory("error"));
+    }
+    if let Some(i) = output.iter().position(|p| is_memory(*p))
         && i + 1 != output.len()
     {
         return Err(BuildError::MemoryNotLast);
     }
     Ok(())
+}
+
+/// Where a processor with `hooks` belongs.
+fn home_of(hooks: Hooks) -> &'static str {
+    if hooks.is_input() {
+        "it belongs in `input`"
+    } else if hooks.is_output() {
+        "it belongs in `output`"
+    } else if hooks.is_error() {
+        "it belongs in `error`"
+    } else {
+        "it has no hook, so it belongs in no list"
+    }
 }
 
 impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
@@ -489,10 +543,11 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
             return Err(BuildError::ZeroMaxSteps);
         }
         {
-            let (mut input, mut output) = (Vec::new(), Vec::new());
+            let (mut input, mut output, mut error) = (Vec::new(), Vec::new(), Vec::new());
             self.input.collect(&mut input);
             self.output.collect(&mut output);
-            check_memory_placement(self.settings.memory.is_some(), &input, &output)?;
+            self.error.collect(&mut error);
+            check_lists(self.settings.memory.is_some(), &input, &output, &error)?;
         }
         Ok(self.assemble(model))
     }

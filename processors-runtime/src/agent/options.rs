@@ -1,37 +1,10 @@
 use crate::context::RequestContext;
 use crate::message::Message;
+use crate::processor::ProcessorError;
 use crate::processor::{DynPipeline, Hooks, InputStepArgs, Processor, StepOverrides};
-use crate::tripwire::ProcessorError;
 use futures::future::BoxFuture;
-use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
-
-/// Whether a violation stopped the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ViolationKind {
-    /// An abort: the chain stopped.
-    Block,
-    /// A warning: the processor let the data through.
-    Warn,
-}
-
-/// An abort or warning a processor raised, as `on_violation` callbacks see it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
-    /// The processor's id.
-    pub processor_id: String,
-    /// Block or warn.
-    pub kind: ViolationKind,
-    /// Why.
-    pub reason: String,
-    /// Whether a retry was asked for.
-    pub retry: bool,
-    /// The processor's metadata.
-    pub metadata: Option<Value>,
-}
-
-pub(crate) type ViolationHandler = Arc<dyn Fn(&Violation) + Send + Sync>;
 
 /// What a `prepare_step` closure sees.
 #[derive(Debug, Clone)]

@@ -1,59 +1,14 @@
+//! A running agent as a stream of chunks.
+
 use super::{AgentError, GenerateResult};
 use crate::chunk::Chunk;
+use crate::runner::outbox::{AHEAD, Slot};
 use futures::Stream;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
-
-/// How many chunks the run may get ahead of its consumer before it waits.
-pub(crate) const AHEAD: usize = 32;
-
-/// The chunks the run has produced and the consumer has not taken yet.
-///
-/// The run queues chunks without suspending; it lets the consumer catch up when `AHEAD`
-/// chunks wait, and whenever it waits on something else (the model, a slow processor), the
-/// consumer takes what is queued. So chunks reach the consumer as soon as they exist, and
-/// the run suspends once per `AHEAD` chunks rather than once per chunk.
-#[derive(Default)]
-pub(crate) struct Slot(Mutex<VecDeque<Chunk>>);
-
-impl Slot {
-    /// Queues several chunks under one lock; true when the consumer should catch up.
-    pub(crate) fn push_all(&self, chunks: impl Iterator<Item = Chunk>) -> bool {
-        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        q.extend(chunks);
-        q.len() >= AHEAD
-    }
-
-    /// Moves every queued chunk into `into`, which is empty.
-    fn take_all(&self, into: &mut VecDeque<Chunk>) {
-        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::swap(&mut *q, into);
-    }
-}
-
-/// Suspends the run once, so that the consumer takes the queued chunks.
-pub(crate) async fn catch_up() {
-    YieldOnce(false).await
-}
-
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            // No waker: `AgentStream::poll_next` finds the queued chunks and returns them;
-            // the consumer's next poll resumes the run.
-            self.0 = true;
-            Poll::Pending
-        }
-    }
-}
 
 type RunFuture = Pin<Box<dyn Future<Output = Result<GenerateResult, AgentError>> + Send>>;
 
@@ -116,11 +71,10 @@ impl AgentStream {
 }
 
 fn unreachable_result() -> Result<GenerateResult, AgentError> {
-    Err(AgentError::InvalidResult {
-        id: "agent".to_owned(),
-        hook: crate::processor::Hook::OutputResult,
-        reason: "the run's result was already taken".to_owned(),
-    })
+    Err(AgentError::Api(crate::model::ApiError::other(
+        "the run's result was already taken",
+        false,
+    )))
 }
 
 impl Stream for AgentStream {

@@ -5,12 +5,13 @@ mod in_memory;
 
 pub use in_memory::InMemoryStore;
 
+use crate::BoxError;
 use crate::message::{Message, MessageSource};
+use crate::processor::ProcessorError;
 use crate::processor::{
     Hooks, InputArgs, InputOutcome, InputProcessor, OutputOutcome, OutputProcessor,
     OutputResultArgs, Processor,
 };
-use crate::tripwire::{BoxError, ProcessorError};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -95,6 +96,12 @@ pub trait MemoryStore: Send + Sync + 'static {
 
 /// The id of the memory processor.
 pub const MEMORY_ID: &str = "memory";
+
+/// Whether a processor is the agent's memory (by type: a processor of the user's may be
+/// named `memory`).
+pub(crate) fn is_memory(p: &dyn crate::processor::DynProcessor) -> bool {
+    p.dyn_type_id() == std::any::TypeId::of::<Memory>()
+}
 
 /// Conversation memory: loads a thread's history before the user's input processors and saves
 /// the turn after the user's output processors.

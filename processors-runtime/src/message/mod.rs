@@ -42,26 +42,9 @@ pub enum Part {
         text: String,
     },
     /// A call of a tool by the model.
-    ToolCall {
-        /// The provider's id of the call.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The arguments, as JSON.
-        args: Value,
-    },
+    ToolCall(ToolCall),
     /// The result of a tool call.
-    ToolResult {
-        /// The id of the call this answers.
-        tool_call_id: String,
-        /// The tool's name.
-        tool_name: String,
-        /// The result, as JSON.
-        result: Value,
-        /// Whether the tool failed (the result then holds the error).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        is_error: bool,
-    },
+    ToolResult(ToolResult),
     /// A file, inline (base64) or by URL.
     File {
         /// Its media type, such as `image/png`.
@@ -76,6 +59,33 @@ pub enum Part {
         /// The payload.
         data: Value,
     },
+}
+
+/// A call of a tool by the model: a message part, a `tool-call` chunk, and a step's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The provider's id of the call.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The arguments, as JSON.
+    pub args: Value,
+}
+
+/// The result of a tool call: a message part, a `tool-result` chunk, and a step's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The result, as JSON (the error message when `is_error`).
+    pub result: Value,
+    /// Whether the tool failed (the result then holds the error).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// A message's content: its parts in order, in format version 2.
@@ -216,12 +226,12 @@ impl Message {
         self.content.parts = parts;
     }
 
-    /// The tool-call parts of this message.
-    pub fn tool_calls(&self) -> impl Iterator<Item = &Part> {
-        self.content
-            .parts
-            .iter()
-            .filter(|p| matches!(p, Part::ToolCall { .. }))
+    /// The tool calls of this message.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.parts.iter().filter_map(|p| match p {
+            Part::ToolCall(call) => Some(call),
+            _ => None,
+        })
     }
 }
 

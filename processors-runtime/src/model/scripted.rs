@@ -165,11 +165,11 @@ impl Turn {
             tail.push(Ok(ChunkKind::TextEnd { id: text_id }));
         }
         for (id, name, args) in &turn.tool_calls {
-            tail.push(Ok(ChunkKind::ToolCall {
+            tail.push(Ok(ChunkKind::ToolCall(crate::message::ToolCall {
                 tool_call_id: id.clone(),
                 tool_name: name.clone(),
                 args: args.clone(),
-            }));
+            })));
         }
         match &turn.fail_mid_stream {
             Some(e) => tail.push(Err(e.clone())),

@@ -1,7 +1,52 @@
+use super::table::for_each_hook;
 use super::*;
 use futures::future::BoxFuture;
+use serde_json::Value;
 use std::any::{Any, TypeId};
 use std::sync::Arc;
+
+/// Declares, from the hook table, the type-erased call of each hook.
+macro_rules! dyn_hook_decls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        #[doc = concat!("[`Processor::", stringify!($method), "`], with the state behind `dyn Any`.")]
+        fn $dyn_method<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+        ) -> BoxFuture<'a, Result<$outcome, ProcessorError>>;
+    )* };
+}
+
+/// Implements, from the hook table, the type-erased call of each hook: the state is
+/// downcast to the processor's own, and the call's future boxed.
+macro_rules! dyn_hook_impls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        fn $dyn_method<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+        ) -> BoxFuture<'a, Result<$outcome, ProcessorError>> {
+            Box::pin(async move {
+                match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+                    Some(args) => self.$method(args).await,
+                    None => Err(state_mismatch(self)),
+                }
+            })
+        }
+    )* };
+}
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
 ///
@@ -19,26 +64,9 @@ pub trait DynProcessor: Send + Sync + 'static {
     fn dyn_new_state(&self) -> Box<dyn Any + Send>;
     /// The state's type and its name.
     fn dyn_state_type(&self) -> (TypeId, &'static str);
-    /// [`Processor::process_input`].
-    fn dyn_process_input<'a>(
-        &'a self,
-        args: InputArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<InputOutcome, ProcessorError>>;
-    /// [`Processor::process_input_step`].
-    fn dyn_process_input_step<'a>(
-        &'a self,
-        args: InputStepArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<StepOverrides, ProcessorError>>;
-    /// [`Processor::process_llm_request`].
-    fn dyn_process_llm_request<'a>(
-        &'a self,
-        args: LlmRequestArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<LlmRequestAction, ProcessorError>>;
-    /// [`Processor::process_llm_response`].
-    fn dyn_process_llm_response<'a>(
-        &'a self,
-        args: LlmResponseArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<(), ProcessorError>>;
+    /// The processor's own type.
+    fn dyn_type_id(&self) -> TypeId;
+    for_each_hook!(dyn_hook_decls);
     /// [`Processor::OUTPUT_STREAM_IS_SYNC`].
     fn dyn_output_stream_is_sync(&self) -> bool;
     /// [`Processor::process_output_stream_now`].
@@ -46,31 +74,6 @@ pub trait DynProcessor: Send + Sync + 'static {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
-    /// [`Processor::process_output_stream`].
-    fn dyn_process_output_stream<'a>(
-        &'a self,
-        args: OutputStreamArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<StreamAction, ProcessorError>>;
-    /// [`Processor::process_output_step`].
-    fn dyn_process_output_step<'a>(
-        &'a self,
-        args: OutputStepArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<OutputOutcome, ProcessorError>>;
-    /// [`Processor::process_tool_result`].
-    fn dyn_process_tool_result<'a>(
-        &'a self,
-        args: ToolResultArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, ProcessorError>>;
-    /// [`Processor::process_output_result`].
-    fn dyn_process_output_result<'a>(
-        &'a self,
-        args: OutputResultArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<OutputOutcome, ProcessorError>>;
-    /// [`Processor::process_api_error`].
-    fn dyn_process_api_error<'a>(
-        &'a self,
-        args: ApiErrorArgs<'a, dyn Any + Send>,
-    ) -> BoxFuture<'a, Result<ApiErrorAction, ProcessorError>>;
 }
 
 /// A shared, dynamically dispatched processor.
@@ -87,22 +90,6 @@ pub(crate) fn state_mismatch<P: Processor>(p: &P) -> ProcessorError {
         p.id(),
         std::any::type_name::<P::State>()
     ))
-}
-
-macro_rules! erase {
-    ($name:ident, $hook:ident, $args:ident, $out:ty) => {
-        fn $name<'a>(
-            &'a self,
-            args: $args<'a, dyn Any + Send>,
-        ) -> BoxFuture<'a, Result<$out, ProcessorError>> {
-            Box::pin(async move {
-                match args.__map_state(|s| s.downcast_mut::<P::State>()) {
-                    Some(args) => self.$hook(args).await,
-                    None => Err(state_mismatch(self)),
-                }
-            })
-        }
-    };
 }
 
 impl<P: Processor> DynProcessor for P {
@@ -124,6 +111,9 @@ impl<P: Processor> DynProcessor for P {
     fn dyn_state_type(&self) -> (TypeId, &'static str) {
         (TypeId::of::<P::State>(), std::any::type_name::<P::State>())
     }
+    fn dyn_type_id(&self) -> TypeId {
+        TypeId::of::<P>()
+    }
     fn dyn_output_stream_is_sync(&self) -> bool {
         P::OUTPUT_STREAM_IS_SYNC
     }
@@ -136,53 +126,5 @@ impl<P: Processor> DynProcessor for P {
             None => Err(state_mismatch(self)),
         }
     }
-    erase!(dyn_process_input, process_input, InputArgs, InputOutcome);
-    erase!(
-        dyn_process_input_step,
-        process_input_step,
-        InputStepArgs,
-        StepOverrides
-    );
-    erase!(
-        dyn_process_llm_request,
-        process_llm_request,
-        LlmRequestArgs,
-        LlmRequestAction
-    );
-    erase!(
-        dyn_process_llm_response,
-        process_llm_response,
-        LlmResponseArgs,
-        ()
-    );
-    erase!(
-        dyn_process_output_stream,
-        process_output_stream,
-        OutputStreamArgs,
-        StreamAction
-    );
-    erase!(
-        dyn_process_output_step,
-        process_output_step,
-        OutputStepArgs,
-        OutputOutcome
-    );
-    erase!(
-        dyn_process_tool_result,
-        process_tool_result,
-        ToolResultArgs,
-        Option<serde_json::Value>
-    );
-    erase!(
-        dyn_process_output_result,
-        process_output_result,
-        OutputResultArgs,
-        OutputOutcome
-    );
-    erase!(
-        dyn_process_api_error,
-        process_api_error,
-        ApiErrorArgs,
-        ApiErrorAction
-    );
+    for_each_hook!(dyn_hook_impls);
 }

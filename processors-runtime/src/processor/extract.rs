@@ -6,12 +6,13 @@
 //! and listing what it provides.
 
 use super::args::*;
-use crate::agent::{RunSummary, StepResult, ToolCallInfo};
-use crate::chunk::{Chunk, FinishReason};
+use super::table::for_each_hook;
+use super::{Abort, ProcessorError};
+use crate::chunk::{Chunk, DataWriter, FinishReason};
 use crate::context::RequestContext;
-use crate::message::{Message, MessageList};
+use crate::message::{Message, MessageList, ToolCall};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
-use crate::tripwire::{Abort, ProcessorError};
+use crate::step::{RunSummary, StepResult};
 use serde_json::Value;
 
 /// The step's number, from 0.
@@ -34,13 +35,21 @@ pub struct Delivered<'a>(pub &'a LlmResponse);
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SystemMessages(pub Vec<Message>);
 
+/// Generates, from the hook table, each hook's parts (its arguments as options, taken one
+/// parameter at a time) and its extractor trait with the parameter types it provides.
 macro_rules! hook_parts {
-    (
-        $a:lifetime, $args:ident => $parts:ident, $trait:ident,
-        message = $msg:literal, note = $note:literal;
-        fields { $($f:ident : $fty:ty),* $(,)? }
-        provide { $($pty:ty => |$p:ident| $e:expr;)* }
-    ) => {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $trait:ident,
+            outcome: $outcome:ty,
+            doc: $doc:literal,
+            fields { $( $(#[$fdoc:meta])* $f:ident : $fty:ty, )* }
+            message: $msg:literal, note: $note:literal,
+            provide { $( $pty:ty => |$p:ident| $e:expr; )* }
+        }
+    )*) => { $(
+        #[doc = concat!("The arguments of `", stringify!($method), "`, taken one parameter at a time.")]
         #[doc(hidden)]
         pub struct $parts<$a, S: ?Sized> {
             pub state: Option<&$a mut S>,
@@ -53,7 +62,7 @@ macro_rules! hook_parts {
             }
         }
 
-        #[doc = concat!("A parameter type that `", stringify!($args), "` provides to a `#[processor]` hook.")]
+        #[doc = concat!("A parameter type that `", stringify!($method), "` provides to a `#[processor]` hook.")]
         #[diagnostic::on_unimplemented(message = $msg, label = "not provided by this hook", note = $note)]
         pub trait $trait<$a, S: ?Sized>: Sized {
             /// Takes this parameter out of the hook's arguments (`None` when already taken).
@@ -68,217 +77,10 @@ macro_rules! hook_parts {
                 }
             }
         )*
-    };
+    )* };
 }
 
-hook_parts! {
-    'a, InputArgs => InputParts, FromInput,
-    message = "`{Self}` is not a parameter that `process_input` provides",
-    note = "`process_input` provides: `Vec<Message>` (the new input), `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`";
-    fields {
-        messages: Vec<Message>,
-        system_messages: Vec<Message>,
-        message_list: &'a mut MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-    }
-    provide {
-        Vec<Message> => |p| p.messages.take();
-        SystemMessages => |p| p.system_messages.take().map(SystemMessages);
-        &'a mut MessageList => |p| p.message_list.take();
-        &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, InputStepArgs => InputStepParts, FromInputStep,
-    message = "`{Self}` is not a parameter that `process_input_step` provides",
-    note = "`process_input_step` provides: `StepNumber`, `&[StepResult]`, `Vec<Message>`, `SystemMessages`, `&StepConfig`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`";
-    fields {
-        step_number: u32,
-        steps: &'a [StepResult],
-        messages: Vec<Message>,
-        system_messages: Vec<Message>,
-        config: &'a StepConfig,
-        message_list: &'a mut MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-    }
-    provide {
-        StepNumber => |p| p.step_number.map(StepNumber);
-        &'a [StepResult] => |p| p.steps;
-        Vec<Message> => |p| p.messages.take();
-        SystemMessages => |p| p.system_messages.take().map(SystemMessages);
-        &'a StepConfig => |p| p.config;
-        &'a mut MessageList => |p| p.message_list.take();
-        &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, LlmRequestArgs => LlmRequestParts, FromLlmRequest,
-    message = "`{Self}` is not a parameter that `process_llm_request` provides",
-    note = "`process_llm_request` provides: `StepNumber`, `&ModelRequest`, `&dyn LanguageModel`, `&RequestContext`, `Abort`, and `state: &mut YourState`";
-    fields {
-        step_number: u32,
-        request: &'a ModelRequest,
-        model: &'a dyn LanguageModel,
-        request_context: &'a RequestContext,
-    }
-    provide {
-        StepNumber => |p| p.step_number.map(StepNumber);
-        &'a ModelRequest => |p| p.request;
-        &'a dyn LanguageModel => |p| p.model;
-        &'a RequestContext => |p| p.request_context;
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, LlmResponseArgs => LlmResponseParts, FromLlmResponse,
-    message = "`{Self}` is not a parameter that `process_llm_response` provides",
-    note = "`process_llm_response` provides: `StepNumber`, `&ModelRequest`, `&LlmResponse` (as the model produced it), `Delivered` (as it reached the client), `FromCache`, `&RequestContext`, and `state: &mut YourState`";
-    fields {
-        step_number: u32,
-        request: &'a ModelRequest,
-        response: &'a LlmResponse,
-        delivered: &'a LlmResponse,
-        from_cache: bool,
-        request_context: &'a RequestContext,
-    }
-    provide {
-        StepNumber => |p| p.step_number.map(StepNumber);
-        &'a ModelRequest => |p| p.request;
-        &'a LlmResponse => |p| p.response;
-        Delivered<'a> => |p| p.delivered.map(Delivered);
-        FromCache => |p| p.from_cache.map(FromCache);
-        &'a RequestContext => |p| p.request_context;
-    }
-}
-
-hook_parts! {
-    'a, OutputStreamArgs => OutputStreamParts, FromOutputStream,
-    message = "`{Self}` is not a parameter that `process_output_stream` provides",
-    note = "`process_output_stream` provides: `&Chunk`, `&[Chunk]` (the stream history), `&MessageList`, `&RequestContext`, `RetryCount`, `DataWriter`, `Abort`, and `state: &mut YourState`";
-    fields {
-        chunk: &'a Chunk,
-        stream_history: &'a [Chunk],
-        message_list: &'a MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-        writer: DataWriter<'a>,
-    }
-    provide {
-        &'a Chunk => |p| p.chunk;
-        &'a [Chunk] => |p| p.stream_history;
-        &'a MessageList => |p| p.message_list;
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        DataWriter<'a> => |p| p.writer.take();
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, OutputStepArgs => OutputStepParts, FromOutputStep,
-    message = "`{Self}` is not a parameter that `process_output_step` provides",
-    note = "`process_output_step` provides: `StepNumber`, `Vec<Message>` (the step's messages), `&str` (its text), `FinishReason`, `&[ToolCallInfo]`, `&[StepResult]`, `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`";
-    fields {
-        step_number: u32,
-        messages: Vec<Message>,
-        text: &'a str,
-        finish_reason: FinishReason,
-        tool_calls: &'a [ToolCallInfo],
-        steps: &'a [StepResult],
-        system_messages: Vec<Message>,
-        message_list: &'a mut MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-    }
-    provide {
-        StepNumber => |p| p.step_number.map(StepNumber);
-        Vec<Message> => |p| p.messages.take();
-        &'a str => |p| p.text;
-        FinishReason => |p| p.finish_reason;
-        &'a [ToolCallInfo] => |p| p.tool_calls;
-        &'a [StepResult] => |p| p.steps;
-        SystemMessages => |p| p.system_messages.take().map(SystemMessages);
-        &'a mut MessageList => |p| p.message_list.take();
-        &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, ToolResultArgs => ToolResultParts, FromToolResult,
-    message = "`{Self}` is not a parameter that `process_tool_result` provides",
-    note = "`process_tool_result` provides: `&ToolCallInfo`, `&Value` (the result), `&RequestContext`, `Abort`, and `state: &mut YourState`";
-    fields {
-        tool_call: &'a ToolCallInfo,
-        result: &'a Value,
-        request_context: &'a RequestContext,
-    }
-    provide {
-        &'a ToolCallInfo => |p| p.tool_call;
-        &'a Value => |p| p.result;
-        &'a RequestContext => |p| p.request_context;
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, OutputResultArgs => OutputResultParts, FromOutputResult,
-    message = "`{Self}` is not a parameter that `process_output_result` provides",
-    note = "`process_output_result` provides: `Vec<Message>` (the response), `&RunSummary`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`";
-    fields {
-        messages: Vec<Message>,
-        result: &'a RunSummary,
-        message_list: &'a mut MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-    }
-    provide {
-        Vec<Message> => |p| p.messages.take();
-        &'a RunSummary => |p| p.result;
-        &'a mut MessageList => |p| p.message_list.take();
-        &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        Abort => |_p| Some(Abort::new());
-    }
-}
-
-hook_parts! {
-    'a, ApiErrorArgs => ApiErrorParts, FromApiError,
-    message = "`{Self}` is not a parameter that `process_api_error` provides",
-    note = "`process_api_error` provides: `&ApiError`, `StepNumber`, `&[StepResult]`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`";
-    fields {
-        error: &'a ApiError,
-        step_number: u32,
-        steps: &'a [StepResult],
-        message_list: &'a mut MessageList,
-        request_context: &'a RequestContext,
-        retry_count: u32,
-    }
-    provide {
-        &'a ApiError => |p| p.error;
-        StepNumber => |p| p.step_number.map(StepNumber);
-        &'a [StepResult] => |p| p.steps;
-        &'a mut MessageList => |p| p.message_list.take();
-        &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-        &'a RequestContext => |p| p.request_context;
-        RetryCount => |p| p.retry_count.map(RetryCount);
-        Abort => |_p| Some(Abort::new());
-    }
-}
+for_each_hook!(hook_parts);
 
 /// What a `#[processor]` hook may return: its outcome type, something that converts into it,
 /// or a `Result` of either whose error converts into [`ProcessorError`].

@@ -6,20 +6,25 @@
 
 mod args;
 mod dynamic;
+mod error;
 pub mod extract;
 mod hooks;
 mod pipeline;
+mod report;
 pub(crate) mod state;
-mod workflow;
+mod table;
 
+pub use crate::chunk::DataWriter;
+pub use crate::runner::workflow::{Workflow, WorkflowInput, WorkflowState};
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
+pub use error::{Abort, ProcessorError};
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
-pub(crate) use pipeline::{Flow, StreamCx, panic_message as pipeline_panic_message};
-pub use workflow::{Workflow, WorkflowInput, WorkflowState};
+pub(crate) use pipeline::{Flow, StreamCx, stream_one};
+pub(crate) use report::{Reporter, ViolationHandler};
+pub use report::{Violation, ViolationKind};
 
-use crate::tripwire::ProcessorError;
 use std::future::Future;
 
 /// A unit that plugs into the agent loop at one or more hooks.

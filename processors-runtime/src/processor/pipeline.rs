@@ -1,6 +1,7 @@
+use super::report::{Reporter, ViolationKind};
 use super::state::StateMap;
 use super::*;
-use crate::chunk::{Chunk, ChunkKind};
+use crate::chunk::{Chunk, ChunkKind, DataWriter};
 use crate::context::RequestContext;
 use crate::message::MessageList;
 use crate::tripwire::TripWire;
@@ -23,7 +24,7 @@ use std::any::Any;
 /// takes((A, A));
 /// takes(DynPipeline::new().with(A));
 /// ```
-pub trait Pipeline: Send + Sync + 'static {
+pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
     /// Pushes every processor, in order.
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>);
 
@@ -47,6 +48,11 @@ pub trait Pipeline: Send + Sync + 'static {
     #[doc(hidden)]
     fn run_output_stream_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize)
     -> Flow;
+}
+
+mod sealed {
+    /// Only the framework's lists are pipelines: the runner relies on how they run.
+    pub trait Sealed {}
 }
 
 /// What became of a chunk in the stream chain (the chunk itself is changed in place).
@@ -75,9 +81,12 @@ pub struct StreamCx<'r> {
     /// Where a hook's writer puts data chunks.
     pub(crate) written: &'r mut Vec<ChunkKind>,
     /// Written chunks still to send, with the position to start the chain at: just after
-    /// their writer, so a chunk never reaches its writer or the processors before it.
-    pub(crate) pending: &'r mut std::collections::VecDeque<(usize, ChunkKind)>,
-    pub(crate) warnings: &'r mut Vec<TripWire>,
+    /// their writer, so a chunk never reaches its writer or the processors before it. `None`
+    /// inside a processor that runs others (a workflow): its writes stay in `written`, for
+    /// the chain around it.
+    pub(crate) pending: Option<&'r mut std::collections::VecDeque<(usize, ChunkKind)>>,
+    /// Where warnings go.
+    pub(crate) report: &'r Reporter,
     /// The position of the processor running, to name it when it panics.
     pub(crate) current: usize,
 }
@@ -169,21 +178,10 @@ impl<'x> StreamCall for dyn DynProcessor + 'x {
     }
 }
 
-/// The text of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
-
 /// The arguments of one processor's `process_output_stream` call, or `None` when the
 /// processor does not take this chunk.
 #[inline(always)]
-fn args_for<'a, P: StreamCall + ?Sized>(
+pub(crate) fn args_for<'a, P: StreamCall + ?Sized>(
     p: &P,
     cx: &'a mut StreamCx<'_>,
     chunk: &'a Chunk,
@@ -214,10 +212,12 @@ fn args_for<'a, P: StreamCall + ?Sized>(
         writer: DataWriter {
             buf: &mut *cx.written,
         },
+        report: cx.report,
     })
 }
 
-/// Applies one processor's result to the chunk and the chain (rule 10).
+/// Applies one processor's result to the chunk and the chain: a failure passes the chunk on
+/// as it is and skips the rest of the chain for it.
 #[inline(always)]
 fn apply<P: StreamCall + ?Sized>(
     p: &P,
@@ -226,9 +226,10 @@ fn apply<P: StreamCall + ?Sized>(
     pos: usize,
     result: Result<StreamAction, ProcessorError>,
 ) -> Flow {
-    if !cx.written.is_empty() {
-        cx.pending
-            .extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    if !cx.written.is_empty()
+        && let Some(pending) = &mut cx.pending
+    {
+        pending.extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
     }
     match result {
         Ok(StreamAction::Pass) => Flow::Continue,
@@ -239,7 +240,8 @@ fn apply<P: StreamCall + ?Sized>(
         Ok(StreamAction::Drop) => Flow::Drop,
         Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
         Err(ProcessorError::Warning(a)) => {
-            cx.warnings.push(a.into_tripwire(p.call_id()));
+            cx.report
+                .violation(&a.into_tripwire(p.call_id()), ViolationKind::Warn);
             Flow::Continue
         }
         Err(ProcessorError::Failed(e)) => {
@@ -270,7 +272,7 @@ fn stream_one_now<P: StreamCall + ?Sized>(
 
 /// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
 #[inline]
-async fn stream_one<P: StreamCall + ?Sized>(
+pub(crate) async fn stream_one<P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
     chunk: &mut Chunk,
@@ -292,6 +294,7 @@ fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
     !p.call_hooks().contains(Hook::OutputStream) || p.call_is_sync()
 }
 
+impl sealed::Sealed for () {}
 impl Pipeline for () {
     fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
     fn stream_is_sync(&self) -> bool {
@@ -312,6 +315,7 @@ impl Pipeline for () {
 
 macro_rules! tuple_pipeline {
     ($($idx:tt $T:ident),+) => {
+        impl<$($T: Processor),+> sealed::Sealed for ($($T,)+) {}
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
             fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
                 $( out.push(&self.$idx); )+
@@ -422,6 +426,7 @@ impl FromIterator<ProcessorRef> for DynPipeline {
     }
 }
 
+impl sealed::Sealed for DynPipeline {}
 impl Pipeline for DynPipeline {
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));

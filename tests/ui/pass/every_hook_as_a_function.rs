@@ -44,18 +44,18 @@ async fn on_output_stream(chunk: &Chunk, history: &[Chunk], mut writer: DataWrit
 }
 
 #[processor(output_step)]
-fn on_output_step(text: &str, reason: FinishReason, calls: &[processors::agent::ToolCallInfo]) {
+fn on_output_step(text: &str, reason: FinishReason, calls: &[ToolCall]) {
     let _ = (text, reason, calls);
 }
 
 #[processor(tool_result)]
-fn on_tool_result(call: &processors::agent::ToolCallInfo, result: &Value) -> Option<Value> {
+fn on_tool_result(call: &ToolCall, result: &Value) -> Option<Value> {
     let _ = call;
     Some(result.clone())
 }
 
 #[processor(output_result)]
-fn on_output_result(summary: &processors::agent::RunSummary, messages: Vec<Message>) -> Vec<Message> {
+fn on_output_result(summary: &RunSummary, messages: Vec<Message>) -> Vec<Message> {
     let _ = summary;
     messages
 }

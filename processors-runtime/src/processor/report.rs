@@ -1,0 +1,64 @@
+//! Where processors' aborts and warnings are reported: the `on_violation` callback and the
+//! log.
+
+use crate::tripwire::TripWire;
+use serde_json::Value;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+/// Whether a violation stopped the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationKind {
+    /// An abort: the chain stopped.
+    Block,
+    /// A warning: the processor let the data through.
+    Warn,
+}
+
+/// An abort or warning a processor raised, as `on_violation` callbacks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    /// The processor's id.
+    pub processor_id: String,
+    /// Block or warn.
+    pub kind: ViolationKind,
+    /// Why.
+    pub reason: String,
+    /// Whether a retry was asked for.
+    pub retry: bool,
+    /// The processor's metadata.
+    pub metadata: Option<Value>,
+}
+
+pub(crate) type ViolationHandler = Arc<dyn Fn(&Violation) + Send + Sync>;
+
+/// Reports violations of one run: logs warnings and calls the agent's `on_violation`.
+#[derive(Clone, Default)]
+pub(crate) struct Reporter {
+    on_violation: Option<ViolationHandler>,
+}
+
+impl Reporter {
+    /// Reports to `on_violation`, when set.
+    pub(crate) fn new(on_violation: Option<ViolationHandler>) -> Self {
+        Reporter { on_violation }
+    }
+
+    /// Reports an abort or a warning; a panicking callback is caught and logged.
+    pub(crate) fn violation(&self, tw: &TripWire, kind: ViolationKind) {
+        if kind == ViolationKind::Warn {
+            tracing::warn!(processor = %tw.processor_id, reason = %tw.reason, "processor warning");
+        }
+        let Some(f) = &self.on_violation else { return };
+        let v = Violation {
+            processor_id: tw.processor_id.clone(),
+            kind,
+            reason: tw.reason.clone(),
+            retry: tw.retry,
+            metadata: tw.metadata.clone(),
+        };
+        if std::panic::catch_unwind(AssertUnwindSafe(|| f(&v))).is_err() {
+            tracing::error!(processor = %tw.processor_id, "an on_violation callback panicked; the run goes on");
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! One function per hook: runs the processors of a list that have the hook, in list order, and
+//! applies what each returns to the run.
+
+use super::{Chain, Halt, HookError, Scope, call, ids};
+use crate::chunk::FinishReason;
+use crate::message::{Message, MessageList, MessageSource, Role, ToolCall};
+use crate::model::{ApiError, LanguageModel, ModelRequest};
+use crate::processor::{
+    ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
+    LlmRequestArgs, LlmResponse, LlmResponseArgs, OutputOutcome, OutputResultArgs, OutputStepArgs,
+    StepConfig, StepOverrides, ToolResultArgs,
+};
+use crate::step::RunSummary;
+use serde_json::Value;
+
+/// `process_input`: each processor sees the input as the ones before it left it; returned
+/// messages are reconciled with the input, a returned system set replaces the untagged one.
+pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
+    for (p, slot) in chain.with(Hook::Input) {
+        let id = p.dyn_id();
+        let args = InputArgs {
+            messages: s.list.input().cloned().collect(),
+            system_messages: s.list.system_messages().to_vec(),
+            message_list: &mut s.list,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            retry_count: 0,
+            report: &s.report,
+        };
+        let Some(outcome) = call(id, Hook::Input, &s.report, p.dyn_process_input(args)).await?
+        else {
+            continue;
+        };
+        let view = ids(s.list.input());
+        let applied = match outcome {
+            InputOutcome::Unchanged => Ok(()),
+            InputOutcome::Messages(ms) => s.list.reconcile(&view, ms, MessageSource::Input),
+            // The system set first: system-role messages inside `messages` then add to it.
+            InputOutcome::MessagesAndSystem { messages, system } => s
+                .list
+                .reconcile_system(system)
+                .and_then(|()| s.list.reconcile(&view, messages, MessageSource::Input)),
+        };
+        applied.map_err(|e| HookError::invalid(id, Hook::Input, e))?;
+    }
+    Ok(())
+}
+
+/// `process_input_step`: overrides chain, each processor seeing the settings the ones before
+/// it chose; only what a result names changes.
+pub(crate) async fn input_step(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    step_number: u32,
+    config: &mut StepConfig,
+) -> Result<(), Halt> {
+    for (p, slot) in chain.with(Hook::InputStep) {
+        let id = p.dyn_id();
+        let args = InputStepArgs {
+            step_number,
+            steps: &s.steps,
+            messages: s.list.all().cloned().collect(),
+            system_messages: s.list.all_system_messages().cloned().collect(),
+            config: &*config,
+            message_list: &mut s.list,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            retry_count: s.retry_count,
+            report: &s.report,
+        };
+        let call = call(
+            id,
+            Hook::InputStep,
+            &s.report,
+            p.dyn_process_input_step(args),
+        );
+        if let Some(overrides) = call.await? {
+            apply_overrides(&mut s.list, config, overrides, id)?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies one processor's step overrides: only what it names changes.
+fn apply_overrides(
+    list: &mut MessageList,
+    config: &mut StepConfig,
+    o: StepOverrides,
+    id: &str,
+) -> Result<(), HookError> {
+    let invalid = |reason: String| HookError::invalid(id, Hook::InputStep, reason);
+    if let Some(m) = o.model {
+        config.model = m;
+    }
+    if let Some(t) = o.tools {
+        config.tools = t;
+    }
+    if let Some(c) = o.tool_choice {
+        config.tool_choice = c;
+    }
+    if let Some(p) = o.provider_options {
+        config.provider_options = p;
+    }
+    if let Some(s) = o.model_settings {
+        config.model_settings = s;
+    }
+    if let Some(active) = o.active_tools {
+        if let Some(unknown) = active
+            .iter()
+            .find(|n| !config.tools.iter().any(|t| t.name() == n.as_str()))
+        {
+            return Err(invalid(format!(
+                "active_tools names `{unknown}`, which is not among the step's tools"
+            )));
+        }
+        config.active_tools = Some(active);
+    }
+    if let Some(system) = o.system_messages {
+        list.reconcile_system(system)
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    if let Some(ms) = o.messages {
+        let view = ids(list.all());
+        list.reconcile(&view, ms, MessageSource::Context)
+            .map_err(|e| invalid(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `process_llm_request`: a returned prompt replaces the request's for this call only; the
+/// first returned response answers the call (later processors still run).
+pub(crate) async fn llm_request(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    step_number: u32,
+    request: &mut ModelRequest,
+    model: &dyn LanguageModel,
+) -> Result<Option<LlmResponse>, Halt> {
+    let mut answer = None;
+    for (p, slot) in chain.with(Hook::LlmRequest) {
+        let args = LlmRequestArgs {
+            step_number,
+            request: &*request,
+            model,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            report: &s.report,
+        };
+        let call = call(
+            p.dyn_id(),
+            Hook::LlmRequest,
+            &s.report,
+            p.dyn_process_llm_request(args),
+        );
+        match call.await?.unwrap_or_default() {
+            LlmRequestAction::Continue => {}
+            LlmRequestAction::Prompt(prompt) => request.prompt = prompt,
+            LlmRequestAction::Respond(response) => {
+                answer.get_or_insert(response);
+            }
+        }
+    }
+    Ok(answer)
+}
+
+/// What `process_llm_response` sees of a step.
+pub(crate) struct Response<'a> {
+    pub(crate) step_number: u32,
+    pub(crate) request: &'a ModelRequest,
+    pub(crate) response: &'a LlmResponse,
+    pub(crate) delivered: &'a LlmResponse,
+    pub(crate) from_cache: bool,
+}
+
+/// `process_llm_response`: side effects only.
+pub(crate) async fn llm_response(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    r: Response<'_>,
+) -> Result<(), Halt> {
+    for (p, slot) in chain.with(Hook::LlmResponse) {
+        let args = LlmResponseArgs {
+            step_number: r.step_number,
+            request: r.request,
+            response: r.response,
+            delivered: r.delivered,
+            from_cache: r.from_cache,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            report: &s.report,
+        };
+        let call = call(
+            p.dyn_id(),
+            Hook::LlmResponse,
+            &s.report,
+            p.dyn_process_llm_response(args),
+        );
+        call.await?;
+    }
+    Ok(())
+}
+
+/// What `process_output_step` sees of a step.
+pub(crate) struct Step<'a> {
+    pub(crate) step_number: u32,
+    pub(crate) text: &'a str,
+    pub(crate) finish_reason: FinishReason,
+    pub(crate) tool_calls: &'a [ToolCall],
+}
+
+/// `process_output_step`: returned messages are reconciled with the step's messages, whose
+/// ids (`step_ids`) follow.
+pub(crate) async fn output_step(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    step: Step<'_>,
+    step_ids: &mut Vec<String>,
+) -> Result<(), Halt> {
+    for (p, slot) in chain.with(Hook::OutputStep) {
+        let id = p.dyn_id();
+        let args = OutputStepArgs {
+            step_number: step.step_number,
+            messages: step_ids
+                .iter()
+                .filter_map(|i| s.list.get(i).cloned())
+                .collect(),
+            text: step.text,
+            finish_reason: step.finish_reason,
+            tool_calls: step.tool_calls,
+            steps: &s.steps,
+            system_messages: s.list.all_system_messages().cloned().collect(),
+            message_list: &mut s.list,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            retry_count: s.retry_count,
+            report: &s.report,
+        };
+        let call = call(
+            id,
+            Hook::OutputStep,
+            &s.report,
+            p.dyn_process_output_step(args),
+        );
+        if let Some(OutputOutcome::Messages(ms)) = call.await? {
+            let new_ids = ms
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .map(|m| m.id.clone())
+                .collect();
+            s.list
+                .reconcile(step_ids, ms, MessageSource::Response)
+                .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))?;
+            *step_ids = new_ids;
+        }
+    }
+    Ok(())
+}
+
+/// `process_tool_result`: each processor sees the result as the ones before it left it.
+pub(crate) async fn tool_result(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    tool_call: &ToolCall,
+    mut result: Value,
+) -> Result<Value, Halt> {
+    for (p, slot) in chain.with(Hook::ToolResult) {
+        let args = ToolResultArgs {
+            tool_call,
+            result: &result,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            report: &s.report,
+        };
+        let call = call(
+            p.dyn_id(),
+            Hook::ToolResult,
+            &s.report,
+            p.dyn_process_tool_result(args),
+        );
+        if let Some(Some(changed)) = call.await? {
+            result = changed;
+        }
+    }
+    Ok(result)
+}
+
+/// The response text: the text of the response's assistant messages.
+pub(crate) fn response_text(list: &MessageList) -> String {
+    list.response()
+        .filter(|m| m.role == Role::Assistant)
+        .map(Message::text)
+        .collect()
+}
+
+/// `process_output_result`: returned messages are reconciled with the response, and the
+/// summary's text follows.
+pub(crate) async fn output_result(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    summary: &mut RunSummary,
+) -> Result<(), Halt> {
+    for (p, slot) in chain.with(Hook::OutputResult) {
+        let id = p.dyn_id();
+        let args = OutputResultArgs {
+            messages: s.list.response().cloned().collect(),
+            result: &*summary,
+            message_list: &mut s.list,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            retry_count: s.retry_count,
+            report: &s.report,
+        };
+        let call = call(
+            id,
+            Hook::OutputResult,
+            &s.report,
+            p.dyn_process_output_result(args),
+        );
+        if let Some(OutputOutcome::Messages(ms)) = call.await? {
+            let view = ids(s.list.response());
+            s.list
+                .reconcile(&view, ms, MessageSource::Response)
+                .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))?;
+            summary.text = response_text(&s.list);
+        }
+    }
+    Ok(())
+}
+
+/// `process_api_error`: the input, output, then error processors are asked in order; the
+/// first that asks for a retry wins. Returns whether one did.
+pub(crate) async fn api_error(
+    chains: [&Chain<'_>; 3],
+    s: &mut Scope,
+    error: &ApiError,
+    step_number: u32,
+    retry_count: u32,
+) -> Result<bool, Halt> {
+    for (p, slot) in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
+        let args = ApiErrorArgs {
+            error,
+            step_number,
+            steps: &s.steps,
+            message_list: &mut s.list,
+            state: s.states.get_mut(slot),
+            request_context: &s.cx,
+            retry_count,
+            report: &s.report,
+        };
+        let call = call(
+            p.dyn_id(),
+            Hook::ApiError,
+            &s.report,
+            p.dyn_process_api_error(args),
+        );
+        if call.await? == Some(ApiErrorAction::Retry) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,216 @@
+//! The runner: each hook's chain over a processor list, and the stream driver.
+//!
+//! Every hook call goes through [`call`]: it runs the hook in a tracing span, catches a panic,
+//! reports a warning, and turns an abort or a failure into a [`Halt`]. One function per hook
+//! ([`hooks`]) runs the processors that have the hook in list order and applies what each
+//! returns; [`stream`] runs the per-chunk chain and hands chunks to the consumer. The agent
+//! loop (`agent::run`) calls these and decides what a halt means for the run. The semantics
+//! are those of `docs/semantics.md`.
+
+pub(crate) mod hooks;
+pub(crate) mod outbox;
+pub(crate) mod stream;
+pub(crate) mod workflow;
+
+use crate::context::RequestContext;
+use crate::message::{Message, MessageList};
+use crate::processor::state::StateMap;
+use crate::processor::{DynProcessor, Hook, ProcessorError, Reporter};
+use crate::step::StepResult;
+use crate::tripwire::TripWire;
+use futures::FutureExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use tracing::Instrument;
+
+/// Why a hook call failed (an abort is not a failure: it is a [`TripWire`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookError {
+    /// A hook returned an error.
+    #[error("processor `{id}` failed in {hook}: {source}")]
+    Failed {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// Its error.
+        #[source]
+        source: crate::BoxError,
+    },
+    /// A hook panicked; the run stopped and saved nothing.
+    #[error(
+        "processor `{id}` panicked in {hook}: {message}; the run was stopped and nothing was saved"
+    )]
+    Panicked {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// The panic message.
+        message: String,
+    },
+    /// A hook returned a result the run cannot use.
+    #[error("processor `{id}` returned an invalid result from {hook}: {reason}")]
+    InvalidResult {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two processors share an id (and so their state) but not a state type.
+    #[error(
+        "processors share the id `{id}` but not a state type (`{first}` and `{second}`); give one of them another id"
+    )]
+    StateConflict {
+        /// The shared id.
+        id: String,
+        /// The first state type.
+        first: &'static str,
+        /// The second.
+        second: &'static str,
+    },
+}
+
+impl HookError {
+    pub(crate) fn invalid(id: &str, hook: Hook, reason: impl ToString) -> Self {
+        HookError::InvalidResult {
+            id: id.to_owned(),
+            hook,
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn panicked(id: &str, hook: Hook, payload: &(dyn std::any::Any + Send)) -> Self {
+        HookError::Panicked {
+            id: id.to_owned(),
+            hook,
+            message: panic_message(payload),
+        }
+    }
+}
+
+/// Why a chain stopped: a processor aborted, or a hook failed.
+#[derive(Debug)]
+pub(crate) enum Halt {
+    Abort(TripWire),
+    Failed(HookError),
+}
+
+impl From<HookError> for Halt {
+    fn from(e: HookError) -> Self {
+        Halt::Failed(e)
+    }
+}
+
+impl From<Halt> for ProcessorError {
+    /// What a processor that runs others (a workflow) returns when one of them halts: the
+    /// abort again, with the inner processor's id, or the failure as its own.
+    fn from(h: Halt) -> Self {
+        match h {
+            Halt::Abort(tw) => ProcessorError::Abort(tw.into()),
+            Halt::Failed(e) => ProcessorError::Failed(Box::new(e)),
+        }
+    }
+}
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// Calls one processor's hook: in a tracing span, with its panic caught. A warning is
+/// reported and gives `None`; an abort or a failure halts.
+pub(crate) async fn call<T>(
+    id: &str,
+    hook: Hook,
+    report: &Reporter,
+    fut: impl Future<Output = Result<T, ProcessorError>>,
+) -> Result<Option<T>, Halt> {
+    let span = tracing::debug_span!("processor", id, hook = hook.name());
+    match AssertUnwindSafe(fut.instrument(span)).catch_unwind().await {
+        Ok(Ok(v)) => Ok(Some(v)),
+        Ok(Err(ProcessorError::Warning(a))) => {
+            report.violation(&a.into_tripwire(id), crate::processor::ViolationKind::Warn);
+            Ok(None)
+        }
+        Ok(Err(ProcessorError::Abort(a))) => Err(Halt::Abort(a.into_tripwire(id))),
+        Ok(Err(ProcessorError::Failed(source))) => Err(Halt::Failed(HookError::Failed {
+            id: id.to_owned(),
+            hook,
+            source,
+        })),
+        Err(panic) => Err(Halt::Failed(HookError::panicked(id, hook, &*panic))),
+    }
+}
+
+/// A processor list of a run, each processor with its state slot.
+pub(crate) struct Chain<'p> {
+    entries: Vec<(&'p dyn DynProcessor, usize)>,
+}
+
+impl<'p> Chain<'p> {
+    /// Binds each processor to its state slot (processors with one id share one).
+    pub(crate) fn bind(
+        processors: &[&'p dyn DynProcessor],
+        states: &mut StateMap,
+    ) -> Result<Self, HookError> {
+        let entries = processors
+            .iter()
+            .map(|&p| {
+                let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
+                    id: c.id,
+                    first: c.first,
+                    second: c.second,
+                })?;
+                Ok((p, slot))
+            })
+            .collect::<Result<_, HookError>>()?;
+        Ok(Chain { entries })
+    }
+
+    /// The processors that have `hook`, in order, with their slots.
+    pub(crate) fn with(
+        &self,
+        hook: Hook,
+    ) -> impl Iterator<Item = (&'p dyn DynProcessor, usize)> + '_ {
+        self.entries
+            .iter()
+            .copied()
+            .filter(move |(p, _)| p.dyn_hooks().contains(hook))
+    }
+
+    /// Whether a processor of the list has `hook`.
+    pub(crate) fn has(&self, hook: Hook) -> bool {
+        self.with(hook).next().is_some()
+    }
+
+    /// The state slots, in order.
+    pub(crate) fn slots(&self) -> Vec<usize> {
+        self.entries.iter().map(|&(_, s)| s).collect()
+    }
+}
+
+/// What every hook call of a run shares: the states, the conversation, the request's
+/// context, where violations go, the steps so far, and the retry count.
+pub(crate) struct Scope {
+    pub(crate) states: StateMap,
+    pub(crate) list: MessageList,
+    pub(crate) cx: RequestContext,
+    pub(crate) report: Reporter,
+    pub(crate) steps: Vec<StepResult>,
+    pub(crate) retry_count: u32,
+}
+
+/// The ids of messages.
+pub(crate) fn ids<'a>(ms: impl Iterator<Item = &'a Message>) -> Vec<String> {
+    ms.map(|m| m.id.clone()).collect()
+}

@@ -1,0 +1,113 @@
+//! Where a run's chunks go: a queue the consumer (an [`AgentStream`](crate::agent::AgentStream))
+//! takes from, filled in batches.
+
+use crate::chunk::{Chunk, ChunkKind, RunId};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+/// How many chunks the run may get ahead of its consumer before it waits.
+pub(crate) const AHEAD: usize = 32;
+
+/// The chunks the run has produced and the consumer has not taken yet.
+///
+/// The run queues chunks without suspending; it lets the consumer catch up when `AHEAD`
+/// chunks wait, and whenever it waits on something else (the model, a slow processor), the
+/// consumer takes what is queued. So chunks reach the consumer as soon as they exist, and
+/// the run suspends once per `AHEAD` chunks rather than once per chunk.
+#[derive(Default)]
+pub(crate) struct Slot(Mutex<VecDeque<Chunk>>);
+
+impl Slot {
+    /// Queues several chunks under one lock; true when the consumer should catch up.
+    pub(crate) fn push_all(&self, chunks: impl Iterator<Item = Chunk>) -> bool {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        q.extend(chunks);
+        q.len() >= AHEAD
+    }
+
+    /// Moves every queued chunk into `into`, which is empty.
+    pub(crate) fn take_all(&self, into: &mut VecDeque<Chunk>) {
+        let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::swap(&mut *q, into);
+    }
+}
+
+/// Suspends the run once, so that the consumer takes the queued chunks.
+pub(crate) async fn catch_up() {
+    YieldOnce(false).await
+}
+
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            // No waker: `AgentStream::poll_next` finds the queued chunks and returns them;
+            // the consumer's next poll resumes the run.
+            self.0 = true;
+            Poll::Pending
+        }
+    }
+}
+
+/// The run's side of the queue: chunks batched without suspending, handed over together.
+pub(crate) struct Outbox {
+    pub(crate) run_id: RunId,
+    /// The consumer's queue; `None` for `generate()`, which keeps no chunk.
+    slot: Option<Arc<Slot>>,
+    /// Chunks produced without waiting, handed over together.
+    batch: Vec<Chunk>,
+}
+
+impl Outbox {
+    pub(crate) fn new(run_id: RunId, slot: Option<Arc<Slot>>) -> Self {
+        Outbox {
+            run_id,
+            slot,
+            batch: Vec::with_capacity(AHEAD),
+        }
+    }
+
+    /// Batches a chunk for the consumer.
+    #[inline]
+    pub(crate) fn push(&mut self, chunk: Chunk) {
+        if self.slot.is_some() {
+            self.batch.push(chunk);
+        }
+    }
+
+    /// How many chunks are batched.
+    #[inline]
+    pub(crate) fn batched(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Hands a chunk to the consumer, after the ones batched before it.
+    pub(crate) async fn deliver(&mut self, kind: ChunkKind) {
+        let chunk = Chunk::new(self.run_id.clone(), kind);
+        self.push(chunk);
+        self.hand_over().await;
+    }
+
+    /// Hands the batched chunks to the consumer, and lets it catch up when enough wait.
+    pub(crate) async fn hand_over(&mut self) {
+        if self.flush() {
+            catch_up().await;
+        }
+    }
+
+    /// Hands the batched chunks to the consumer (before the run may wait); true when the
+    /// consumer should catch up.
+    pub(crate) fn flush(&mut self) -> bool {
+        match &self.slot {
+            Some(slot) if !self.batch.is_empty() => slot.push_all(self.batch.drain(..)),
+            _ => false,
+        }
+    }
+}

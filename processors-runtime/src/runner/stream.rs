@@ -1,0 +1,331 @@
+//! The stream driver: runs each chunk through the output stream chain and hands what passes to
+//! the consumer, accounting what the step produced.
+//!
+//! Plain chunks (text, reasoning, tool-call deltas) of a chain whose hooks never wait are
+//! pulled from the model and processed without suspending the run ([`pump`]); the rest take
+//! the general path ([`StreamDriver::emit`]).
+
+use super::outbox::{AHEAD, Outbox};
+use super::{Halt, HookError, Scope};
+use crate::chunk::{Chunk, ChunkKind};
+use crate::message::{Part, ToolCall};
+use crate::model::{ApiError, ModelStream};
+use crate::processor::{DynPipeline, Flow, Hook, Pipeline, StreamCx};
+use futures::FutureExt;
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll};
+
+/// The stream chain of a run: the agent's static list or a per-call dynamic one.
+pub(crate) enum StreamList<'a, O> {
+    Static(&'a O),
+    Dynamic(&'a DynPipeline),
+}
+
+impl<O: Pipeline> StreamList<'_, O> {
+    async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+        match self {
+            StreamList::Static(p) => p.run_output_stream(cx, chunk, start).await,
+            StreamList::Dynamic(p) => p.run_output_stream(cx, chunk, start).await,
+        }
+    }
+
+    fn is_sync(&self) -> bool {
+        match self {
+            StreamList::Static(p) => p.stream_is_sync(),
+            StreamList::Dynamic(p) => p.stream_is_sync(),
+        }
+    }
+
+    fn run_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+        match self {
+            StreamList::Static(p) => p.run_output_stream_now(cx, chunk, start),
+            StreamList::Dynamic(p) => p.run_output_stream_now(cx, chunk, start),
+        }
+    }
+
+    /// The id of the processor at `pos`.
+    fn id_at(&self, pos: usize) -> String {
+        let mut list = Vec::new();
+        match self {
+            StreamList::Static(p) => p.collect(&mut list),
+            StreamList::Dynamic(p) => p.collect(&mut list),
+        }
+        list.get(pos).map_or("agent", |p| p.dyn_id()).to_owned()
+    }
+}
+
+/// What a step accumulates from the chunks that reached the client.
+#[derive(Default)]
+pub(crate) struct StepAcc {
+    pub(crate) text: String,
+    pub(crate) reasoning: String,
+    pub(crate) data: Vec<Part>,
+    pub(crate) tool_calls: Vec<ToolCall>,
+    /// The delivered chunks as model chunks, when a `process_llm_response` hook wants them.
+    pub(crate) delivered: Option<Vec<ChunkKind>>,
+}
+
+impl StepAcc {
+    fn account(&mut self, c: &Chunk) {
+        if let Some(d) = &mut self.delivered {
+            match &c.kind {
+                ChunkKind::StepStart { .. } => {}
+                ChunkKind::StepFinish {
+                    finish_reason,
+                    usage,
+                } => d.push(ChunkKind::Finish {
+                    finish_reason: *finish_reason,
+                    usage: *usage,
+                }),
+                other => d.push(other.clone()),
+            }
+        }
+        match &c.kind {
+            ChunkKind::TextDelta { text, .. } => self.text.push_str(text),
+            ChunkKind::ReasoningDelta { text, .. } => self.reasoning.push_str(text),
+            ChunkKind::Data {
+                name,
+                data,
+                transient: false,
+            } => self.data.push(Part::Data {
+                name: name.clone(),
+                data: data.clone(),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// What the stream chain needs of the run and of the driver.
+macro_rules! stream_cx {
+    ($d:ident, $s:ident) => {
+        StreamCx {
+            states: &mut $s.states,
+            slots: &$d.slots,
+            histories: &mut $d.histories,
+            message_list: &$s.list,
+            request_context: &$s.cx,
+            retry_count: $s.retry_count,
+            written: &mut $d.written,
+            pending: Some(&mut $d.pending),
+            report: &$s.report,
+            current: 0,
+        }
+    };
+}
+
+/// The output stream side of a run: the chain, its state slots and histories, and what the
+/// current step accumulated.
+pub(crate) struct StreamDriver<'a, O> {
+    list: StreamList<'a, O>,
+    slots: Vec<usize>,
+    histories: Vec<Vec<Chunk>>,
+    written: Vec<ChunkKind>,
+    pending: VecDeque<(usize, ChunkKind)>,
+    /// Whether a processor of the chain has a stream hook.
+    active: bool,
+    /// Whether every stream hook of the chain runs without a future.
+    sync: bool,
+    pub(crate) acc: StepAcc,
+}
+
+impl<'a, O: Pipeline> StreamDriver<'a, O> {
+    /// A driver for `list`, whose processors have the state slots `slots`.
+    pub(crate) fn new(list: StreamList<'a, O>, slots: Vec<usize>, active: bool) -> Self {
+        StreamDriver {
+            sync: list.is_sync(),
+            histories: vec![Vec::new(); slots.len()],
+            list,
+            slots,
+            written: Vec::new(),
+            pending: VecDeque::new(),
+            active,
+            acc: StepAcc::default(),
+        }
+    }
+
+    /// The error of a processor that panicked at position `current` of the chain.
+    fn panicked(&self, current: usize, panic: &(dyn std::any::Any + Send)) -> Halt {
+        Halt::Failed(HookError::panicked(
+            &self.list.id_at(current),
+            Hook::OutputStream,
+            panic,
+        ))
+    }
+
+    /// What becomes of a chunk once the chain has run: it is accounted and batched for the
+    /// client, dropped, or the abort halts.
+    #[inline(always)]
+    fn settle(&mut self, out: &mut Outbox, flow: Flow, chunk: Chunk) -> Result<(), Halt> {
+        match flow {
+            Flow::Continue | Flow::Emit => {
+                self.acc.account(&chunk);
+                out.push(chunk);
+                Ok(())
+            }
+            Flow::Drop => Ok(()),
+            Flow::Abort(tw) => Err(Halt::Abort(tw)),
+        }
+    }
+
+    /// Sends a chunk through the stream processors (unless `through` is false) and on to the
+    /// client, then any data chunks the processors wrote (each from just after its writer).
+    pub(crate) async fn emit(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        kind: ChunkKind,
+        through: bool,
+    ) -> Result<(), Halt> {
+        if !through || !self.active || self.sync {
+            self.emit_now(s, out, kind, through)?;
+        } else {
+            self.emit_waiting(s, out, kind).await?;
+        }
+        out.hand_over().await;
+        Ok(())
+    }
+
+    /// `emit` through a chain with hooks that may wait.
+    async fn emit_waiting(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        kind: ChunkKind,
+    ) -> Result<(), Halt> {
+        let mut next = Some((0, Chunk::new(out.run_id.clone(), kind)));
+        while let Some((start, mut chunk)) = next.take() {
+            let mut scx = stream_cx!(self, s);
+            // One unwind guard for the whole chain; `current` names the processor.
+            let ran = AssertUnwindSafe(self.list.run(&mut scx, &mut chunk, start))
+                .catch_unwind()
+                .await;
+            let current = scx.current;
+            let flow = ran.map_err(|panic| self.panicked(current, &*panic))?;
+            self.settle(out, flow, chunk)?;
+            // Hand over before the next chunk's hooks may make the run wait.
+            out.hand_over().await;
+            next = self
+                .pending
+                .pop_front()
+                .map(|(start, kind)| (start, Chunk::new(out.run_id.clone(), kind)));
+        }
+        Ok(())
+    }
+
+    /// `emit` for a chunk of a chain that never waits: runs it and batches what passes, then
+    /// the data chunks the processors wrote (each from just after its writer).
+    #[inline]
+    fn emit_now(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        kind: ChunkKind,
+        through: bool,
+    ) -> Result<(), Halt> {
+        let chunk = Chunk::new(out.run_id.clone(), kind);
+        self.one_now(s, out, chunk, 0, through)?;
+        while let Some((start, kind)) = self.pending.pop_front() {
+            let chunk = Chunk::new(out.run_id.clone(), kind);
+            self.one_now(s, out, chunk, start, through)?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn one_now(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        mut chunk: Chunk,
+        start: usize,
+        through: bool,
+    ) -> Result<(), Halt> {
+        let flow = if through && self.active {
+            let mut scx = stream_cx!(self, s);
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.list.run_now(&mut scx, &mut chunk, start)
+            }));
+            let current = scx.current;
+            ran.map_err(|panic| self.panicked(current, &*panic))?
+        } else {
+            Flow::Continue
+        };
+        self.settle(out, flow, chunk)
+    }
+}
+
+/// What the streaming loop stopped on.
+pub(crate) enum Pulled {
+    /// A chunk for the general path (finish, tool calls, errors, or any chunk when the chain
+    /// waits).
+    Item(Result<ChunkKind, ApiError>),
+    /// The model's stream ended.
+    End,
+    /// Enough chunks are batched: let the consumer catch up.
+    Full,
+    /// The chain halted.
+    Halted(Halt),
+}
+
+/// Where the plain chunks a [`pump`] pulls go.
+pub(crate) struct PumpCx<'x, 'a, O> {
+    pub(crate) driver: &'x mut StreamDriver<'a, O>,
+    pub(crate) scope: &'x mut Scope,
+    pub(crate) out: &'x mut Outbox,
+    /// The model chunks, kept for `process_llm_response` when it is wanted.
+    pub(crate) raw: Option<&'x mut Vec<ChunkKind>>,
+    /// Whether chunks go through the stream processors (not for a replayed response).
+    pub(crate) through: bool,
+}
+
+/// Pulls model chunks and runs them through a chain that never waits, without suspending,
+/// until a chunk needs the general path, the batch is full, or the model has nothing ready
+/// (then the batch goes to the consumer before the run waits).
+pub(crate) fn pump<O: Pipeline>(
+    cx: &mut Context<'_>,
+    stream: &mut ModelStream,
+    p: &mut PumpCx<'_, '_, O>,
+) -> Poll<Pulled> {
+    let fast = !p.through || !p.driver.active || p.driver.sync;
+    loop {
+        if p.out.batched() >= AHEAD {
+            p.out.flush();
+            return Poll::Ready(Pulled::Full);
+        }
+        let kind = match stream.as_mut().poll_next(cx) {
+            Poll::Pending => {
+                p.out.flush();
+                return Poll::Pending;
+            }
+            Poll::Ready(None) => return Poll::Ready(Pulled::End),
+            Poll::Ready(Some(Ok(kind))) => kind,
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Pulled::Item(Err(e))),
+        };
+        let plain = matches!(
+            kind,
+            ChunkKind::TextDelta { .. }
+                | ChunkKind::TextStart { .. }
+                | ChunkKind::TextEnd { .. }
+                | ChunkKind::ReasoningDelta { .. }
+                | ChunkKind::ReasoningStart { .. }
+                | ChunkKind::ReasoningEnd { .. }
+                | ChunkKind::ToolCallDelta { .. }
+        );
+        if !(fast && plain) {
+            return Poll::Ready(Pulled::Item(Ok(kind)));
+        }
+        if let Some(raw) = &mut p.raw {
+            raw.push(kind.clone());
+        }
+        if let Err(halt) = p.driver.emit_now(p.scope, p.out, kind, p.through) {
+            return Poll::Ready(Pulled::Halted(halt));
+        }
+    }
+}
+
+/// A cached response as a model stream.
+pub(crate) fn replay(chunks: Vec<ChunkKind>) -> ModelStream {
+    Box::pin(futures::stream::iter(chunks.into_iter().map(Ok)))
+}
