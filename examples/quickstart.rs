@@ -1,5 +1,6 @@
 //! An agent with an input processor, a streaming redaction processor and a guardrail that
-//! retries, on the offline scripted model.
+//! retries, on the offline scripted model: processors written with `#[processor]`, the agent
+//! declared with `agent!`.
 //!
 //! Run with `cargo run --example quickstart`.
 
@@ -7,93 +8,52 @@ use futures::StreamExt;
 use processors::prelude::*;
 
 /// Collapses runs of whitespace in the user's input.
-struct NormalizeWhitespace;
-
-impl Processor for NormalizeWhitespace {
-    type State = ();
-    const HOOKS: Hooks = Hooks::INPUT;
-
-    fn id(&self) -> &str {
-        "normalize-whitespace"
+#[processor(input)]
+fn normalize_whitespace(mut messages: Vec<Message>) -> Vec<Message> {
+    for m in &mut messages {
+        let text = m.text().split_whitespace().collect::<Vec<_>>().join(" ");
+        m.set_text(text);
     }
-
-    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
-        let mut messages = args.messages;
-        for m in &mut messages {
-            let text = m.text().split_whitespace().collect::<Vec<_>>().join(" ");
-            m.set_text(text);
-        }
-        Ok(messages.into())
-    }
+    messages
 }
-impl InputProcessor for NormalizeWhitespace {}
 
 /// Redacts API keys (`sk-…`) as they stream; counts redactions in its per-request state.
 struct RedactKeys;
 
-impl Processor for RedactKeys {
-    type State = usize;
-    const HOOKS: Hooks = Hooks::OUTPUT_STREAM.with(Hooks::OUTPUT_RESULT);
-
-    fn id(&self) -> &str {
-        "redact-keys"
-    }
-
-    async fn process_output_stream(
-        &self,
-        args: OutputStreamArgs<'_, usize>,
-    ) -> Result<StreamAction, ProcessorError> {
-        let Some(text) = args.chunk.text_delta() else {
-            return Ok(StreamAction::Pass);
+#[processor]
+impl RedactKeys {
+    fn process_output_stream(&self, chunk: &Chunk, state: &mut usize) -> StreamAction {
+        let Some(text) = chunk.text_delta() else {
+            return StreamAction::Pass;
         };
         if !text.contains("sk-") {
-            return Ok(StreamAction::Pass);
+            return StreamAction::Pass;
         }
-        *args.state += 1;
+        *state += 1;
         let redacted = text
             .split(' ')
             .map(|w| if w.starts_with("sk-") { "[key]" } else { w })
             .collect::<Vec<_>>()
             .join(" ");
-        Ok(args.chunk.clone().map_text(|_| redacted).into())
+        chunk.clone().map_text(|_| redacted).into()
     }
 
-    async fn process_output_result(
-        &self,
-        args: OutputResultArgs<'_, usize>,
-    ) -> Result<OutputOutcome, ProcessorError> {
-        println!("\n[redact-keys] redacted {} chunk(s)", args.state);
-        Ok(OutputOutcome::Unchanged)
+    fn process_output_result(&self, state: &mut usize) {
+        println!("\n[redact-keys] redacted {state} chunk(s)");
     }
 }
-impl OutputProcessor for RedactKeys {}
 
-/// Rejects answers that apologise, asking the model to try again.
-struct NoApologies;
-
-impl Processor for NoApologies {
-    type State = ();
-    const HOOKS: Hooks = Hooks::OUTPUT_STEP;
-
-    fn id(&self) -> &str {
-        "no-apologies"
+/// Rejects answers that apologise, asking the model to try again with the reason.
+#[processor(output_step)]
+fn no_apologies(text: &str, abort: Abort) -> Result<(), ProcessorError> {
+    if text.to_lowercase().contains("sorry") {
+        return Err(abort
+            .reason("answer without apologising")
+            .retry(true)
+            .into());
     }
-
-    async fn process_output_step(
-        &self,
-        args: OutputStepArgs<'_, ()>,
-    ) -> Result<OutputOutcome, ProcessorError> {
-        if args.text.to_lowercase().contains("sorry") {
-            return Err(args
-                .abort()
-                .reason("answer without apologising")
-                .retry(true)
-                .into());
-        }
-        Ok(OutputOutcome::Unchanged)
-    }
+    Ok(())
 }
-impl OutputProcessor for NoApologies {}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), AgentError> {
@@ -109,16 +69,16 @@ async fn main() -> Result<(), AgentError> {
         .usage(42, 12),
     ]);
 
-    let agent = Agent::builder()
-        .name("support")
-        .instructions("You are a helpful assistant.")
-        .model(model.clone())
-        .input(NormalizeWhitespace)
-        .output(RedactKeys)
-        .output(NoApologies)
-        .max_processor_retries(2)
-        .build()
-        .expect("a valid agent");
+    // Checked at compile time: each processor is in a list it has a hook for, no two share
+    // an id, and a processor can ask for the retries `max_processor_retries` allows.
+    let agent = agent! {
+        name: "support",
+        instructions: "You are a helpful assistant.",
+        model: model.clone(),
+        input: [NormalizeWhitespace],
+        output: [RedactKeys, NoApologies],
+        max_processor_retries: 2,
+    };
 
     let mut stream = agent.stream("  is   my key   set? ");
     while let Some(chunk) = stream.next().await {

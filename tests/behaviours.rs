@@ -23,7 +23,7 @@ fn tool_then_text(text: &str) -> [Turn; 2] {
 // ---------------------------------------------------------------------------------------------
 // Input side
 
-both!(b01_two_input_processors_append_in_order, |path| {
+on_every_path!(b01_two_input_processors_append_in_order, |path| {
     let m = model([Turn::text("ok")]);
     let append = |id: &'static str| {
         Probe::new(id).input(move |a| {
@@ -62,7 +62,7 @@ impl Processor for Sleeper {
 }
 impl InputProcessor for Sleeper {}
 
-both!(b02_async_processors_never_overlap, |path| {
+on_every_path!(b02_async_processors_never_overlap, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let agent = build_agent!(path, model: m, input: [
@@ -73,7 +73,7 @@ both!(b02_async_processors_never_overlap, |path| {
     assert_eq!(log.entries(), ["a start", "a end", "b start", "b end"]);
 });
 
-both!(b03_abort_in_input_stops_the_chain, |path| {
+on_every_path!(b03_abort_in_input_stops_the_chain, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let l = log.clone();
@@ -93,7 +93,7 @@ both!(b03_abort_in_input_stops_the_chain, |path| {
     assert_eq!(types(&chunks), ["tripwire"]);
 });
 
-both!(b04_abort_without_reason_names_the_processor, |path| {
+on_every_path!(b04_abort_without_reason_names_the_processor, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, input: [
         Probe::new("quiet-guard").input(|a| Err(a.abort().into())),
@@ -123,7 +123,7 @@ impl Processor for OnlyInputStep {
 
 impl InputProcessor for OnlyInputStep {}
 
-both!(b05_processor_without_the_hook_is_skipped, |path| {
+on_every_path!(b05_processor_without_the_hook_is_skipped, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
@@ -136,7 +136,7 @@ both!(b05_processor_without_the_hook_is_skipped, |path| {
     assert_eq!(log.entries(), ["a", "b"]);
 });
 
-both!(
+on_every_path!(
     b06_process_input_sees_only_new_input_and_system_apart,
     |path| {
         let store = InMemoryStore::new();
@@ -166,7 +166,7 @@ both!(
     }
 );
 
-both!(b07_returned_system_messages_replace_untagged_ones, |path| {
+on_every_path!(b07_returned_system_messages_replace_untagged_ones, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, input: [
         Probe::new("sys").input(|a| {
@@ -187,7 +187,7 @@ both!(b07_returned_system_messages_replace_untagged_ones, |path| {
     assert_eq!(texts_of(prompt, Role::User), ["hi"]);
 });
 
-both!(b08_input_once_input_step_every_call_and_growing, |path| {
+on_every_path!(b08_input_once_input_step_every_call_and_growing, |path| {
     let m = model(tool_then_text("sunny"));
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
@@ -204,7 +204,7 @@ both!(b08_input_once_input_step_every_call_and_growing, |path| {
     assert_eq!(log.entries(), ["input 1", "step 0 sees 1", "step 1 sees 3"]);
 });
 
-both!(b09_input_step_results_chain, |path| {
+on_every_path!(b09_input_step_results_chain, |path| {
     let m = model([Turn::text("from the first model")]);
     let m2 = ScriptedModel::new([Turn::text("from the chosen model")]).named("chosen");
     let chosen: Arc<dyn LanguageModel> = Arc::new(m2.clone());
@@ -239,7 +239,7 @@ both!(b09_input_step_results_chain, |path| {
     assert_eq!(req.settings.temperature, Some(0.2));
 });
 
-both!(
+on_every_path!(
     b10_empty_result_changes_nothing_partial_changes_what_it_names,
     |path| {
         let m = model([Turn::text("ok")]);
@@ -262,7 +262,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     b11_returned_tools_replace_the_set_and_active_tools_filter,
     |path| {
         let m = model([Turn::text("one"), Turn::text("two")]);
@@ -299,7 +299,7 @@ both!(
     }
 );
 
-both!(b12_step_system_message_lasts_one_step, |path| {
+on_every_path!(b12_step_system_message_lasts_one_step, |path| {
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("sys").input_step(|a| {
@@ -318,7 +318,7 @@ both!(b12_step_system_message_lasts_one_step, |path| {
     assert_eq!(texts_of(&reqs[1].prompt, Role::System), ["You are a test."]);
 });
 
-both!(b13_input_step_sees_the_steps_so_far, |path| {
+on_every_path!(b13_input_step_sees_the_steps_so_far, |path| {
     let m = model(tool_then_text("done"));
     let log = Log::new();
     let l = log.clone();
@@ -329,7 +329,7 @@ both!(b13_input_step_sees_the_steps_so_far, |path| {
     assert_eq!(log.entries(), ["0:0", "1:1"]);
 });
 
-both!(
+on_every_path!(
     b14_prepare_step_runs_after_input_processors_as_prepare_step,
     |path| {
         let m = model([Turn::text("ok"), Turn::text("ok")]);
@@ -361,7 +361,7 @@ both!(
 // ---------------------------------------------------------------------------------------------
 // Stream side
 
-both!(
+on_every_path!(
     b15_upper_filter_last_chain_and_dropped_chunks_skip_later,
     |path| {
         let m = model([Turn::deltas(["hello", "drop"])]);
@@ -387,7 +387,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     b16_held_back_chunks_are_emitted_from_stream_history,
     |path| {
         let m = model([Turn::deltas(["Hel", "lo", " world."])]);
@@ -406,7 +406,7 @@ both!(
     }
 );
 
-both!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
+on_every_path!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
     let m = model([Turn::deltas(["a", "b", "c", "d"])]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("length").stream(|a| {
@@ -426,7 +426,7 @@ both!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
     assert_eq!(result.unwrap().tripwire.unwrap().reason, "too long");
 });
 
-both!(
+on_every_path!(
     b18_state_persists_per_processor_and_is_fresh_per_run,
     |path| {
         let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
@@ -454,7 +454,7 @@ both!(
     }
 );
 
-both!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
+on_every_path!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
     let m = model([Turn::deltas(["a", "x1", "b", "x2", "c"])]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("drop-x").stream(|a| Ok(match a.chunk.text_delta() {
@@ -468,7 +468,7 @@ both!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
     assert_eq!(result.unwrap().text, "abc");
 });
 
-both!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
+on_every_path!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
     let m = model([Turn::deltas(["fine", "bad", "never"])]);
     let log = Log::new();
     let l = log.clone();
@@ -512,7 +512,7 @@ both!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
     assert_eq!(json["payload"]["processorId"], "guard");
 });
 
-both!(
+on_every_path!(
     b21_failing_stream_processor_passes_the_original_chunk,
     |path| {
         let m = model([Turn::deltas(["a", "b", "c"])]);
@@ -542,7 +542,7 @@ fn data(name: &str, value: Value, transient: bool) -> ChunkKind {
     }
 }
 
-both!(b22_data_chunks_reach_only_opted_in_processors, |path| {
+on_every_path!(b22_data_chunks_reach_only_opted_in_processors, |path| {
     let m = model([Turn::text("hello")
         .chunk(data("progress", json!(1), false))
         .chunk(data("secret", json!("s"), false))
@@ -616,7 +616,7 @@ both!(b22_data_chunks_reach_only_opted_in_processors, |path| {
     );
 });
 
-both!(b22_opted_in_processor_can_abort_on_data, |path| {
+on_every_path!(b22_opted_in_processor_can_abort_on_data, |path| {
     let m = model([Turn::text("hello").chunk(data("bad", json!(0), false))]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("data-guard").data_parts().stream(|a| {
@@ -628,7 +628,7 @@ both!(b22_opted_in_processor_can_abort_on_data, |path| {
     assert_eq!(r.tripwire.unwrap().processor_id, "data-guard");
 });
 
-both!(
+on_every_path!(
     b23_tool_calls_finish_never_reaches_stream_processors,
     |path| {
         let m = model(tool_then_text("done"));
@@ -654,7 +654,7 @@ both!(
     }
 );
 
-both!(b24_stream_processors_read_remembered_messages, |path| {
+on_every_path!(b24_stream_processors_read_remembered_messages, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
@@ -691,7 +691,7 @@ fn reject_bad(retry: bool) -> Probe {
     })
 }
 
-both!(b25_output_step_abort_without_retry, |path| {
+on_every_path!(b25_output_step_abort_without_retry, |path| {
     let m = model([Turn::text("bad answer")]);
     let agent = build_agent!(path, model: m, output: [reject_bad(false)]);
     let r = generate(&*agent, "hi").await;
@@ -706,7 +706,7 @@ both!(b25_output_step_abort_without_retry, |path| {
     assert_eq!(r.steps[0].finish_reason, FinishReason::Tripwire);
 });
 
-both!(b26_retry_with_feedback_then_accept, |path| {
+on_every_path!(b26_retry_with_feedback_then_accept, |path| {
     let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 3, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
@@ -724,7 +724,7 @@ both!(b26_retry_with_feedback_then_accept, |path| {
     assert!(r.tripwire.is_none());
 });
 
-both!(
+on_every_path!(
     b27_retry_count_counts_consecutive_retries_and_resets,
     |path| {
         let m = model([
@@ -750,7 +750,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     b28_retries_run_out_and_the_result_carries_the_tripwire,
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
@@ -763,7 +763,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     b29_retry_without_a_limit_is_an_abort_with_a_warning,
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
@@ -780,7 +780,7 @@ both!(
     }
 );
 
-both!(b30_retry_from_input_step_reruns_the_step, |path| {
+on_every_path!(b30_retry_from_input_step_reruns_the_step, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 2, input: [
         Probe::new("pre").input_step(|a| {
@@ -802,7 +802,7 @@ both!(b30_retry_from_input_step_reruns_the_step, |path| {
     );
 });
 
-both!(b31_retries_do_not_consume_max_steps, |path| {
+on_every_path!(b31_retries_do_not_consume_max_steps, |path| {
     let m = model([Turn::text("bad"), Turn::text("good")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 2, max_steps: 1, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
@@ -820,7 +820,7 @@ fn rejecting(calls_ok_after: usize) -> ScriptedModel {
     })
 }
 
-both!(b32_api_error_processor_fixes_and_retries, |path| {
+on_every_path!(b32_api_error_processor_fixes_and_retries, |path| {
     let m = rejecting(1);
     let agent = build_agent!(path, model: m, error: [
         Probe::new("trim").api_error(|a| {
@@ -848,7 +848,7 @@ async fn calls_until_api_error(
     m.calls()
 }
 
-both!(b32_api_error_retry_limits, |path| {
+on_every_path!(b32_api_error_retry_limits, |path| {
     let always = || Probe::new("always").api_error(|_| Ok(ApiErrorAction::Retry));
     let m = rejecting(usize::MAX);
     let agent = build_agent!(path, model: m, error: [always()]);
@@ -870,7 +870,7 @@ both!(b32_api_error_retry_limits, |path| {
     );
 });
 
-both!(b33_per_call_max_processor_retries_wins, |path| {
+on_every_path!(b33_per_call_max_processor_retries_wins, |path| {
     let m = ScriptedModel::cycle([Turn::text("bad")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 1, output: [reject_bad(true)]);
     agent
@@ -880,7 +880,7 @@ both!(b33_per_call_max_processor_retries_wins, |path| {
     assert_eq!(m.calls(), 4);
 });
 
-both!(b34_input_step_abort_after_a_tool_step, |path| {
+on_every_path!(b34_input_step_abort_after_a_tool_step, |path| {
     let m = model(tool_then_text("never"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("budget").input_step(|a| {
@@ -903,7 +903,7 @@ both!(b34_input_step_abort_after_a_tool_step, |path| {
 // ---------------------------------------------------------------------------------------------
 // Request/response hooks
 
-both!(b35_llm_request_rewrites_only_this_call, |path| {
+on_every_path!(b35_llm_request_rewrites_only_this_call, |path| {
     let store = InMemoryStore::new();
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], memory: Memory::new(store.clone()), input: [
@@ -928,7 +928,7 @@ both!(b35_llm_request_rewrites_only_this_call, |path| {
     assert_eq!(saved[0].text(), "quiet please");
 });
 
-both!(b36_llm_request_response_short_circuits_the_model, |path| {
+on_every_path!(b36_llm_request_response_short_circuits_the_model, |path| {
     let m = model([Turn::text("from the model")]);
     let log = Log::new();
     let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
@@ -965,7 +965,7 @@ both!(b36_llm_request_response_short_circuits_the_model, |path| {
     assert_eq!(log.entries(), ["later llm_request ran", "from_cache=true"]);
 });
 
-both!(b37_tool_result_changed_before_history, |path| {
+on_every_path!(b37_tool_result_changed_before_history, |path| {
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
         Probe::new("scrub").tool_result(|a| {
@@ -1004,7 +1004,7 @@ fn thread() -> GenerateOptions {
     GenerateOptions::new().request_context(RequestContext::new().with_thread("thread-1", "user-1"))
 }
 
-both!(b38_memory_loads_first_and_saves_last, |path| {
+on_every_path!(b38_memory_loads_first_and_saves_last, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
@@ -1036,7 +1036,7 @@ both!(b38_memory_loads_first_and_saves_last, |path| {
     assert_eq!(saved, ["first", "one [checked]", "second", "two [checked]"]);
 });
 
-both!(b39_redacted_output_streams_and_is_saved, |path| {
+on_every_path!(b39_redacted_output_streams_and_is_saved, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::deltas(["my secret ", "is out"])]);
     let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
@@ -1051,7 +1051,7 @@ both!(b39_redacted_output_streams_and_is_saved, |path| {
     assert_eq!(saved[1].text(), "my [redacted] is out");
 });
 
-both!(b40_tripwire_saves_nothing_of_the_turn, |path| {
+on_every_path!(b40_tripwire_saves_nothing_of_the_turn, |path| {
     for place in ["input", "stream", "output_step", "output_result"] {
         let store = InMemoryStore::new();
         let m = ScriptedModel::cycle([Turn::text("answer")]);
@@ -1097,7 +1097,7 @@ both!(b40_tripwire_saves_nothing_of_the_turn, |path| {
     }
 });
 
-both!(
+on_every_path!(
     b41_per_call_lists_replace_the_agents_and_memory_still_runs,
     |path| {
         let store = InMemoryStore::new();
@@ -1131,7 +1131,7 @@ both!(
     }
 );
 
-both!(b43_processors_with_one_id_share_state, |path| {
+on_every_path!(b43_processors_with_one_id_share_state, |path| {
     let m = model([Turn::deltas(["a", "b"])]);
     let log = Log::new();
     let l = log.clone();

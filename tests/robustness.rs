@@ -20,7 +20,7 @@ fn thread() -> GenerateOptions {
     GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"))
 }
 
-both!(
+on_every_path!(
     panicking_stream_processor_ends_the_run_naming_it_and_saves_nothing,
     |path| {
         let store = InMemoryStore::new();
@@ -43,7 +43,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     panicking_input_processor_is_reported_with_its_hook,
     |path| {
         let m = model_text(["a"]);
@@ -61,7 +61,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     failing_non_stream_hook_ends_the_run_naming_the_processor,
     |path| {
         let m = model_text(["a"]);
@@ -77,7 +77,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     returned_messages_with_duplicate_ids_are_an_invalid_result,
     |path| {
         let m = model_text(["a"]);
@@ -99,7 +99,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     a_system_set_with_a_user_message_is_an_invalid_result,
     |path| {
         let m = model_text(["a"]);
@@ -117,7 +117,7 @@ both!(
     }
 );
 
-both!(unknown_active_tool_is_an_invalid_result, |path| {
+on_every_path!(unknown_active_tool_is_an_invalid_result, |path| {
     let m = model_text(["a"]);
     let agent = build_agent!(path, model: m, tools: [echo_tool("a")], input: [
         Probe::new("tools").input_step(|_| Ok(StepOverrides::new().active_tools(["nope"]))),
@@ -140,7 +140,7 @@ impl Processor for OtherState {
 }
 impl OutputProcessor for OtherState {}
 
-both!(one_id_with_two_state_types_is_refused, |path| {
+on_every_path!(one_id_with_two_state_types_is_refused, |path| {
     let m = model_text(["a"]);
     let agent = build_agent!(path, model: m, output: [Probe::new("shared"), OtherState]);
     let err = agent
@@ -409,7 +409,7 @@ async fn a_thread_of_another_resource_is_refused() {
     assert_eq!(m.calls(), 1, "no model call for the refused thread");
 }
 
-both!(
+on_every_path!(
     on_violation_fires_for_blocks_and_warnings_and_survives_a_panicking_callback,
     |path| {
         let m = model_text(["fine", "iffy", "bad"]);
@@ -453,6 +453,76 @@ fn builder_refuses_missing_model_and_misplaced_memory() {
     assert_eq!(err, Some(BuildError::MemoryNotLast));
     let err = base(&m).input(memory).build().err();
     assert_eq!(err, Some(BuildError::MemoryWithoutMemory("input")));
+}
+
+/// A processor with only `process_output_result`.
+struct OutputOnly(&'static str);
+
+impl Processor for OutputOnly {
+    type State = ();
+    const HOOKS: Hooks = Hooks::OUTPUT_RESULT;
+    fn id(&self) -> &str {
+        self.0
+    }
+}
+impl OutputProcessor for OutputOnly {}
+
+#[test]
+fn builder_refuses_a_processor_in_a_list_it_has_no_hook_for() {
+    use processors::agent::BuildError;
+    let m = ScriptedModel::new([]);
+    let err = base(&m).input_ref(boxed(OutputOnly("late"))).build().err();
+    assert!(
+        matches!(&err, Some(BuildError::Misplaced { id, list: "input", .. }) if id == "late"),
+        "{err:?}"
+    );
+    let message = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("it belongs in `output`"), "{message}");
+    let err = base(&m).error_ref(boxed(OutputOnly("late"))).build().err();
+    assert!(
+        matches!(err, Some(BuildError::Misplaced { list: "error", .. })),
+        "{err:?}"
+    );
+    assert!(
+        base(&m)
+            .output_ref(boxed(OutputOnly("late")))
+            .build()
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_per_call_list_with_a_misplaced_processor_fails_the_run_before_the_model() {
+    use processors::agent::BuildError;
+    let m = ScriptedModel::new([Turn::text("never")]);
+    let agent = base(&m).build().unwrap();
+    let options = GenerateOptions::new().input_processors(DynPipeline::new().with(OutputOnly("o")));
+    let err = agent.generate_with("hi", options).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            AgentError::Config(BuildError::Misplaced { list: "input", .. })
+        ),
+        "{err}"
+    );
+    assert_eq!(m.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_processor_of_the_user_with_the_id_memory_is_not_taken_for_memory() {
+    let m = ScriptedModel::new([Turn::text("answer")]);
+    let log = Log::new();
+    let l = log.clone();
+    let agent = base(&m)
+        .output(Probe::new("memory").stream(upper))
+        .output(Probe::new("after").output_result(move |_| {
+            l.push("after ran");
+            Ok(OutputOutcome::Unchanged)
+        }))
+        .build()
+        .expect("a user processor named `memory` needs no agent memory");
+    assert_eq!(agent.generate("hi").await.unwrap().text, "ANSWER");
+    assert_eq!(log.entries(), ["after ran"]);
 }
 
 fn model_text<const N: usize>(d: [&str; N]) -> ScriptedModel {
@@ -539,7 +609,7 @@ async fn concurrent_runs_never_share_state() {
     assert!(counts.iter().all(|c| c == "3"), "{counts:?}");
 }
 
-both!(
+on_every_path!(
     a_written_chunk_starts_after_its_writer_and_cannot_loop,
     |path| {
         let m = ScriptedModel::new([Turn::text("hi").chunk(ChunkKind::Data {
@@ -580,7 +650,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     a_warning_is_reported_even_when_a_later_processor_aborts_the_chunk,
     |path| {
         let m = ScriptedModel::new([Turn::text("bad")]);
@@ -602,7 +672,7 @@ both!(
     }
 );
 
-both!(a_cache_of_delivered_chunks_replays_redacted_text, |path| {
+on_every_path!(a_cache_of_delivered_chunks_replays_redacted_text, |path| {
     let m = ScriptedModel::cycle([Turn::text("my secret")]);
     let cache: Arc<std::sync::Mutex<Option<LlmResponse>>> = Arc::default();
     let (read, write) = (cache.clone(), cache.clone());
@@ -687,7 +757,7 @@ async fn data_written_by_tools_is_streamed_and_saved_with_the_results() {
     assert_eq!(names, ["progress"]);
 }
 
-both!(feedback_ends_once_a_step_is_accepted, |path| {
+on_every_path!(feedback_ends_once_a_step_is_accepted, |path| {
     let m = ScriptedModel::new([
         Turn::text("bad"),
         Turn::empty().tool_call("c1", "weather", json!({})),
@@ -712,7 +782,7 @@ both!(feedback_ends_once_a_step_is_accepted, |path| {
     assert!(!feedback(2), "the step after the accepted one does not");
 });
 
-both!(
+on_every_path!(
     an_input_step_retry_does_not_apply_earlier_edits_twice,
     |path| {
         let m = ScriptedModel::new([Turn::text("ok")]);
@@ -737,7 +807,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     a_tool_calls_finish_at_the_step_limit_skips_stream_processors,
     |path| {
         let m = ScriptedModel::new([Turn::empty().tool_call("c1", "weather", json!({}))]);

@@ -67,7 +67,7 @@ fn model<const N: usize>(deltas: [&str; N]) -> ScriptedModel {
     ScriptedModel::new([Turn::deltas(deltas)])
 }
 
-both!(sync_chain_changes_drops_and_keeps_state, |path| {
+on_every_path!(sync_chain_changes_drops_and_keeps_state, |path| {
     let m = model(["hello", "drop"]);
     let agent = build_agent!(path, model: m, output: [UpperCase, DropMarked, Exclaim]);
     let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
@@ -75,7 +75,7 @@ both!(sync_chain_changes_drops_and_keeps_state, |path| {
     assert_eq!(r.unwrap().text, "HELLO!");
 });
 
-both!(sync_abort_yields_one_tripwire, |path| {
+on_every_path!(sync_abort_yields_one_tripwire, |path| {
     let m = model(["ok", "bad", "never"]);
     let agent = build_agent!(path, model: m, output: [BlockBad, Exclaim]);
     let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
@@ -88,14 +88,14 @@ both!(sync_abort_yields_one_tripwire, |path| {
     );
 });
 
-both!(sync_failure_passes_the_original_chunk, |path| {
+on_every_path!(sync_failure_passes_the_original_chunk, |path| {
     let m = model(["a", "b", "c"]);
     let agent = build_agent!(path, model: m, output: [FailsOnB, Exclaim]);
     let (chunks, _) = collect(&*agent, "x", GenerateOptions::new()).await;
     assert_eq!(deltas(&chunks), ["a!", "b", "c!"]);
 });
 
-both!(sync_panic_is_caught_and_names_the_processor, |path| {
+on_every_path!(sync_panic_is_caught_and_names_the_processor, |path| {
     let m = model(["a", "boom"]);
     let agent = build_agent!(path, model: m, output: [Explodes, Exclaim]);
     let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
@@ -107,7 +107,7 @@ both!(sync_panic_is_caught_and_names_the_processor, |path| {
     assert_eq!(deltas(&chunks), ["a!"]);
 });
 
-both!(sync_and_async_hooks_mix_in_one_chain, |path| {
+on_every_path!(sync_and_async_hooks_mix_in_one_chain, |path| {
     let m = model(["hello", "drop"]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("async-upper").stream(upper),

@@ -21,7 +21,7 @@ fn suffix(id: &str, s: &'static str) -> Probe {
     })
 }
 
-both!(b42_sequence_runs_in_order_and_stream_steps_chain, |path| {
+on_every_path!(b42_sequence_runs_in_order_and_stream_steps_chain, |path| {
     let m = model([Turn::deltas(["hello", "drop"])]);
     let flow = Workflow::new("stream-flow")
         .then(Probe::new("upper").stream(upper))
@@ -44,7 +44,7 @@ both!(b42_sequence_runs_in_order_and_stream_steps_chain, |path| {
     assert_eq!(r.unwrap().text, "HELLO!");
 });
 
-both!(b42_parallel_keeps_the_selected_branch, |path| {
+on_every_path!(b42_parallel_keeps_the_selected_branch, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let l = log.clone();
@@ -77,7 +77,7 @@ both!(b42_parallel_keeps_the_selected_branch, |path| {
     );
 });
 
-both!(b42_condition_branch_runs_the_first_match, |path| {
+on_every_path!(b42_condition_branch_runs_the_first_match, |path| {
     let m = ScriptedModel::cycle([Turn::text("ok")]);
     let long = |input: &WorkflowInput<'_>| matches!(input, WorkflowInput::Messages(ms) if ms[0].text().len() > 5);
     let flow = Workflow::new("router")
@@ -94,7 +94,7 @@ both!(b42_condition_branch_runs_the_first_match, |path| {
     assert_eq!(texts_of(&reqs[1].prompt, Role::User), ["hi [short]"]);
 });
 
-both!(b42_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
+on_every_path!(b42_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
     let m = model([Turn::text("bad"), Turn::text("good")]);
     let flow =
         Workflow::new("guards")
@@ -120,7 +120,7 @@ both!(b42_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
     );
 });
 
-both!(
+on_every_path!(
     b42_stream_abort_inside_a_workflow_names_the_inner_processor,
     |path| {
         let m = model([Turn::deltas(["a", "b"])]);
@@ -139,7 +139,7 @@ both!(
     }
 );
 
-both!(
+on_every_path!(
     b42_inner_state_is_kept_per_processor_for_the_request,
     |path| {
         let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
@@ -165,7 +165,7 @@ both!(
     }
 );
 
-both!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
+on_every_path!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
     let m = model([Turn::text("ok")]);
     let flow = Workflow::new("notes").then(Probe::new("note").input(|a| {
         a.message_list
@@ -177,7 +177,7 @@ both!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
     assert!(texts_of(&m.requests()[0].prompt, Role::System).contains(&"added directly".to_owned()));
 });
 
-both!(b42_inner_stream_processors_keep_their_history, |path| {
+on_every_path!(b42_inner_stream_processors_keep_their_history, |path| {
     let m = model([Turn::deltas(["Hel", "lo", " world."])]);
     let flow = Workflow::new("sentences").then(Probe::new("hold").history().stream(|a| {
         let Some(t) = a.chunk.text_delta() else {
@@ -197,3 +197,54 @@ both!(b42_inner_stream_processors_keep_their_history, |path| {
     let (chunks, _) = collect(&*agent, "x", GenerateOptions::new()).await;
     assert_eq!(deltas(&chunks), ["Hello world."]);
 });
+
+on_every_path!(
+    b42_a_warning_inside_a_workflow_keeps_the_earlier_steps_changes,
+    |path| {
+        let m = model([Turn::deltas(["hello"])]);
+        let log = Log::new();
+        let l = log.clone();
+        let on_violation = move |v: &Violation| {
+            l.push(format!("{:?} {} {}", v.kind, v.processor_id, v.reason));
+        };
+        let flow = Workflow::new("guarded")
+            .then(Probe::new("upper").stream(upper))
+            .then(Probe::new("watch").stream(|a| match a.chunk.text_delta() {
+                Some(_) => Err(a.abort().reason("looks odd").warn()),
+                None => Ok(StreamAction::Pass),
+            }))
+            .then(Probe::new("bang").stream(|a| {
+                Ok(match a.chunk.text_delta() {
+                    Some(_) => a.chunk.clone().map_text(|t| format!("{t}!")).into(),
+                    None => StreamAction::Pass,
+                })
+            }));
+        let agent = build_agent!(path, model: m, on_violation: on_violation, output: [flow]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(deltas(&chunks), ["HELLO!"]);
+        assert_eq!(r.unwrap().text, "HELLO!");
+        assert_eq!(log.entries(), ["Warn watch looks odd"]);
+    }
+);
+
+on_every_path!(
+    b42_a_warning_inside_a_workflow_message_hook_is_reported_and_the_workflow_goes_on,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let log = Log::new();
+        let l = log.clone();
+        let on_violation = move |v: &Violation| l.push(format!("{:?} {}", v.kind, v.processor_id));
+        let flow = Workflow::new("input-flow")
+            .then(suffix("first", " [1]"))
+            .then(Probe::new("watch").input(|a| Err(a.abort().reason("hm").warn())))
+            .then(suffix("second", " [2]"));
+        let agent = build_agent!(path, model: m.clone(), on_violation: on_violation, input: [flow]);
+        generate(&*agent, "hi").await;
+        assert_eq!(log.entries(), ["Warn watch"]);
+        let prompt = &m.requests()[0].prompt;
+        assert_eq!(
+            prompt.last().map(Message::text).as_deref(),
+            Some("hi [1] [2]")
+        );
+    }
+);

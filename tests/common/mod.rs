@@ -1,4 +1,4 @@
-//! Test support: a configurable processor, agent construction over both dispatch paths, and
+//! Test support: a configurable processor, agent construction over every dispatch path, and
 //! stream collection.
 #![allow(dead_code, clippy::type_complexity)]
 
@@ -185,7 +185,7 @@ macro_rules! build_agent {
 
 /// Runs a test body once per path: tuples through the builder, `DynPipeline`s, and `agent!`.
 #[macro_export]
-macro_rules! both {
+macro_rules! on_every_path {
     ($name:ident, |$path:ident| $body:block) => {
         mod $name {
             #[allow(unused_imports)]

@@ -12,7 +12,7 @@ use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
 use crate::processor::{Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
 use crate::runner::hooks::{self, Response, Step};
-use crate::runner::outbox::{Outbox, Slot, catch_up};
+use crate::runner::outbox::{Handoff, Outbox, catch_up};
 use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, StreamList, pump, replay};
 use crate::runner::{Chain, Halt, HookError, Scope};
 use crate::step::{RunSummary, StepResult};
@@ -110,7 +110,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     inner: Arc<AgentInner<I, O, E>>,
     input: Vec<Message>,
     mut options: GenerateOptions,
-    slot: Option<Arc<Slot>>,
+    slot: Option<Arc<Handoff>>,
 ) -> Result<GenerateResult, AgentError> {
     let mut run = Run {
         s: Scope {

@@ -2,7 +2,7 @@
 
 use super::{AgentError, GenerateResult};
 use crate::chunk::Chunk;
-use crate::runner::outbox::{AHEAD, Slot};
+use crate::runner::outbox::{AHEAD, Handoff};
 use futures::Stream;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -39,7 +39,7 @@ type RunFuture = Pin<Box<dyn Future<Output = Result<GenerateResult, AgentError>>
 /// ```
 pub struct AgentStream {
     run: Option<RunFuture>,
-    slot: Arc<Slot>,
+    slot: Arc<Handoff>,
     ready: VecDeque<Chunk>,
     result: Option<Result<GenerateResult, AgentError>>,
 }
@@ -47,10 +47,10 @@ pub struct AgentStream {
 impl AgentStream {
     pub(crate) fn new<F, Fut>(start: F) -> Self
     where
-        F: FnOnce(Arc<Slot>) -> Fut,
+        F: FnOnce(Arc<Handoff>) -> Fut,
         Fut: Future<Output = Result<GenerateResult, AgentError>> + Send + 'static,
     {
-        let slot = Arc::new(Slot::default());
+        let slot = Arc::new(Handoff::default());
         AgentStream {
             run: Some(Box::pin(start(slot.clone()))),
             slot,

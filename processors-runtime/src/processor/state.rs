@@ -3,7 +3,7 @@
 use super::DynProcessor;
 use std::any::{Any, TypeId};
 
-struct Slot {
+struct StateEntry {
     id: String,
     ty: TypeId,
     ty_name: &'static str,
@@ -13,7 +13,7 @@ struct Slot {
 /// One state value per processor id for one request.
 #[derive(Default)]
 pub(crate) struct StateMap {
-    slots: Vec<Slot>,
+    slots: Vec<StateEntry>,
 }
 
 /// Two processors share an id but not a state type.
@@ -40,7 +40,7 @@ impl StateMap {
             }
             return Ok(i);
         }
-        self.slots.push(Slot {
+        self.slots.push(StateEntry {
             id: id.to_owned(),
             ty,
             ty_name,

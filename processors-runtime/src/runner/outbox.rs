@@ -18,9 +18,9 @@ pub(crate) const AHEAD: usize = 32;
 /// consumer takes what is queued. So chunks reach the consumer as soon as they exist, and
 /// the run suspends once per `AHEAD` chunks rather than once per chunk.
 #[derive(Default)]
-pub(crate) struct Slot(Mutex<VecDeque<Chunk>>);
+pub(crate) struct Handoff(Mutex<VecDeque<Chunk>>);
 
-impl Slot {
+impl Handoff {
     /// Queues several chunks under one lock; true when the consumer should catch up.
     pub(crate) fn push_all(&self, chunks: impl Iterator<Item = Chunk>) -> bool {
         let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -60,13 +60,13 @@ impl Future for YieldOnce {
 pub(crate) struct Outbox {
     pub(crate) run_id: RunId,
     /// The consumer's queue; `None` for `generate()`, which keeps no chunk.
-    slot: Option<Arc<Slot>>,
+    slot: Option<Arc<Handoff>>,
     /// Chunks produced without waiting, handed over together.
     batch: Vec<Chunk>,
 }
 
 impl Outbox {
-    pub(crate) fn new(run_id: RunId, slot: Option<Arc<Slot>>) -> Self {
+    pub(crate) fn new(run_id: RunId, slot: Option<Arc<Handoff>>) -> Self {
         Outbox {
             run_id,
             slot,
