@@ -1,5 +1,6 @@
-//! The numbered behaviours of BEHAVIOURS.md, each run on the statically dispatched agent
-//! (tuples) and on the dynamically dispatched one (`DynPipeline`).
+//! The numbered behaviours of `docs/semantics.md` (its "Behaviours" section), each run on the
+//! statically dispatched agent (tuples), the dynamically dispatched one (`DynPipeline`) and the
+//! one `agent!` declares. Behaviour 42 (workflows) is in `tests/workflows.rs`.
 
 mod common;
 
