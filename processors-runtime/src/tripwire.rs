@@ -11,7 +11,9 @@ use serde_json::Value;
 pub struct TripWire {
     /// Why the processor aborted.
     pub reason: String,
-    /// Whether the processor asked for the step to be retried.
+    /// Whether the processor asked for the step to be retried (left out of the JSON when
+    /// it did not, as the `tripwire` chunk of Mastra does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retry: bool,
     /// Structured details the processor attached.
     #[serde(default, skip_serializing_if = "Option::is_none")]

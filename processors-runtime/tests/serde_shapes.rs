@@ -123,9 +123,21 @@ fn chunk_json_shapes() {
             processor_id: "g".into(),
         }),
     );
+    // `retry` is left out when it was not asked for.
     assert_eq!(
         serde_json::to_value(&t).unwrap()["payload"],
-        json!({"reason": "no", "retry": false, "processorId": "g"})
+        json!({"reason": "no", "processorId": "g"})
+    );
+    let back: TripWire =
+        serde_json::from_value(json!({"reason": "no", "processorId": "g"})).unwrap();
+    assert!(!back.retry);
+    let retried = TripWire {
+        retry: true,
+        ..back
+    };
+    assert_eq!(
+        serde_json::to_value(&retried).unwrap(),
+        json!({"reason": "no", "retry": true, "processorId": "g"})
     );
     let s = Chunk::new("r".into(), ChunkKind::Start);
     let back: Chunk =

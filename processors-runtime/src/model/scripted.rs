@@ -197,18 +197,18 @@ impl Turn {
 
 type Responder = dyn Fn(&ModelRequest, usize) -> Turn + Send + Sync;
 
+/// The script and the records, shared by every handle of a model.
 struct Inner {
-    id: String,
     turns: Mutex<VecDeque<Turn>>,
     cycle: bool,
     responder: Option<Box<Responder>>,
-    record: bool,
     requests: Mutex<Vec<ModelRequest>>,
     calls: Mutex<usize>,
 }
 
 /// A model that plays scripted turns and records every request; the offline default for
-/// examples and tests. Clones share the script and the records.
+/// examples and tests. Clones share the script and the records; [`named`](ScriptedModel::named)
+/// and [`without_recording`](ScriptedModel::without_recording) change only their handle.
 ///
 /// ```
 /// # tokio_test_shim::run(async {
@@ -224,13 +224,15 @@ struct Inner {
 /// ```
 #[derive(Clone)]
 pub struct ScriptedModel {
+    id: Arc<str>,
+    record: bool,
     inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for ScriptedModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScriptedModel")
-            .field("id", &self.inner.id)
+            .field("id", &self.id)
             .field("calls", &self.calls())
             .finish()
     }
@@ -239,12 +241,12 @@ impl std::fmt::Debug for ScriptedModel {
 impl ScriptedModel {
     fn build(turns: VecDeque<Turn>, cycle: bool, responder: Option<Box<Responder>>) -> Self {
         ScriptedModel {
+            id: Arc::from("scripted"),
+            record: true,
             inner: Arc::new(Inner {
-                id: "scripted".to_owned(),
                 turns: Mutex::new(turns),
                 cycle,
                 responder,
-                record: true,
                 requests: Mutex::new(Vec::new()),
                 calls: Mutex::new(0),
             }),
@@ -266,19 +268,23 @@ impl ScriptedModel {
         Self::build(VecDeque::new(), false, Some(Box::new(f)))
     }
 
-    /// Stops recording requests (for long benchmark runs). Call before sharing the model.
+    /// This handle stops recording requests (for long benchmark runs); calls still count.
     pub fn without_recording(mut self) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.record = false;
-        }
+        self.record = false;
         self
     }
 
-    /// Names the model (its `model_id`).
+    /// This handle's `model_id`, sharing the script and the records with the others.
+    ///
+    /// ```
+    /// use processors_runtime::model::{LanguageModel, ScriptedModel};
+    /// let model = ScriptedModel::new([]);
+    /// let small = model.clone().named("small");
+    /// assert_eq!(small.model_id(), "small");
+    /// assert_eq!(model.model_id(), "scripted");
+    /// ```
     pub fn named(mut self, id: impl Into<String>) -> Self {
-        if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.id = id.into();
-        }
+        self.id = Arc::from(id.into());
         self
     }
 
@@ -332,12 +338,12 @@ impl LanguageModel for ScriptedModel {
     }
 
     fn model_id(&self) -> &str {
-        &self.inner.id
+        &self.id
     }
 
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
         let turn = self.next_turn(&request);
-        if self.inner.record {
+        if self.record {
             self.inner
                 .requests
                 .lock()
