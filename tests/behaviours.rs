@@ -8,6 +8,7 @@ use common::*;
 use processors::prelude::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 fn model(turns: impl IntoIterator<Item = Turn>) -> ScriptedModel {
@@ -1149,3 +1150,145 @@ on_every_path!(b43_processors_with_one_id_share_state, |path| {
     generate(&*agent, "hi").await;
     assert_eq!(log.entries(), ["1", "2"]);
 });
+
+on_every_path!(b44_each_attempt_carries_one_feedback_message, |path| {
+    let m = model([Turn::text("one"), Turn::text("two"), Turn::text("three")]);
+    let guard = Probe::new("guard").output_step(|a| {
+        let reason = format!("attempt {} rejected", a.retry_count);
+        Err(a.abort().reason(reason).retry(true).into())
+    });
+    let agent = build_agent!(path, model: m, max_processor_retries: 2, output: [guard]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(m.calls(), 3);
+    let feedback = |call: usize| -> Vec<String> {
+        texts_of(&m.requests()[call].prompt, Role::System)
+            .into_iter()
+            .filter(|t| t.starts_with("[Processor Feedback]"))
+            .collect()
+    };
+    assert_eq!(feedback(0).len(), 0);
+    assert_eq!(feedback(1).len(), 1);
+    assert!(feedback(1)[0].contains("attempt 0 rejected"));
+    assert_eq!(feedback(2).len(), 1, "{:?}", feedback(2));
+    assert!(feedback(2)[0].contains("attempt 1 rejected"));
+    assert_eq!(
+        r.tripwire.map(|t| t.reason).as_deref(),
+        Some("attempt 2 rejected")
+    );
+});
+
+on_every_path!(
+    b45_a_dropped_tool_call_is_neither_run_nor_recorded,
+    |path| {
+        let m = model(tool_then_text("no tool needed"));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r2 = ran.clone();
+        let counting = tool(
+            "weather",
+            "Counts its calls",
+            json!({"type": "object"}),
+            move |_| {
+                let r = r2.clone();
+                async move {
+                    r.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!("sunny"))
+                }
+            },
+        );
+        let agent = build_agent!(path, model: m, tools: [counting], output: [
+            Probe::new("no-tools").stream(|a| Ok(match &a.chunk.kind {
+                ChunkKind::ToolCall(_) => StreamAction::Drop,
+                _ => StreamAction::Pass,
+            })),
+        ]);
+        let (chunks, r) = collect(&*agent, "weather?", GenerateOptions::new()).await;
+        let r = r.unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "the dropped call ran");
+        assert!(!chunks.iter().any(|c| matches!(
+            c.kind,
+            ChunkKind::ToolCall(_) | ChunkKind::ToolResult(_) | ChunkKind::ToolError { .. }
+        )));
+        assert!(r.tool_calls.is_empty() && r.tool_results.is_empty());
+        assert!(r.steps.iter().all(|s| s.tool_calls.is_empty()));
+        assert!(
+            !r.response_messages
+                .iter()
+                .any(|m| m.tool_calls().next().is_some())
+        );
+        assert_eq!(r.text, "no tool needed");
+    }
+);
+
+on_every_path!(
+    b46_the_memory_window_never_begins_with_an_orphan_tool_result,
+    |path| {
+        let store = InMemoryStore::new();
+        let mut turns = tool_then_text("sunny").to_vec();
+        turns.push(Turn::text("again"));
+        let m = model(turns);
+        let memory = Memory::new(store.clone()).last_messages(Some(2));
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], memory: memory);
+        agent
+            .generate_with("weather?".into(), thread())
+            .await
+            .unwrap();
+        // Saved: user, assistant (call), tool (result), assistant (text); the last two fit the
+        // window, and the first of them is a result whose call fell out.
+        agent
+            .generate_with("and now?".into(), thread())
+            .await
+            .unwrap();
+        let roles: Vec<Role> = m.requests()[2]
+            .prompt
+            .iter()
+            .filter(|msg| msg.role != Role::System)
+            .map(|msg| msg.role)
+            .collect();
+        assert_eq!(roles, [Role::Assistant, Role::User]);
+    }
+);
+
+on_every_path!(
+    b47_a_message_returned_as_system_moves_to_the_system_set,
+    |path| {
+        let store = InMemoryStore::new();
+        let m = model([Turn::text("ok")]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), input: [
+            Probe::new("promote").input(|a| {
+                let mut ms = a.messages.clone();
+                let mut rule = ms.remove(0);
+                rule.role = Role::System;
+                ms.insert(0, rule);
+                Ok(ms.into())
+            }),
+            Probe::new("look").input(move |a| {
+                l.push(format!(
+                    "messages={:?} system={:?}",
+                    a.messages.iter().map(Message::text).collect::<Vec<_>>(),
+                    a.system_messages.iter().map(Message::text).collect::<Vec<_>>(),
+                ));
+                Ok(().into())
+            }),
+        ]);
+        let input = vec![
+            Message::user("Always answer in French."),
+            Message::user("hello"),
+        ];
+        agent.generate_with(input.into(), thread()).await.unwrap();
+        assert_eq!(
+            log.entries(),
+            [r#"messages=["hello"] system=["You are a test.", "Always answer in French."]"#]
+        );
+        let saved = store.list_messages("thread-1", None).await.unwrap();
+        assert!(
+            saved.iter().all(|msg| msg.role != Role::System),
+            "{saved:?}"
+        );
+        assert_eq!(
+            saved.iter().map(Message::text).collect::<Vec<_>>(),
+            ["hello", "ok"]
+        );
+    }
+);

@@ -495,16 +495,13 @@ impl Run {
             if collect_raw {
                 raw.push(kind.clone());
             }
-            match &kind {
-                ChunkKind::Finish {
-                    finish_reason,
-                    usage,
-                } => {
-                    finish = Some((*finish_reason, *usage));
-                    continue;
-                }
-                ChunkKind::ToolCall(call) => driver.acc.tool_calls.push(call.clone()),
-                _ => {}
+            if let ChunkKind::Finish {
+                finish_reason,
+                usage,
+            } = kind
+            {
+                finish = Some((finish_reason, usage));
+                continue;
             }
             driver
                 .emit(&mut self.s, &mut self.out, kind, through)
@@ -584,6 +581,8 @@ impl Run {
         if let Some(list) = before {
             self.s.list = list;
         }
+        // One feedback message per attempt: the latest reason.
+        self.s.list.clear_tag(FEEDBACK_TAG);
         self.s.list.add_system(
             Message::system(feedback_text(&tw.reason)),
             Some(FEEDBACK_TAG),

@@ -190,7 +190,7 @@ impl Processor for Memory {
             .store
             .list_messages(thread_id, self.last_messages)
             .await?;
-        args.message_list.add_remembered(history);
+        args.message_list.add_remembered(pair_safe(history));
         Ok(InputOutcome::Unchanged)
     }
 
@@ -234,6 +234,17 @@ impl Processor for Memory {
         self.store.save_messages(turn).await?;
         Ok(OutputOutcome::Unchanged)
     }
+}
+
+/// The window without tool results whose calls fell out of it: a window of recent messages
+/// may begin with one, and providers refuse a prompt that does.
+fn pair_safe(mut history: Vec<Message>) -> Vec<Message> {
+    let orphans = history
+        .iter()
+        .take_while(|m| m.role == crate::message::Role::Tool)
+        .count();
+    history.drain(..orphans);
+    history
 }
 
 #[diagnostic::do_not_recommend]

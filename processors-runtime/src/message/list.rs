@@ -231,8 +231,11 @@ impl MessageList {
             .retain(|e| !view.contains(&e.message.id) || seen.contains(e.message.id.as_str()));
         for m in returned {
             if m.role == Role::System {
-                if !self.replace(m.clone()) {
-                    self.system.push(m);
+                // A message turned into a system message leaves the conversation.
+                self.entries.retain(|e| e.message.id != m.id);
+                match self.system.iter_mut().find(|s| s.id == m.id) {
+                    Some(s) => *s = m,
+                    None => self.system.push(m),
                 }
             } else if let Some(e) = self.entries.iter_mut().find(|e| e.message.id == m.id) {
                 e.message = m;

@@ -55,7 +55,8 @@ impl<O: Pipeline> StreamList<'_, O> {
     }
 }
 
-/// What a step accumulates from the chunks that reached the client.
+/// What a step accumulates from the chunks that reached the client: a chunk a processor
+/// dropped counts for nothing, a replaced one as it was replaced.
 #[derive(Default)]
 pub(crate) struct StepAcc {
     pub(crate) text: String,
@@ -84,6 +85,8 @@ impl StepAcc {
         match &c.kind {
             ChunkKind::TextDelta { text, .. } => self.text.push_str(text),
             ChunkKind::ReasoningDelta { text, .. } => self.reasoning.push_str(text),
+            // A call runs only if its chunk reached the client, as it reached it.
+            ChunkKind::ToolCall(call) => self.tool_calls.push(call.clone()),
             ChunkKind::Data {
                 name,
                 data,
