@@ -631,7 +631,7 @@ on_every_path!(b22_opted_in_processor_can_abort_on_data, |path| {
 });
 
 on_every_path!(
-    b23_tool_calls_finish_never_reaches_stream_processors,
+    b23_the_tool_step_finishes_after_its_results_and_stream_processors_see_it,
     |path| {
         let m = model(tool_then_text("done"));
         let log = Log::new();
@@ -645,13 +645,32 @@ on_every_path!(
             }),
         ]);
         let (chunks, _) = collect(&*agent, "hi", GenerateOptions::new()).await;
-        assert_eq!(log.entries(), ["step-finish Stop", "finish Stop"]);
         assert_eq!(
-            types(&chunks)
-                .iter()
-                .filter(|t| *t == "step-finish")
-                .count(),
-            2
+            log.entries(),
+            ["step-finish ToolCalls", "step-finish Stop", "finish Stop"]
+        );
+        let types = types(&chunks);
+        let order: Vec<&str> = types
+            .iter()
+            .map(String::as_str)
+            .filter(|t| {
+                matches!(
+                    *t,
+                    "step-start" | "tool-call" | "tool-result" | "step-finish" | "finish"
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "step-start",
+                "tool-call",
+                "tool-result",
+                "step-finish",
+                "step-start",
+                "step-finish",
+                "finish"
+            ]
         );
     }
 );
@@ -1292,3 +1311,106 @@ on_every_path!(
         );
     }
 );
+
+/// The `step-finish` chunks of a stream, as `(reason, retry)`.
+fn step_finishes(chunks: &[Chunk]) -> Vec<(FinishReason, Option<StepRetry>)> {
+    chunks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            ChunkKind::StepFinish {
+                finish_reason,
+                retry,
+                ..
+            } => Some((*finish_reason, retry.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+on_every_path!(b48_a_rejected_attempt_finishes_with_reason_retry, |path| {
+    let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
+    let log = Log::new();
+    let l = log.clone();
+    let guard = reject_bad(true);
+    let agent = build_agent!(path, model: m, max_processor_retries: 3, output: [
+        Probe::new("steps").output_step(move |a| {
+            l.push(format!("step {} retry {}", a.step_number, a.retry_count));
+            Ok(().into())
+        }),
+        guard,
+    ]);
+    let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let r = r.unwrap();
+    // The client learns the shown text was rejected, after it streamed and before the next
+    // attempt starts.
+    let finishes = step_finishes(&chunks);
+    assert_eq!(finishes.len(), 2);
+    let (reason, retry) = &finishes[0];
+    assert_eq!(*reason, FinishReason::Retry);
+    let retry = retry.as_ref().expect("retry details");
+    assert_eq!(retry.reason, "it was bad");
+    assert_eq!(retry.retry_count, 1);
+    assert!(
+        retry
+            .feedback
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("[Processor Feedback]")
+    );
+    assert_eq!(finishes[1], (FinishReason::Stop, None));
+    let order: Vec<String> = types(&chunks)
+        .into_iter()
+        .filter(|t| t.starts_with("step-"))
+        .collect();
+    assert_eq!(
+        order,
+        ["step-start", "step-finish", "step-start", "step-finish"]
+    );
+    // Each model call is a step of its own; retries still do not count against max_steps.
+    assert_eq!(log.entries(), ["step 0 retry 0", "step 1 retry 1"]);
+    let steps: Vec<(u32, FinishReason)> = r
+        .steps
+        .iter()
+        .map(|s| (s.step_number, s.finish_reason))
+        .collect();
+    assert_eq!(steps, [(0, FinishReason::Retry), (1, FinishReason::Stop)]);
+    assert_eq!(
+        r.steps[0].tripwire.as_ref().map(|t| t.reason.as_str()),
+        Some("it was bad")
+    );
+});
+
+on_every_path!(b49_an_api_error_retry_is_a_step_of_its_own, |path| {
+    let m = rejecting(1);
+    let agent = build_agent!(path, model: m, error: [
+        Probe::new("again").api_error(|_| Ok(ApiErrorAction::Retry)),
+    ]);
+    let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+    let r = r.unwrap();
+    assert_eq!(r.text, "fixed");
+    let order: Vec<String> = types(&chunks)
+        .into_iter()
+        .filter(|t| t.starts_with("step-") || t == "finish")
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "step-start",
+            "step-finish",
+            "step-start",
+            "step-finish",
+            "finish"
+        ]
+    );
+    let finishes = step_finishes(&chunks);
+    assert_eq!(finishes[0].0, FinishReason::Retry);
+    let retry = finishes[0].1.as_ref().expect("retry details");
+    assert_eq!(retry.processor_id, "again");
+    assert_eq!(retry.retry_count, 1);
+    let steps: Vec<(u32, FinishReason)> = r
+        .steps
+        .iter()
+        .map(|s| (s.step_number, s.finish_reason))
+        .collect();
+    assert_eq!(steps, [(0, FinishReason::Retry), (1, FinishReason::Stop)]);
+});

@@ -23,6 +23,9 @@ pub enum FinishReason {
     Error,
     /// A processor rejected the step (a step's reason only).
     Tripwire,
+    /// The step is tried again: a processor rejected its answer and asked for another, or an
+    /// error processor asked to call the model again (a step's reason only).
+    Retry,
     /// Anything else; a run ended by a tripwire finishes with this.
     Other,
 }
@@ -60,6 +63,34 @@ pub enum ChunkFrom {
     User,
     /// The framework itself.
     System,
+}
+
+/// Why a step is tried again, as its `step-finish` chunk says (field names as Mastra's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRetry {
+    /// The reason the processor gave (or the provider's error message).
+    #[serde(rename = "retryReason")]
+    pub reason: String,
+    /// The metadata the processor attached.
+    #[serde(
+        rename = "retryMetadata",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub metadata: Option<Value>,
+    /// The processor that asked for the retry.
+    #[serde(rename = "retryProcessorId")]
+    pub processor_id: String,
+    /// Consecutive retries, this one included.
+    #[serde(rename = "processorRetryCount")]
+    pub retry_count: u32,
+    /// The feedback the next attempt carries (none for a provider-error retry).
+    #[serde(
+        rename = "processorRetryFeedback",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub feedback: Option<String>,
 }
 
 /// What a chunk carries; its serde tag is the chunk's `type`.
@@ -130,12 +161,18 @@ pub enum ChunkKind {
         /// What went wrong.
         error: String,
     },
-    /// A step finished (the model's own `finish` becomes this).
+    /// A step finished (the model's own `finish` becomes this), after its output-step
+    /// processors and its tools.
     StepFinish {
         /// Why.
         finish_reason: FinishReason,
         /// The step's usage.
         usage: Usage,
+        /// Whether another step follows (tool calls to answer, or a retry).
+        is_continued: bool,
+        /// Why the step is tried again, when it is.
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        retry: Option<StepRetry>,
     },
     /// The run finished (from a model: its call finished).
     Finish {

@@ -33,7 +33,7 @@ pub mod prelude {
         Agent, AgentError, AgentStream, AnyAgent, GenerateOptions, GenerateResult, HookError,
         PrepareStep, RunSummary, StepResult, Violation, ViolationKind,
     };
-    pub use crate::chunk::{Chunk, ChunkKind, FinishReason, Usage};
+    pub use crate::chunk::{Chunk, ChunkKind, FinishReason, StepRetry, Usage};
     pub use crate::context::RequestContext;
     pub use crate::memory::{InMemoryStore, Memory, MemoryStore};
     pub use crate::message::{

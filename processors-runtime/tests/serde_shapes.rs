@@ -1,6 +1,6 @@
 //! Messages and chunks round-trip through serde in the documented JSON shapes.
 
-use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, FinishReason, Usage};
+use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, FinishReason, StepRetry, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::tripwire::TripWire;
 use serde_json::json;
@@ -45,6 +45,20 @@ fn every_kind() -> Vec<ChunkKind> {
         ChunkKind::StepFinish {
             finish_reason: FinishReason::ToolCalls,
             usage: Usage::default(),
+            is_continued: true,
+            retry: None,
+        },
+        ChunkKind::StepFinish {
+            finish_reason: FinishReason::Retry,
+            usage: Usage::default(),
+            is_continued: true,
+            retry: Some(StepRetry {
+                reason: "too long".into(),
+                metadata: Some(json!({"limit": 10})),
+                processor_id: "guard".into(),
+                retry_count: 1,
+                feedback: Some("[Processor Feedback] …".into()),
+            }),
         },
         ChunkKind::Finish {
             finish_reason: FinishReason::Stop,
@@ -221,4 +235,46 @@ fn set_text_keeps_other_parts() {
     assert_eq!(m.text(), "new");
     assert_eq!(m.content.parts.len(), 2);
     assert_eq!(m.tool_calls().count(), 1);
+}
+
+#[test]
+fn a_retried_step_finish_carries_the_retry_fields_mastra_clients_read() {
+    let c = Chunk::new(
+        "r".into(),
+        ChunkKind::StepFinish {
+            finish_reason: FinishReason::Retry,
+            usage: Usage::default(),
+            is_continued: true,
+            retry: Some(StepRetry {
+                reason: "too long".into(),
+                metadata: None,
+                processor_id: "guard".into(),
+                retry_count: 1,
+                feedback: Some("try again".into()),
+            }),
+        },
+    );
+    let payload = serde_json::to_value(&c).unwrap()["payload"].clone();
+    assert_eq!(
+        payload,
+        json!({
+            "finishReason": "retry",
+            "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+            "isContinued": true,
+            "retryReason": "too long",
+            "retryProcessorId": "guard",
+            "processorRetryCount": 1,
+            "processorRetryFeedback": "try again"
+        })
+    );
+    let plain = ChunkKind::StepFinish {
+        finish_reason: FinishReason::Stop,
+        usage: Usage::default(),
+        is_continued: false,
+        retry: None,
+    };
+    let json = serde_json::to_value(Chunk::new("r".into(), plain.clone())).unwrap();
+    assert!(json["payload"].get("retryReason").is_none());
+    let back: Chunk = serde_json::from_value(json).unwrap();
+    assert_eq!(back.kind, plain);
 }

@@ -6,7 +6,7 @@
 use super::options::GenerateOptions;
 use super::tools;
 use super::*;
-use crate::chunk::{ChunkKind, FinishReason, RunId, Usage};
+use crate::chunk::{ChunkKind, FinishReason, RunId, StepRetry, Usage};
 use crate::message::{MessageList, MessageSource, Part, Role};
 use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
@@ -91,10 +91,14 @@ struct Limits {
 }
 
 /// A step that started and was not accepted yet: recorded with the trip wire if the run ends
-/// in one.
+/// in one, or as a retry if it is rejected.
 struct OpenStep {
     number: u32,
     usage: Usage,
+    /// Whether its `step-start` was sent (the model was called).
+    started: bool,
+    /// Whether its chunks go through the stream processors (not for a replayed response).
+    through: bool,
 }
 
 struct Run {
@@ -238,24 +242,25 @@ impl Run {
 
         let may_reject = limits.max_retries.is_some()
             && (lists.step.has(Hook::InputStep) || lists.output.has(Hook::OutputStep));
-        let mut step_number: u32 = 0;
+        // Accepted steps: retries do not count against `max_steps`.
+        let mut accepted: u32 = 0;
         let mut last_reason = FinishReason::Stop;
-        while step_number < limits.max_steps {
+        while accepted < limits.max_steps {
             // A step's system edits last one step.
             self.s.list.replace_all_system(originals.clone());
             // A rejected step leaves the list as it found it.
             let before = may_reject.then(|| self.s.list.clone());
-            let reason = match self.step(agent, lists, limits, driver, step_number).await {
+            let reason = match self.step(agent, lists, limits, driver).await {
                 Ok(reason) => reason,
                 Err(Stop::Rejected(tw)) if self.retry_granted(&tw, limits.max_retries) => {
-                    self.reject(tw, before);
+                    self.reject(tw, before, driver).await?;
                     continue;
                 }
                 Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
                 Err(stop) => return Err(stop),
             };
             last_reason = reason;
-            step_number += 1;
+            accepted += 1;
             if reason != FinishReason::ToolCalls {
                 break;
             }
@@ -299,19 +304,27 @@ impl Run {
         })
     }
 
+    /// The number of the next step: each attempt (a model call, or an input-step rejection)
+    /// is a step of its own.
+    fn next_number(&self) -> u32 {
+        u32::try_from(self.s.steps.len()).unwrap_or(u32::MAX)
+    }
+
     /// One step: the input-step processors, the model call, the stream, the output-step
-    /// processors, then the tools. Returns why the model stopped.
+    /// processors, the tools, then the step's `step-finish`. Returns why the model stopped.
     async fn step<I: Pipeline, O: Pipeline, E: Pipeline>(
         &mut self,
         agent: &AgentInner<I, O, E>,
         lists: &Lists<'_>,
         limits: &Limits,
         driver: &mut StreamDriver<'_, O>,
-        step_number: u32,
     ) -> Result<FinishReason, Stop> {
+        let step_number = self.next_number();
         self.open = Some(OpenStep {
             number: step_number,
             usage: Usage::default(),
+            started: false,
+            through: true,
         });
         let mut config = StepConfig {
             model: agent.model.clone(),
@@ -337,16 +350,27 @@ impl Run {
             .collect();
 
         let (stream, from_cache, request) = self
-            .call_model(lists, limits, &config, &offered, step_number)
+            .call_model(lists, limits, &config, &offered, step_number, driver)
             .await?;
+        // Provider-error retries before it were steps of their own.
+        let step_number = self.next_number();
+        let through = !from_cache;
+        if let Some(open) = &mut self.open {
+            open.number = step_number;
+            open.started = true;
+            open.through = through;
+        }
         let collect_raw = lists.output.has(Hook::LlmResponse);
-        let (reason, raw) = self
-            .stream_step(driver, stream, !from_cache, step_number, collect_raw)
+        let (reason, usage, raw) = self
+            .stream_step(driver, stream, through, step_number, collect_raw)
             .await?;
         if collect_raw {
-            let delivered = LlmResponse {
-                chunks: driver.acc.delivered.take().unwrap_or_default(),
-            };
+            let mut chunks = driver.acc.delivered.take().unwrap_or_default();
+            chunks.push(ChunkKind::Finish {
+                finish_reason: reason,
+                usage,
+            });
+            let delivered = LlmResponse { chunks };
             let response = Response {
                 step_number,
                 request: &request,
@@ -362,13 +386,15 @@ impl Run {
             step_number,
             text: &driver.acc.text,
             finish_reason: reason,
+            usage,
+            run_usage: self.usage,
             tool_calls: &driver.acc.tool_calls,
         };
         hooks::output_step(&lists.output, &mut self.s, step, &mut step_ids)
             .await
             .map_err(rejecting)?;
         // Accepted: the feedback was about the rejected answer, this one ends it.
-        let usage = self.open.take().map_or_else(Usage::default, |o| o.usage);
+        self.open = None;
         self.s.retry_count = 0;
         self.s.list.clear_tag(FEEDBACK_TAG);
 
@@ -386,6 +412,15 @@ impl Run {
         } else {
             Vec::new()
         };
+        let step_finish = ChunkKind::StepFinish {
+            finish_reason: reason,
+            usage,
+            is_continued: reason == FinishReason::ToolCalls,
+            retry: None,
+        };
+        driver
+            .emit(&mut self.s, &mut self.out, step_finish, through)
+            .await?;
         let text = step_ids
             .iter()
             .filter_map(|i| self.s.list.get(i))
@@ -405,15 +440,17 @@ impl Run {
     }
 
     /// Builds the request, lets `process_llm_request` rewrite or answer it, and calls the
-    /// model, asking the processors about a provider error. Returns the model's stream,
-    /// whether it replays an answer, and the request.
-    async fn call_model(
+    /// model, asking the processors about a provider error. A retried call is a step of its
+    /// own (an empty `step-start`/`step-finish` pair with reason `retry`). Returns the model's
+    /// stream, whether it replays an answer, and the request.
+    async fn call_model<O: Pipeline>(
         &mut self,
         lists: &Lists<'_>,
         limits: &Limits,
         config: &StepConfig,
         offered: &[Arc<dyn Tool>],
         step_number: u32,
+        driver: &mut StreamDriver<'_, O>,
     ) -> Result<(ModelStream, bool, ModelRequest), Stop> {
         let mut api_retries = 0u32;
         loop {
@@ -436,21 +473,64 @@ impl Run {
                 Err(e) => e,
             };
             let chains = [&lists.input, &lists.output, &lists.error];
-            let retry =
+            let asker =
                 hooks::api_error(chains, &mut self.s, &error, step_number, api_retries).await?;
-            if !retry || api_retries >= limits.api_retries {
+            let Some(processor_id) = asker.filter(|_| api_retries < limits.api_retries) else {
                 return Err(AgentError::Api(error).into());
-            }
+            };
             api_retries += 1;
             tracing::debug!(
                 attempt = api_retries,
                 "retrying the model call after an API error"
             );
+            let retry = StepRetry {
+                reason: error.message,
+                metadata: None,
+                processor_id,
+                retry_count: api_retries,
+                feedback: None,
+            };
+            self.retried_step(driver, retry).await?;
+            let next = self.next_number();
+            if let Some(open) = &mut self.open {
+                open.number = next;
+            }
         }
     }
 
-    /// Streams the step's model chunks through the driver, between its `step-start` and
-    /// `step-finish`. Returns why the model stopped and, when asked, its chunks.
+    /// Records a model call that failed and is tried again, and streams its empty
+    /// `step-start`/`step-finish` pair with reason `retry`.
+    async fn retried_step<O: Pipeline>(
+        &mut self,
+        driver: &mut StreamDriver<'_, O>,
+        retry: StepRetry,
+    ) -> Result<(), Stop> {
+        let step_number = self.next_number();
+        let start = ChunkKind::StepStart { step_number };
+        driver.emit(&mut self.s, &mut self.out, start, true).await?;
+        let finish = ChunkKind::StepFinish {
+            finish_reason: FinishReason::Retry,
+            usage: Usage::default(),
+            is_continued: true,
+            retry: Some(retry),
+        };
+        driver
+            .emit(&mut self.s, &mut self.out, finish, true)
+            .await?;
+        self.s.steps.push(StepResult {
+            step_number,
+            text: String::new(),
+            finish_reason: FinishReason::Retry,
+            usage: Usage::default(),
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+            tripwire: None,
+        });
+        Ok(())
+    }
+
+    /// Streams the step's `step-start` and model chunks through the driver. Returns why the
+    /// model stopped, the step's usage and, when asked, its chunks.
     async fn stream_step<O: Pipeline>(
         &mut self,
         driver: &mut StreamDriver<'_, O>,
@@ -458,7 +538,7 @@ impl Run {
         through: bool,
         step_number: u32,
         collect_raw: bool,
-    ) -> Result<(FinishReason, Vec<ChunkKind>), Stop> {
+    ) -> Result<(FinishReason, Usage, Vec<ChunkKind>), Stop> {
         driver.acc = StepAcc {
             delivered: collect_raw.then(Vec::new),
             // Data written before the step (at the start of the run) is saved with it.
@@ -518,16 +598,7 @@ impl Run {
         if let Some(open) = &mut self.open {
             open.usage = usage;
         }
-        let step_finish = ChunkKind::StepFinish {
-            finish_reason: reason,
-            usage,
-        };
-        // A finish between steps (tool calls) does not go through stream processors.
-        let through = through && reason != FinishReason::ToolCalls;
-        driver
-            .emit(&mut self.s, &mut self.out, step_finish, through)
-            .await?;
-        Ok((reason, raw))
+        Ok((reason, usage, raw))
     }
 
     /// Adds the step's answer to the list: reasoning, text, data and tool calls as one
@@ -574,30 +645,54 @@ impl Run {
         }
     }
 
-    /// Records a rejected step, puts the list back as the step found it, and sets up the
-    /// next attempt with the feedback.
-    fn reject(&mut self, tw: TripWire, before: Option<MessageList>) {
+    /// Records a rejected step (its `step-finish` says `retry`, when the model was called),
+    /// puts the list back as the step found it, and sets up the next attempt with the feedback.
+    async fn reject<O: Pipeline>(
+        &mut self,
+        tw: TripWire,
+        before: Option<MessageList>,
+        driver: &mut StreamDriver<'_, O>,
+    ) -> Result<(), Stop> {
         self.s.report.violation(&tw, ViolationKind::Block);
         if let Some(list) = before {
             self.s.list = list;
         }
+        let feedback = feedback_text(&tw.reason);
         // One feedback message per attempt: the latest reason.
         self.s.list.clear_tag(FEEDBACK_TAG);
-        self.s.list.add_system(
-            Message::system(feedback_text(&tw.reason)),
-            Some(FEEDBACK_TAG),
-        );
+        self.s
+            .list
+            .add_system(Message::system(feedback.clone()), Some(FEEDBACK_TAG));
+        self.s.retry_count += 1;
         let open = self.open.take();
+        let usage = open.as_ref().map_or_else(Usage::default, |o| o.usage);
+        if let Some(open) = open.filter(|o| o.started) {
+            let finish = ChunkKind::StepFinish {
+                finish_reason: FinishReason::Retry,
+                usage,
+                is_continued: true,
+                retry: Some(StepRetry {
+                    reason: tw.reason.clone(),
+                    metadata: tw.metadata.clone(),
+                    processor_id: tw.processor_id.clone(),
+                    retry_count: self.s.retry_count,
+                    feedback: Some(feedback),
+                }),
+            };
+            driver
+                .emit(&mut self.s, &mut self.out, finish, open.through)
+                .await?;
+        }
         self.s.steps.push(StepResult {
-            step_number: open.as_ref().map_or(0, |o| o.number),
+            step_number: self.next_number(),
             text: String::new(),
-            finish_reason: FinishReason::Tripwire,
-            usage: open.map_or_else(Usage::default, |o| o.usage),
+            finish_reason: FinishReason::Retry,
+            usage,
             tool_calls: Vec::new(),
             tool_results: Vec::new(),
             tripwire: Some(tw),
         });
-        self.s.retry_count += 1;
+        Ok(())
     }
 
     /// Turns how the run ended into its result: a trip wire streams one `tripwire` chunk and

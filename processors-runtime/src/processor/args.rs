@@ -3,7 +3,7 @@
 use super::Abort;
 use super::report::Reporter;
 use super::table::for_each_hook;
-use crate::chunk::{Chunk, ChunkKind, DataWriter, FinishReason};
+use crate::chunk::{Chunk, ChunkKind, DataWriter, FinishReason, Usage};
 use crate::context::RequestContext;
 use crate::message::{Message, MessageList, ToolCall};
 use crate::model::{ApiError, LanguageModel, ModelRequest, ModelSettings, ToolChoice};

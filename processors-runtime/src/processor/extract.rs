@@ -8,7 +8,7 @@
 use super::args::*;
 use super::table::for_each_hook;
 use super::{Abort, ProcessorError};
-use crate::chunk::{Chunk, DataWriter, FinishReason};
+use crate::chunk::{Chunk, DataWriter, FinishReason, Usage};
 use crate::context::RequestContext;
 use crate::message::{Message, MessageList, ToolCall};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
@@ -30,6 +30,10 @@ pub struct FromCache(pub bool);
 /// The chunks of a step as they reached the client (what a response cache stores).
 #[derive(Debug, Clone, Copy)]
 pub struct Delivered<'a>(pub &'a LlmResponse);
+
+/// The run's token usage so far (a step's own usage is a plain [`Usage`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunUsage(pub Usage);
 
 /// The system messages a hook sees (a copy).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -185,6 +185,10 @@ macro_rules! for_each_hook {
                     text: &'a str,
                     /// Why the model stopped.
                     finish_reason: FinishReason,
+                    /// The step's token usage.
+                    usage: Usage,
+                    /// The run's token usage so far, this step included.
+                    run_usage: Usage,
                     /// The tool calls the model asked for.
                     tool_calls: &'a [ToolCall],
                     /// The steps finished before this one.
@@ -199,12 +203,14 @@ macro_rules! for_each_hook {
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_output_step` provides",
-                note: "`process_output_step` provides: `StepNumber`, `Vec<Message>` (the step's messages), `&str` (its text), `FinishReason`, `&[ToolCall]`, `&[StepResult]`, `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_output_step` provides: `StepNumber`, `Vec<Message>` (the step's messages), `&str` (its text), `FinishReason`, `Usage` (the step's), `RunUsage`, `&[ToolCall]`, `&[StepResult]`, `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     StepNumber => |p| p.step_number.map(StepNumber);
                     Vec<Message> => |p| p.messages.take();
                     &'a str => |p| p.text;
                     FinishReason => |p| p.finish_reason;
+                    Usage => |p| p.usage;
+                    RunUsage => |p| p.run_usage.map(RunUsage);
                     &'a [ToolCall] => |p| p.tool_calls;
                     &'a [StepResult] => |p| p.steps;
                     SystemMessages => |p| p.system_messages.take().map(SystemMessages);

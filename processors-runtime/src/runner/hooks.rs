@@ -2,7 +2,7 @@
 //! applies what each returns to the run.
 
 use super::{Chain, Halt, HookError, Scope, call, ids};
-use crate::chunk::FinishReason;
+use crate::chunk::{FinishReason, Usage};
 use crate::message::{Message, MessageList, MessageSource, Role, ToolCall};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::processor::{
@@ -205,6 +205,8 @@ pub(crate) struct Step<'a> {
     pub(crate) step_number: u32,
     pub(crate) text: &'a str,
     pub(crate) finish_reason: FinishReason,
+    pub(crate) usage: Usage,
+    pub(crate) run_usage: Usage,
     pub(crate) tool_calls: &'a [ToolCall],
 }
 
@@ -226,6 +228,8 @@ pub(crate) async fn output_step(
                 .collect(),
             text: step.text,
             finish_reason: step.finish_reason,
+            usage: step.usage,
+            run_usage: step.run_usage,
             tool_calls: step.tool_calls,
             steps: &s.steps,
             system_messages: s.list.all_system_messages().cloned().collect(),
@@ -328,14 +332,14 @@ pub(crate) async fn output_result(
 }
 
 /// `process_api_error`: the input, output, then error processors are asked in order; the
-/// first that asks for a retry wins. Returns whether one did.
+/// first that asks for a retry wins. Returns its id.
 pub(crate) async fn api_error(
     chains: [&Chain<'_>; 3],
     s: &mut Scope,
     error: &ApiError,
     step_number: u32,
     retry_count: u32,
-) -> Result<bool, Halt> {
+) -> Result<Option<String>, Halt> {
     for (p, slot) in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
         let args = ApiErrorArgs {
             error,
@@ -354,8 +358,8 @@ pub(crate) async fn api_error(
             p.dyn_process_api_error(args),
         );
         if call.await? == Some(ApiErrorAction::Retry) {
-            return Ok(true);
+            return Ok(Some(p.dyn_id().to_owned()));
         }
     }
-    Ok(false)
+    Ok(None)
 }

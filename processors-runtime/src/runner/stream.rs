@@ -69,18 +69,13 @@ pub(crate) struct StepAcc {
 
 impl StepAcc {
     fn account(&mut self, c: &Chunk) {
-        if let Some(d) = &mut self.delivered {
-            match &c.kind {
-                ChunkKind::StepStart { .. } => {}
-                ChunkKind::StepFinish {
-                    finish_reason,
-                    usage,
-                } => d.push(ChunkKind::Finish {
-                    finish_reason: *finish_reason,
-                    usage: *usage,
-                }),
-                other => d.push(other.clone()),
-            }
+        if let Some(d) = &mut self.delivered
+            && !matches!(
+                c.kind,
+                ChunkKind::StepStart { .. } | ChunkKind::StepFinish { .. }
+            )
+        {
+            d.push(c.kind.clone());
         }
         match &c.kind {
             ChunkKind::TextDelta { text, .. } => self.text.push_str(text),

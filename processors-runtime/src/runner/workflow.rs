@@ -3,7 +3,7 @@
 //! through the runner's calls: the same guards, reports and stream chain as a list.
 
 use super::call;
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, Usage};
 use crate::context::RequestContext;
 use crate::message::ToolCall;
 use crate::message::{Message, MessageList};
@@ -201,6 +201,8 @@ struct MessageExtra<'a> {
     step_number: u32,
     text: &'a str,
     finish_reason: crate::chunk::FinishReason,
+    usage: Usage,
+    run_usage: Usage,
     tool_calls: &'a [ToolCall],
     steps: &'a [StepResult],
     summary: Option<&'a RunSummary>,
@@ -210,6 +212,16 @@ const NO_STEP: MessageExtra<'static> = MessageExtra {
     step_number: 0,
     text: "",
     finish_reason: crate::chunk::FinishReason::Stop,
+    usage: Usage {
+        input_tokens: 0,
+        output_tokens: 0,
+        total_tokens: 0,
+    },
+    run_usage: Usage {
+        input_tokens: 0,
+        output_tokens: 0,
+        total_tokens: 0,
+    },
     tool_calls: &[],
     steps: &[],
     summary: None,
@@ -307,6 +319,8 @@ impl Workflow {
                     messages: messages.to_vec(),
                     text: extra.text,
                     finish_reason: extra.finish_reason,
+                    usage: extra.usage,
+                    run_usage: extra.run_usage,
                     tool_calls: extra.tool_calls,
                     steps: extra.steps,
                     system_messages: m.system.clone(),
@@ -487,6 +501,8 @@ impl Processor for Workflow {
             step_number: args.step_number,
             text: args.text,
             finish_reason: args.finish_reason,
+            usage: args.usage,
+            run_usage: args.run_usage,
             tool_calls: args.tool_calls,
             steps: args.steps,
             summary: None,
