@@ -1414,3 +1414,48 @@ on_every_path!(b49_an_api_error_retry_is_a_step_of_its_own, |path| {
         .collect();
     assert_eq!(steps, [(0, FinishReason::Retry), (1, FinishReason::Stop)]);
 });
+
+on_every_path!(
+    b50_data_written_at_the_start_survives_a_rejected_first_step,
+    |path| {
+        let store = InMemoryStore::new();
+        let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), max_processor_retries: 2, output: [
+            Probe::new("tagger").stream(|a| {
+                if matches!(a.chunk.kind, ChunkKind::Start) {
+                    a.writer.write("session", json!({"id": 7}));
+                }
+                Ok(StreamAction::Pass)
+            }),
+            reject_bad(true),
+        ]);
+        let r = agent.generate_with("hi".into(), thread()).await.unwrap();
+        let data = |ms: &[Message]| -> Vec<Value> {
+            ms.iter()
+                .flat_map(|m| &m.content.parts)
+                .filter_map(|p| match p {
+                    Part::Data { name, data } if name == "session" => Some(data.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(data(&r.response_messages), [json!({"id": 7})]);
+        let saved = store.list_messages("thread-1", None).await.unwrap();
+        assert_eq!(data(&saved), [json!({"id": 7})]);
+        assert_eq!(r.text, "good answer");
+    }
+);
+
+on_every_path!(b51_output_step_sees_the_step_usage_and_the_runs, |path| {
+    let m = model(tool_then_text("done").map(|t| t.usage(10, 2)));
+    let log = Log::new();
+    let l = log.clone();
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
+        Probe::new("usage").output_step(move |a| {
+            l.push(format!("{} {}", a.usage.total_tokens, a.run_usage.total_tokens));
+            Ok(().into())
+        }),
+    ]);
+    generate(&*agent, "hi").await;
+    assert_eq!(log.entries(), ["12 12", "12 24"]);
+});

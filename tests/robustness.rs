@@ -964,3 +964,60 @@ async fn chunks_reach_the_consumer_while_the_model_waits() {
         .expect("the first chunk was held back until the model went on");
     assert_eq!(seen, ["a", "b"]);
 }
+
+/// A store whose writes take a while.
+#[derive(Clone, Default)]
+struct SlowStore(InMemoryStore);
+
+impl MemoryStore for SlowStore {
+    fn get_thread<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
+        self.0.get_thread(id)
+    }
+    fn save_thread(&self, t: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.0.save_thread(t)
+    }
+    fn list_messages<'a>(
+        &'a self,
+        id: &'a str,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        self.0.list_messages(id, limit)
+    }
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        r: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        self.0.list_messages_by_resource(r)
+    }
+    fn save_messages(&self, ms: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            self.0.save_messages(ms).await
+        })
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.0.delete_messages(ids)
+    }
+}
+
+on_every_path!(
+    the_turn_is_saved_before_the_client_sees_the_finish,
+    |path| {
+        let store = SlowStore::default();
+        let m = ScriptedModel::new([Turn::deltas(["saved ", "answer"])]);
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()));
+        let options =
+            GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"));
+        let mut stream = agent.stream_with("hi".into(), options);
+        while let Some(chunk) = stream.next().await {
+            if matches!(chunk.kind, ChunkKind::Finish { .. }) {
+                break;
+            }
+        }
+        // The client stops reading at the finish and goes away.
+        drop(stream);
+        let saved = store.0.list_messages("t", None).await.unwrap();
+        let texts: Vec<String> = saved.iter().map(Message::text).collect();
+        assert_eq!(texts, ["hi", "saved answer"]);
+    }
+);

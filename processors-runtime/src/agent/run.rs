@@ -104,6 +104,10 @@ struct OpenStep {
 struct Run {
     s: Scope,
     out: Outbox,
+    /// Data written outside a step (at the start of the run, or after a step's tools with no
+    /// tool message to join): saved with the next accepted answer, kept if an attempt is
+    /// rejected.
+    carried: Vec<Part>,
     /// What the framework warned about.
     warnings: Vec<String>,
     usage: Usage,
@@ -126,6 +130,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             retry_count: 0,
         },
         out: Outbox::new(RunId::from(crate::message::new_id("run")), slot),
+        carried: Vec::new(),
         warnings: Vec::new(),
         usage: Usage::default(),
         open: None,
@@ -239,6 +244,7 @@ impl Run {
         driver
             .emit(&mut self.s, &mut self.out, ChunkKind::Start, true)
             .await?;
+        self.carried.append(&mut driver.acc.data);
 
         let may_reject = limits.max_retries.is_some()
             && (lists.step.has(Hook::InputStep) || lists.output.has(Hook::OutputStep));
@@ -266,7 +272,8 @@ impl Run {
             }
         }
 
-        // The end of the stream, then process_output_result (memory last: it saves).
+        // The end of the stream, then process_output_result (memory last: it saves). The
+        // client gets the finish once what the run persists is saved.
         driver.acc = StepAcc::default();
         let finish = ChunkKind::Finish {
             finish_reason: last_reason,
@@ -275,11 +282,13 @@ impl Run {
         // A finish with reason tool-calls (the step limit ended a tool loop) does not go
         // through stream processors.
         let through = last_reason != FinishReason::ToolCalls;
+        self.out.hold();
         driver
             .emit(&mut self.s, &mut self.out, finish, through)
             .await?;
-        if !driver.acc.data.is_empty() {
-            attach_data(&mut self.s.list, std::mem::take(&mut driver.acc.data));
+        self.carried.append(&mut driver.acc.data);
+        if !self.carried.is_empty() {
+            attach_data(&mut self.s.list, std::mem::take(&mut self.carried));
         }
         let mut summary = RunSummary {
             text: hooks::response_text(&self.s.list),
@@ -288,6 +297,7 @@ impl Run {
             steps: self.s.steps.clone(),
         };
         hooks::output_result(&lists.output, &mut self.s, &mut summary).await?;
+        self.out.release().await;
 
         let steps = std::mem::take(&mut self.s.steps);
         Ok(GenerateResult {
@@ -393,8 +403,10 @@ impl Run {
         hooks::output_step(&lists.output, &mut self.s, step, &mut step_ids)
             .await
             .map_err(rejecting)?;
-        // Accepted: the feedback was about the rejected answer, this one ends it.
+        // Accepted: the feedback was about the rejected answer, this one ends it; the data
+        // carried to it is saved with it.
         self.open = None;
+        self.carried.clear();
         self.s.retry_count = 0;
         self.s.list.clear_tag(FEEDBACK_TAG);
 
@@ -412,6 +424,8 @@ impl Run {
         } else {
             Vec::new()
         };
+        // Data written after the tools, with no tool message to join, goes with what follows.
+        self.carried.append(&mut driver.acc.data);
         let step_finish = ChunkKind::StepFinish {
             finish_reason: reason,
             usage,
@@ -541,8 +555,6 @@ impl Run {
     ) -> Result<(FinishReason, Usage, Vec<ChunkKind>), Stop> {
         driver.acc = StepAcc {
             delivered: collect_raw.then(Vec::new),
-            // Data written before the step (at the start of the run) is saved with it.
-            data: std::mem::take(&mut driver.acc.data),
             ..StepAcc::default()
         };
         let start = ChunkKind::StepStart { step_number };
@@ -601,8 +613,9 @@ impl Run {
         Ok((reason, usage, raw))
     }
 
-    /// Adds the step's answer to the list: reasoning, text, data and tool calls as one
-    /// assistant message. Returns its id (none when the step produced nothing).
+    /// Adds the step's answer to the list: reasoning, text, data (carried, then the step's)
+    /// and tool calls as one assistant message. Returns its id (none when the step produced
+    /// nothing).
     fn add_answer(&mut self, acc: &mut StepAcc) -> Vec<String> {
         let mut parts = Vec::new();
         if !acc.reasoning.is_empty() {
@@ -615,6 +628,7 @@ impl Run {
                 text: acc.text.clone(),
             });
         }
+        parts.extend(self.carried.iter().cloned());
         parts.append(&mut acc.data);
         parts.extend(acc.tool_calls.iter().cloned().map(Part::ToolCall));
         if parts.is_empty() {
@@ -704,6 +718,8 @@ impl Run {
         match ended {
             Ok(result) => Ok(result),
             Err(Stop::Tripwire(tw) | Stop::Rejected(tw)) => {
+                // A finish held for the end does not reach the client: the run did not finish.
+                self.out.discard_held();
                 self.s.report.violation(&tw, ViolationKind::Block);
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
                 Ok(GenerateResult {
@@ -720,6 +736,7 @@ impl Run {
                 })
             }
             Err(Stop::Failed(error)) => {
+                self.out.discard_held();
                 let message = error.to_string();
                 self.out.deliver(ChunkKind::Error { message }).await;
                 Err(error)

@@ -63,6 +63,8 @@ pub(crate) struct Outbox {
     slot: Option<Arc<Handoff>>,
     /// Chunks produced without waiting, handed over together.
     batch: Vec<Chunk>,
+    /// Chunks kept from the consumer until [`release`](Outbox::release), when holding.
+    held: Option<Vec<Chunk>>,
 }
 
 impl Outbox {
@@ -71,15 +73,38 @@ impl Outbox {
             run_id,
             slot,
             batch: Vec::with_capacity(AHEAD),
+            held: None,
         }
     }
 
-    /// Batches a chunk for the consumer.
+    /// Batches a chunk for the consumer (or holds it back, when holding).
     #[inline]
     pub(crate) fn push(&mut self, chunk: Chunk) {
         if self.slot.is_some() {
-            self.batch.push(chunk);
+            match &mut self.held {
+                None => self.batch.push(chunk),
+                Some(held) => held.push(chunk),
+            }
         }
+    }
+
+    /// Holds back the chunks pushed from now on, so that the consumer sees them only once
+    /// the run has done what must come first (the end of the run once memory is saved).
+    pub(crate) fn hold(&mut self) {
+        self.held.get_or_insert_with(Vec::new);
+    }
+
+    /// Hands over the chunks held back, and stops holding.
+    pub(crate) async fn release(&mut self) {
+        if let Some(held) = self.held.take() {
+            self.batch.extend(held);
+            self.hand_over().await;
+        }
+    }
+
+    /// Forgets the chunks held back, and stops holding.
+    pub(crate) fn discard_held(&mut self) {
+        self.held = None;
     }
 
     /// How many chunks are batched.
