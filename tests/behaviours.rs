@@ -1459,3 +1459,45 @@ on_every_path!(b51_output_step_sees_the_step_usage_and_the_runs, |path| {
     generate(&*agent, "hi").await;
     assert_eq!(log.entries(), ["12 12", "12 24"]);
 });
+
+on_every_path!(
+    b52_a_failure_mid_stream_goes_to_the_error_processors,
+    |path| {
+        let m = model([
+            Turn::deltas(["half ", "an answ"])
+                .fail_mid_stream(ApiError::other("connection reset", true)),
+            Turn::text("a whole answer"),
+        ]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, model: m, error: [
+            Probe::new("stream-retry").api_error(move |a| {
+                l.push(format!("{} retry {}", a.error.message, a.retry_count));
+                Ok(if a.error.retryable { ApiErrorAction::Retry } else { ApiErrorAction::Unhandled })
+            }),
+        ]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        let r = r.unwrap();
+        assert_eq!(log.entries(), ["connection reset retry 0"]);
+        assert_eq!(m.calls(), 2);
+        // The client saw the partial text, then learns that attempt was dropped.
+        assert_eq!(deltas(&chunks), ["half ", "an answ", "a whole answer"]);
+        let finishes = step_finishes(&chunks);
+        assert_eq!(finishes[0].0, FinishReason::Retry);
+        assert_eq!(
+            finishes[0].1.as_ref().map(|r| r.processor_id.as_str()),
+            Some("stream-retry")
+        );
+        assert!(!types(&chunks).contains(&"error".to_owned()));
+        // The partial step is rolled back: not in the result, nor in the next prompt.
+        assert_eq!(r.text, "a whole answer");
+        assert!(
+            !m.requests()[1]
+                .prompt
+                .iter()
+                .any(|msg| msg.text().contains("half"))
+        );
+        let steps: Vec<FinishReason> = r.steps.iter().map(|s| s.finish_reason).collect();
+        assert_eq!(steps, [FinishReason::Retry, FinishReason::Stop]);
+    }
+);

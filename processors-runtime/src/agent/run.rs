@@ -359,21 +359,46 @@ impl Run {
             .cloned()
             .collect();
 
-        let (stream, from_cache, request) = self
-            .call_model(lists, limits, &config, &offered, step_number, driver)
-            .await?;
-        // Provider-error retries before it were steps of their own.
-        let step_number = self.next_number();
-        let through = !from_cache;
-        if let Some(open) = &mut self.open {
-            open.number = step_number;
-            open.started = true;
-            open.through = through;
-        }
         let collect_raw = lists.output.has(Hook::LlmResponse);
-        let (reason, usage, raw) = self
-            .stream_step(driver, stream, through, step_number, collect_raw)
-            .await?;
+        let mut api_retries = 0u32;
+        let (step_number, from_cache, request, reason, usage, raw) = loop {
+            let (stream, from_cache, request) = self
+                .call_model(
+                    lists,
+                    limits,
+                    &config,
+                    &offered,
+                    step_number,
+                    driver,
+                    &mut api_retries,
+                )
+                .await?;
+            // Provider-error retries before it were steps of their own.
+            let number = self.next_number();
+            let through = !from_cache;
+            if let Some(open) = &mut self.open {
+                open.number = number;
+                open.started = true;
+                open.through = through;
+            }
+            let streamed = self
+                .stream_step(driver, stream, through, number, collect_raw)
+                .await?;
+            match streamed {
+                Ok((reason, usage, raw)) => {
+                    break (number, from_cache, request, reason, usage, raw);
+                }
+                Err(error) => {
+                    // The model failed after its stream started: its partial step is rolled
+                    // back, and an error processor may ask for another call.
+                    let retry = self
+                        .ask_to_retry(lists, limits, error, step_number, &mut api_retries)
+                        .await?;
+                    self.retried_step(driver, retry, false, through).await?;
+                }
+            }
+        };
+        let through = !from_cache;
         if collect_raw {
             let mut chunks = driver.acc.delivered.take().unwrap_or_default();
             chunks.push(ChunkKind::Finish {
@@ -457,6 +482,7 @@ impl Run {
     /// model, asking the processors about a provider error. A retried call is a step of its
     /// own (an empty `step-start`/`step-finish` pair with reason `retry`). Returns the model's
     /// stream, whether it replays an answer, and the request.
+    #[allow(clippy::too_many_arguments)]
     async fn call_model<O: Pipeline>(
         &mut self,
         lists: &Lists<'_>,
@@ -465,8 +491,8 @@ impl Run {
         offered: &[Arc<dyn Tool>],
         step_number: u32,
         driver: &mut StreamDriver<'_, O>,
+        api_retries: &mut u32,
     ) -> Result<(ModelStream, bool, ModelRequest), Stop> {
-        let mut api_retries = 0u32;
         loop {
             let mut request = ModelRequest {
                 prompt: self.s.list.to_prompt(),
@@ -486,42 +512,58 @@ impl Run {
                 Ok(stream) => return Ok((stream, false, request)),
                 Err(e) => e,
             };
-            let chains = [&lists.input, &lists.output, &lists.error];
-            let asker =
-                hooks::api_error(chains, &mut self.s, &error, step_number, api_retries).await?;
-            let Some(processor_id) = asker.filter(|_| api_retries < limits.api_retries) else {
-                return Err(AgentError::Api(error).into());
-            };
-            api_retries += 1;
-            tracing::debug!(
-                attempt = api_retries,
-                "retrying the model call after an API error"
-            );
-            let retry = StepRetry {
-                reason: error.message,
-                metadata: None,
-                processor_id,
-                retry_count: api_retries,
-                feedback: None,
-            };
-            self.retried_step(driver, retry).await?;
-            let next = self.next_number();
-            if let Some(open) = &mut self.open {
-                open.number = next;
-            }
+            let retry = self
+                .ask_to_retry(lists, limits, error, step_number, api_retries)
+                .await?;
+            self.retried_step(driver, retry, true, true).await?;
         }
     }
 
-    /// Records a model call that failed and is tried again, and streams its empty
-    /// `step-start`/`step-finish` pair with reason `retry`.
+    /// Asks the processors about a provider error: the retry the first one that asks for
+    /// one gets, within the limit, or the error.
+    async fn ask_to_retry(
+        &mut self,
+        lists: &Lists<'_>,
+        limits: &Limits,
+        error: ApiError,
+        step_number: u32,
+        api_retries: &mut u32,
+    ) -> Result<StepRetry, Stop> {
+        let chains = [&lists.input, &lists.output, &lists.error];
+        let asker =
+            hooks::api_error(chains, &mut self.s, &error, step_number, *api_retries).await?;
+        let Some(processor_id) = asker.filter(|_| *api_retries < limits.api_retries) else {
+            return Err(AgentError::Api(error).into());
+        };
+        *api_retries += 1;
+        tracing::debug!(
+            attempt = *api_retries,
+            error = %error,
+            "retrying the model call after an API error"
+        );
+        Ok(StepRetry {
+            reason: error.message,
+            metadata: None,
+            processor_id,
+            retry_count: *api_retries,
+            feedback: None,
+        })
+    }
+
+    /// Records a model call that failed and is tried again, and streams its `step-finish`
+    /// with reason `retry` (after an empty `step-start` when its stream had not started).
     async fn retried_step<O: Pipeline>(
         &mut self,
         driver: &mut StreamDriver<'_, O>,
         retry: StepRetry,
+        start: bool,
+        through: bool,
     ) -> Result<(), Stop> {
         let step_number = self.next_number();
-        let start = ChunkKind::StepStart { step_number };
-        driver.emit(&mut self.s, &mut self.out, start, true).await?;
+        if start {
+            let start = ChunkKind::StepStart { step_number };
+            driver.emit(&mut self.s, &mut self.out, start, true).await?;
+        }
         let finish = ChunkKind::StepFinish {
             finish_reason: FinishReason::Retry,
             usage: Usage::default(),
@@ -529,7 +571,7 @@ impl Run {
             retry: Some(retry),
         };
         driver
-            .emit(&mut self.s, &mut self.out, finish, true)
+            .emit(&mut self.s, &mut self.out, finish, through)
             .await?;
         self.s.steps.push(StepResult {
             step_number,
@@ -544,7 +586,8 @@ impl Run {
     }
 
     /// Streams the step's `step-start` and model chunks through the driver. Returns why the
-    /// model stopped, the step's usage and, when asked, its chunks.
+    /// model stopped, the step's usage and, when asked, its chunks; or the model's failure
+    /// after its stream started.
     async fn stream_step<O: Pipeline>(
         &mut self,
         driver: &mut StreamDriver<'_, O>,
@@ -552,7 +595,7 @@ impl Run {
         through: bool,
         step_number: u32,
         collect_raw: bool,
-    ) -> Result<(FinishReason, Usage, Vec<ChunkKind>), Stop> {
+    ) -> Result<Result<(FinishReason, Usage, Vec<ChunkKind>), ApiError>, Stop> {
         driver.acc = StepAcc {
             delivered: collect_raw.then(Vec::new),
             ..StepAcc::default()
@@ -576,7 +619,8 @@ impl Run {
             })
             .await;
             let kind = match pulled {
-                Pulled::Item(item) => item.map_err(AgentError::Api)?,
+                Pulled::Item(Ok(kind)) => kind,
+                Pulled::Item(Err(error)) => return Ok(Err(error)),
                 Pulled::End => break,
                 Pulled::Full => {
                     catch_up().await;
@@ -600,17 +644,17 @@ impl Run {
                 .await?;
         }
         drop(stream);
-        let (reason, usage) = finish.ok_or_else(|| {
-            AgentError::Api(ApiError::other(
+        let Some((reason, usage)) = finish else {
+            return Ok(Err(ApiError::other(
                 "the model's stream ended without a finish chunk",
                 true,
-            ))
-        })?;
+            )));
+        };
         self.usage += usage;
         if let Some(open) = &mut self.open {
             open.usage = usage;
         }
-        Ok((reason, usage, raw))
+        Ok(Ok((reason, usage, raw)))
     }
 
     /// Adds the step's answer to the list: reasoning, text, data (carried, then the step's)
