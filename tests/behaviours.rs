@@ -1501,3 +1501,82 @@ on_every_path!(
         assert_eq!(steps, [FinishReason::Retry, FinishReason::Stop]);
     }
 );
+
+/// Holds text back until a sentence ends, redacting keys across deltas; flushes what it holds on
+/// the text part's end.
+fn sentence_redactor() -> Probe {
+    Probe::new("sentences").stream(|a| {
+        let held = a.state.as_str().unwrap_or("").to_owned();
+        let redact = |t: &str| {
+            t.split(' ')
+                .map(|w| if w.starts_with("sk-") { "[key]" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match &a.chunk.kind {
+            ChunkKind::TextDelta { text, .. } => {
+                let all = held + text;
+                match all.rfind('.') {
+                    Some(end) => {
+                        *a.state = json!(&all[end + 1..]);
+                        let sentence = format!("{}.", redact(&all[..end]));
+                        Ok(a.chunk.clone().map_text(|_| sentence).into())
+                    }
+                    None => {
+                        *a.state = json!(all);
+                        Ok(StreamAction::Drop)
+                    }
+                }
+            }
+            ChunkKind::TextEnd { id } if !held.is_empty() => {
+                *a.state = json!("");
+                let rest = Chunk::new(
+                    a.chunk.run_id.clone(),
+                    ChunkKind::TextDelta {
+                        id: id.clone(),
+                        text: redact(&held),
+                    },
+                );
+                Ok(vec![rest, a.chunk.clone()].into())
+            }
+            _ => Ok(StreamAction::Pass),
+        }
+    })
+}
+
+on_every_path!(
+    b53_a_stream_processor_holds_chunks_back_and_emits_several,
+    |path| {
+        let m = model([Turn::deltas([
+            "My key is sk-",
+            "12345. Tha",
+            "nks a",
+            " lot",
+        ])]);
+        let log = Log::new();
+        let l = log.clone();
+        let agent = build_agent!(path, model: m, output: [
+            sentence_redactor(),
+            Probe::new("after").stream(move |a| {
+                if let Some(t) = a.chunk.text_delta() {
+                    l.push(t.to_owned());
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(deltas(&chunks), ["My key is [key].", " Thanks a lot"]);
+        // Each emitted chunk goes through the processors after the one that emitted it.
+        assert_eq!(log.entries(), ["My key is [key].", " Thanks a lot"]);
+        let r = r.unwrap();
+        assert_eq!(r.text, "My key is [key]. Thanks a lot");
+        let order: Vec<String> = types(&chunks)
+            .into_iter()
+            .filter(|t| t.starts_with("text-"))
+            .collect();
+        assert_eq!(
+            order,
+            ["text-start", "text-delta", "text-delta", "text-end"]
+        );
+    }
+);

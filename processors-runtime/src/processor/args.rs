@@ -182,8 +182,14 @@ pub enum StreamAction {
     Pass,
     /// Pass this chunk on instead.
     Replace(Chunk),
-    /// Drop this chunk (only this one).
+    /// Drop this chunk (only this one). A processor that holds chunks back (to redact across
+    /// deltas, or to batch them) drops them here and emits them later with
+    /// [`Many`](StreamAction::Many), at the latest on the `text-end` or `step-finish` that ends
+    /// what it holds.
     Drop,
+    /// Pass these chunks on instead, in order: zero (like `Drop`), one, or several. Each goes
+    /// through the processors after this one, the first at once and the others after it.
+    Many(Vec<Chunk>),
 }
 
 impl From<Chunk> for StreamAction {
@@ -201,6 +207,12 @@ impl From<Option<Chunk>> for StreamAction {
 impl From<()> for StreamAction {
     fn from(_: ()) -> Self {
         StreamAction::Pass
+    }
+}
+
+impl From<Vec<Chunk>> for StreamAction {
+    fn from(chunks: Vec<Chunk>) -> Self {
+        StreamAction::Many(chunks)
     }
 }
 

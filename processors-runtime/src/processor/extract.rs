@@ -141,7 +141,7 @@ hook_return!(InputOutcome: InputOutcome, (), Vec<Message>);
 hook_return!(StepOverrides: StepOverrides, ());
 hook_return!(LlmRequestAction: LlmRequestAction, ());
 hook_return!((): ());
-hook_return!(StreamAction: StreamAction, (), Chunk, Option<Chunk>);
+hook_return!(StreamAction: StreamAction, (), Chunk, Option<Chunk>, Vec<Chunk>);
 hook_return!(OutputOutcome: OutputOutcome, (), Vec<Message>);
 hook_return!(Option<Value>: Option<Value>, Value);
 hook_return!(ApiErrorAction: ApiErrorAction, ());

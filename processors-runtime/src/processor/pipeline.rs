@@ -238,6 +238,20 @@ fn apply<P: StreamCall + ?Sized>(
             Flow::Continue
         }
         Ok(StreamAction::Drop) => Flow::Drop,
+        Ok(StreamAction::Many(chunks)) => {
+            let mut chunks = chunks.into_iter();
+            let Some(first) = chunks.next() else {
+                return Flow::Drop;
+            };
+            *chunk = first;
+            // The others follow from the next processor on (inside a workflow, from the next
+            // processor after it).
+            match &mut cx.pending {
+                Some(pending) => pending.extend(chunks.map(|c| (pos + 1, c.kind))),
+                None => cx.written.extend(chunks.map(|c| c.kind)),
+            }
+            Flow::Continue
+        }
         Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
         Err(ProcessorError::Warning(a)) => {
             cx.report
