@@ -1580,3 +1580,45 @@ on_every_path!(
         );
     }
 );
+
+/// What an input processor found, for the processors after it.
+#[derive(Debug, Clone, PartialEq)]
+struct Detected(&'static str);
+
+on_every_path!(
+    b54_a_processor_passes_a_value_to_later_ones_through_the_request_context,
+    |path| {
+        let m = model([Turn::text("bonjour"), Turn::text("salut")]);
+        let log = Log::new();
+        let (l0, l1, l2) = (log.clone(), log.clone(), log.clone());
+        let agent = build_agent!(path, model: m,
+            input: [Probe::new("detect").input(move |a| {
+                l0.push(format!("input sees {:?}", a.request_context.get::<Detected>()));
+                a.request_context.insert(Detected("fr"));
+                a.request_context.set_value("checked", json!(true));
+                Ok(().into())
+            })],
+            output: [
+                Probe::new("stream").stream(move |a| {
+                    if a.chunk.text_delta().is_some() {
+                        l1.push(format!("stream sees {:?}", a.request_context.get::<Detected>()));
+                    }
+                    Ok(StreamAction::Pass)
+                }),
+                Probe::new("result").output_result(move |a| {
+                    l2.push(format!("result sees {:?}", a.request_context.value("checked")));
+                    Ok(OutputOutcome::Unchanged)
+                }),
+            ]
+        );
+        generate(&*agent, "salut").await;
+        // Each request starts from the caller's context.
+        generate(&*agent, "encore").await;
+        let once = [
+            "input sees None",
+            r#"stream sees Some(Detected("fr"))"#,
+            "result sees Some(Bool(true))",
+        ];
+        assert_eq!(log.entries(), [once, once].concat());
+    }
+);

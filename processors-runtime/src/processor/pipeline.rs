@@ -76,7 +76,7 @@ pub struct StreamCx<'r> {
     pub(crate) slots: &'r [usize],
     pub(crate) histories: &'r mut [Vec<Chunk>],
     pub(crate) message_list: &'r MessageList,
-    pub(crate) request_context: &'r RequestContext,
+    pub(crate) request_context: &'r mut RequestContext,
     pub(crate) retry_count: u32,
     /// Where a hook's writer puts data chunks.
     pub(crate) written: &'r mut Vec<ChunkKind>,
@@ -207,7 +207,7 @@ pub(crate) fn args_for<'a, P: StreamCall + ?Sized>(
         stream_history: history,
         state: cx.states.get_mut(slot),
         message_list: cx.message_list,
-        request_context: cx.request_context,
+        request_context: &mut *cx.request_context,
         retry_count: cx.retry_count,
         writer: DataWriter {
             buf: &mut *cx.written,

@@ -27,19 +27,21 @@ macro_rules! for_each_hook {
                     system_messages: Vec<Message>,
                     /// The run's message list, for direct edits.
                     message_list: &'a mut MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// Consecutive processor retries so far (0 for `process_input`).
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_input` provides",
-                note: "`process_input` provides: `Vec<Message>` (the new input), `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_input` provides: `Vec<Message>` (the new input), `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     Vec<Message> => |p| p.messages.take();
                     SystemMessages => |p| p.system_messages.take().map(SystemMessages);
                     &'a mut MessageList => |p| p.message_list.take();
                     &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     Abort => |_p| Some(Abort::new());
                 }
@@ -62,13 +64,14 @@ macro_rules! for_each_hook {
                     config: &'a StepConfig,
                     /// The run's message list, for direct edits.
                     message_list: &'a mut MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// Consecutive processor retries so far.
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_input_step` provides",
-                note: "`process_input_step` provides: `StepNumber`, `&[StepResult]`, `Vec<Message>`, `SystemMessages`, `&StepConfig`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_input_step` provides: `StepNumber`, `&[StepResult]`, `Vec<Message>`, `SystemMessages`, `&StepConfig`, `&mut MessageList` or `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     StepNumber => |p| p.step_number.map(StepNumber);
                     &'a [StepResult] => |p| p.steps;
@@ -77,7 +80,8 @@ macro_rules! for_each_hook {
                     &'a StepConfig => |p| p.config;
                     &'a mut MessageList => |p| p.message_list.take();
                     &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     Abort => |_p| Some(Abort::new());
                 }
@@ -94,16 +98,18 @@ macro_rules! for_each_hook {
                     request: &'a ModelRequest,
                     /// The model it goes to.
                     model: &'a dyn LanguageModel,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                 }
                 message: "`{Self}` is not a parameter that `process_llm_request` provides",
-                note: "`process_llm_request` provides: `StepNumber`, `&ModelRequest`, `&dyn LanguageModel`, `&RequestContext`, `Abort`, and `state: &mut YourState`",
+                note: "`process_llm_request` provides: `StepNumber`, `&ModelRequest`, `&dyn LanguageModel`, `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
                 provide {
                     StepNumber => |p| p.step_number.map(StepNumber);
                     &'a ModelRequest => |p| p.request;
                     &'a dyn LanguageModel => |p| p.model;
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     Abort => |_p| Some(Abort::new());
                 }
             }
@@ -126,18 +132,20 @@ macro_rules! for_each_hook {
                     delivered: &'a LlmResponse,
                     /// Whether the response was replayed by a `process_llm_request` processor.
                     from_cache: bool,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                 }
                 message: "`{Self}` is not a parameter that `process_llm_response` provides",
-                note: "`process_llm_response` provides: `StepNumber`, `&ModelRequest`, `&LlmResponse` (as the model produced it), `Delivered` (as it reached the client), `FromCache`, `&RequestContext`, and `state: &mut YourState`",
+                note: "`process_llm_response` provides: `StepNumber`, `&ModelRequest`, `&LlmResponse` (as the model produced it), `Delivered` (as it reached the client), `FromCache`, `&RequestContext` or `&mut RequestContext`, and `state: &mut YourState`",
                 provide {
                     StepNumber => |p| p.step_number.map(StepNumber);
                     &'a ModelRequest => |p| p.request;
                     &'a LlmResponse => |p| p.response;
                     Delivered<'a> => |p| p.delivered.map(Delivered);
                     FromCache => |p| p.from_cache.map(FromCache);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                 }
             }
             OutputStream {
@@ -152,20 +160,22 @@ macro_rules! for_each_hook {
                     stream_history: &'a [Chunk],
                     /// The run's message list (read-only while streaming).
                     message_list: &'a MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// Consecutive processor retries so far.
                     retry_count: u32,
                     /// Emits `data-*` chunks after this one.
                     writer: DataWriter<'a>,
                 }
                 message: "`{Self}` is not a parameter that `process_output_stream` provides",
-                note: "`process_output_stream` provides: `&Chunk`, `&[Chunk]` (the stream history), `&MessageList`, `&RequestContext`, `RetryCount`, `DataWriter`, `Abort`, and `state: &mut YourState`",
+                note: "`process_output_stream` provides: `&Chunk`, `&[Chunk]` (the stream history), `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `DataWriter`, `Abort`, and `state: &mut YourState`",
                 provide {
                     &'a Chunk => |p| p.chunk;
                     &'a [Chunk] => |p| p.stream_history;
                     &'a MessageList => |p| p.message_list;
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     DataWriter<'a> => |p| p.writer.take();
                     Abort => |_p| Some(Abort::new());
@@ -197,13 +207,14 @@ macro_rules! for_each_hook {
                     system_messages: Vec<Message>,
                     /// The run's message list.
                     message_list: &'a mut MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// Consecutive processor retries so far.
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_output_step` provides",
-                note: "`process_output_step` provides: `StepNumber`, `Vec<Message>` (the step's messages), `&str` (its text), `FinishReason`, `Usage` (the step's), `RunUsage`, `&[ToolCall]`, `&[StepResult]`, `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_output_step` provides: `StepNumber`, `Vec<Message>` (the step's messages), `&str` (its text), `FinishReason`, `Usage` (the step's), `RunUsage`, `&[ToolCall]`, `&[StepResult]`, `SystemMessages`, `&mut MessageList` or `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     StepNumber => |p| p.step_number.map(StepNumber);
                     Vec<Message> => |p| p.messages.take();
@@ -216,7 +227,8 @@ macro_rules! for_each_hook {
                     SystemMessages => |p| p.system_messages.take().map(SystemMessages);
                     &'a mut MessageList => |p| p.message_list.take();
                     &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     Abort => |_p| Some(Abort::new());
                 }
@@ -231,15 +243,17 @@ macro_rules! for_each_hook {
                     tool_call: &'a ToolCall,
                     /// The tool's result (as earlier processors left it).
                     result: &'a Value,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                 }
                 message: "`{Self}` is not a parameter that `process_tool_result` provides",
-                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `&RequestContext`, `Abort`, and `state: &mut YourState`",
+                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
                 provide {
                     &'a ToolCall => |p| p.tool_call;
                     &'a Value => |p| p.result;
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     Abort => |_p| Some(Abort::new());
                 }
             }
@@ -255,19 +269,21 @@ macro_rules! for_each_hook {
                     result: &'a RunSummary,
                     /// The run's message list.
                     message_list: &'a mut MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// Consecutive processor retries so far.
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_output_result` provides",
-                note: "`process_output_result` provides: `Vec<Message>` (the response), `&RunSummary`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_output_result` provides: `Vec<Message>` (the response), `&RunSummary`, `&mut MessageList` or `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     Vec<Message> => |p| p.messages.take();
                     &'a RunSummary => |p| p.result;
                     &'a mut MessageList => |p| p.message_list.take();
                     &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     Abort => |_p| Some(Abort::new());
                 }
@@ -286,20 +302,22 @@ macro_rules! for_each_hook {
                     steps: &'a [StepResult],
                     /// The run's message list: mutate it, then ask for a retry.
                     message_list: &'a mut MessageList,
-                    /// The request's context.
-                    request_context: &'a RequestContext,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
                     /// API-error retries of this step so far.
                     retry_count: u32,
                 }
                 message: "`{Self}` is not a parameter that `process_api_error` provides",
-                note: "`process_api_error` provides: `&ApiError`, `StepNumber`, `&[StepResult]`, `&mut MessageList` or `&MessageList`, `&RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                note: "`process_api_error` provides: `&ApiError`, `StepNumber`, `&[StepResult]`, `&mut MessageList` or `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
                 provide {
                     &'a ApiError => |p| p.error;
                     StepNumber => |p| p.step_number.map(StepNumber);
                     &'a [StepResult] => |p| p.steps;
                     &'a mut MessageList => |p| p.message_list.take();
                     &'a MessageList => |p| p.message_list.take().map(|m| &*m);
-                    &'a RequestContext => |p| p.request_context;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
                     RetryCount => |p| p.retry_count.map(RetryCount);
                     Abort => |_p| Some(Abort::new());
                 }

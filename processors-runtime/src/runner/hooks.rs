@@ -23,7 +23,7 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             system_messages: s.list.system_messages().to_vec(),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             retry_count: 0,
             report: &s.report,
         };
@@ -64,7 +64,7 @@ pub(crate) async fn input_step(
             config: &*config,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             retry_count: s.retry_count,
             report: &s.report,
         };
@@ -143,7 +143,7 @@ pub(crate) async fn llm_request(
             request: &*request,
             model,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             report: &s.report,
         };
         let call = call(
@@ -186,7 +186,7 @@ pub(crate) async fn llm_response(
             delivered: r.delivered,
             from_cache: r.from_cache,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             report: &s.report,
         };
         let call = call(
@@ -235,7 +235,7 @@ pub(crate) async fn output_step(
             system_messages: s.list.all_system_messages().cloned().collect(),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             retry_count: s.retry_count,
             report: &s.report,
         };
@@ -272,7 +272,7 @@ pub(crate) async fn tool_result(
             tool_call,
             result: &result,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             report: &s.report,
         };
         let call = call(
@@ -310,7 +310,7 @@ pub(crate) async fn output_result(
             result: &*summary,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             retry_count: s.retry_count,
             report: &s.report,
         };
@@ -347,7 +347,7 @@ pub(crate) async fn api_error(
             steps: &s.steps,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
-            request_context: &s.cx,
+            request_context: &mut s.cx,
             retry_count,
             report: &s.report,
         };

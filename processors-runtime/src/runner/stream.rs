@@ -103,7 +103,7 @@ macro_rules! stream_cx {
             slots: &$d.slots,
             histories: &mut $d.histories,
             message_list: &$s.list,
-            request_context: &$s.cx,
+            request_context: &mut $s.cx,
             retry_count: $s.retry_count,
             written: &mut $d.written,
             pending: Some(&mut $d.pending),

@@ -190,7 +190,7 @@ struct MessageCx<'a, 'r> {
     system: &'a mut Vec<Message>,
     list: &'a mut MessageList,
     state: &'a mut WorkflowState,
-    cx: &'r RequestContext,
+    cx: &'a mut RequestContext,
     report: &'r Reporter,
     retry_count: u32,
     extra: &'a MessageExtra<'r>,
@@ -253,10 +253,14 @@ impl Workflow {
                         let mut list = m.list.clone();
                         let mut system = m.system.clone();
                         let mut branch = MessageCx {
+                            hook: m.hook,
                             system: &mut system,
                             list: &mut list,
                             state: &mut *m.state,
-                            ..*m
+                            cx: &mut *m.cx,
+                            report: m.report,
+                            retry_count: m.retry_count,
+                            extra: m.extra,
                         };
                         let out = self.call_messages(i, &messages, &mut branch).await?;
                         if k == *select {
@@ -290,7 +294,7 @@ impl Workflow {
             return Ok(None);
         };
         let (id, hooks, state) = (p.dyn_id(), p.dyn_hooks(), m.state.states.get_mut(slot));
-        let (cx, report, extra) = (m.cx, m.report, m.extra);
+        let (report, extra) = (m.report, m.extra);
         match m.hook {
             MessageHook::Input if hooks.contains(Hook::Input) => {
                 let args = InputArgs {
@@ -298,7 +302,7 @@ impl Workflow {
                     system_messages: m.system.clone(),
                     message_list: &mut *m.list,
                     state,
-                    request_context: cx,
+                    request_context: &mut *m.cx,
                     retry_count: m.retry_count,
                     report,
                 };
@@ -326,7 +330,7 @@ impl Workflow {
                     system_messages: m.system.clone(),
                     message_list: &mut *m.list,
                     state,
-                    request_context: cx,
+                    request_context: &mut *m.cx,
                     retry_count: m.retry_count,
                     report,
                 };
@@ -347,7 +351,7 @@ impl Workflow {
                     result: summary,
                     message_list: &mut *m.list,
                     state,
-                    request_context: cx,
+                    request_context: &mut *m.cx,
                     retry_count: m.retry_count,
                     report,
                 };
