@@ -1321,7 +1321,7 @@ fn step_finishes(chunks: &[Chunk]) -> Vec<(FinishReason, Option<StepRetry>)> {
                 finish_reason,
                 retry,
                 ..
-            } => Some((*finish_reason, retry.clone())),
+            } => Some((*finish_reason, retry.as_deref().cloned())),
             _ => None,
         })
         .collect()

@@ -170,9 +170,10 @@ pub enum ChunkKind {
         usage: Usage,
         /// Whether another step follows (tool calls to answer, or a retry).
         is_continued: bool,
-        /// Why the step is tried again, when it is.
+        /// Why the step is tried again, when it is (boxed: chunks stay small on the
+        /// per-chunk path).
         #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-        retry: Option<StepRetry>,
+        retry: Option<Box<StepRetry>>,
     },
     /// The run finished (from a model: its call finished).
     Finish {

@@ -52,13 +52,13 @@ fn every_kind() -> Vec<ChunkKind> {
             finish_reason: FinishReason::Retry,
             usage: Usage::default(),
             is_continued: true,
-            retry: Some(StepRetry {
+            retry: Some(Box::new(StepRetry {
                 reason: "too long".into(),
                 metadata: Some(json!({"limit": 10})),
                 processor_id: "guard".into(),
                 retry_count: 1,
                 feedback: Some("[Processor Feedback] …".into()),
-            }),
+            })),
         },
         ChunkKind::Finish {
             finish_reason: FinishReason::Stop,
@@ -245,13 +245,13 @@ fn a_retried_step_finish_carries_the_retry_fields_mastra_clients_read() {
             finish_reason: FinishReason::Retry,
             usage: Usage::default(),
             is_continued: true,
-            retry: Some(StepRetry {
+            retry: Some(Box::new(StepRetry {
                 reason: "too long".into(),
                 metadata: None,
                 processor_id: "guard".into(),
                 retry_count: 1,
                 feedback: Some("try again".into()),
-            }),
+            })),
         },
     );
     let payload = serde_json::to_value(&c).unwrap()["payload"].clone();

@@ -568,7 +568,7 @@ impl Run {
             finish_reason: FinishReason::Retry,
             usage: Usage::default(),
             is_continued: true,
-            retry: Some(retry),
+            retry: Some(Box::new(retry)),
         };
         driver
             .emit(&mut self.s, &mut self.out, finish, through)
@@ -729,13 +729,13 @@ impl Run {
                 finish_reason: FinishReason::Retry,
                 usage,
                 is_continued: true,
-                retry: Some(StepRetry {
+                retry: Some(Box::new(StepRetry {
                     reason: tw.reason.clone(),
                     metadata: tw.metadata.clone(),
                     processor_id: tw.processor_id.clone(),
                     retry_count: self.s.retry_count,
                     feedback: Some(feedback),
-                }),
+                })),
             };
             driver
                 .emit(&mut self.s, &mut self.out, finish, open.through)
