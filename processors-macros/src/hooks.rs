@@ -98,9 +98,8 @@ pub fn by_method(name: &str) -> Option<Hook> {
 }
 
 impl Hook {
-    /// The hook's outcome type.
-    pub fn outcome(self) -> TokenStream {
-        let p = quote!(::processors::__private);
+    /// The hook's outcome type; `p` is the path of `__private`.
+    pub fn outcome(self, p: &TokenStream) -> TokenStream {
         match self.stem {
             "Input" => quote!(#p::InputOutcome),
             "InputStep" => quote!(#p::StepOverrides),

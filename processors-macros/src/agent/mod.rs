@@ -11,7 +11,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident};
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "name",
     "instructions",
     "model",
@@ -23,6 +23,7 @@ const KEYS: [&str; 11] = [
     "max_processor_retries",
     "max_steps",
     "on_violation",
+    "crate",
 ];
 const LIST_KEYS: [&str; 4] = ["tools", "input", "output", "error"];
 
@@ -51,6 +52,7 @@ struct Config {
     max_processor_retries: Option<(Ident, u32)>,
     max_steps: Option<Expr>,
     on_violation: Option<Expr>,
+    krate: Option<syn::Path>,
 }
 
 pub fn expand(input: TokenStream) -> TokenStream {
@@ -150,6 +152,13 @@ fn validate(decl: AgentDecl, errors: &mut Errors) -> Config {
                     c.max_steps = Some(e)
                 }
                 "on_violation" => c.on_violation = Some(e),
+                "crate" => match peel(&e) {
+                    Expr::Path(p) if p.qself.is_none() => c.krate = Some(p.path.clone()),
+                    other => errors.at(
+                        other,
+                        "`crate` takes the path of the crate whose `__private` module the generated code uses, like `crate: processors_runtime`",
+                    ),
+                },
                 _ => match peel(&e) {
                     Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<u32>() {
                         Ok(n) => c.max_processor_retries = Some((key.clone(), n)),
@@ -281,7 +290,10 @@ struct Slot {
 }
 
 fn generate(c: Config) -> TokenStream {
-    let p = quote!(::processors::__private);
+    let p = match &c.krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::processors::__private),
+    };
     let mut lets = Vec::new();
     let mut checks = Vec::new();
 

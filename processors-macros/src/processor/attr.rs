@@ -6,12 +6,13 @@ use crate::names;
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Token, Type};
 
-pub const KEYS: [&str; 5] = [
+pub const KEYS: [&str; 6] = [
     "id",
     "name",
     "state",
     "process_data_parts",
     "stream_history",
+    "crate",
 ];
 
 /// One item of the attribute, as written.
@@ -20,6 +21,7 @@ enum Item {
     Id(Ident, LitStr),
     Name(Ident, Ident),
     State(Ident, Box<Type>),
+    Crate(Ident, syn::Path),
     Unknown(Ident),
 }
 
@@ -38,6 +40,15 @@ impl Parse for RawAttr {
                     "id" => Item::Id(key, input.parse()?),
                     "name" => Item::Name(key, input.parse()?),
                     "state" => Item::State(key, input.parse()?),
+                    "crate" => {
+                        let path = input.call(syn::Path::parse_mod_style).map_err(|e| {
+                            syn::Error::new(
+                                e.span(),
+                                "`crate` takes the path of the crate whose `__private` module the generated code uses, like `crate = processors_runtime`",
+                            )
+                        })?;
+                        Item::Crate(key, path)
+                    }
                     _ => {
                         input.parse::<syn::Expr>()?;
                         Item::Unknown(key)
@@ -67,6 +78,18 @@ pub struct Attr {
     pub data_parts: Option<Ident>,
     /// `stream_history`, as written.
     pub history: Option<Ident>,
+    /// `crate = path`: where generated code finds `__private`.
+    pub krate: Option<syn::Path>,
+}
+
+impl Attr {
+    /// The module generated code takes its paths from: `<crate>::__private`.
+    pub fn private(&self) -> proc_macro2::TokenStream {
+        match &self.krate {
+            Some(path) => quote::quote!(#path::__private),
+            None => quote::quote!(::processors::__private),
+        }
+    }
 }
 
 fn set_once<T>(slot: &mut Option<T>, value: T, key: &Ident, errors: &mut Errors) {
@@ -100,10 +123,11 @@ impl RawAttr {
                 }
                 Item::Name(key, name) => set_once(&mut attr.name, name, &key, errors),
                 Item::State(key, ty) => set_once(&mut attr.state, *ty, &key, errors),
+                Item::Crate(key, path) => set_once(&mut attr.krate, path, &key, errors),
                 Item::Flag(key) => match key.to_string().as_str() {
                     "process_data_parts" => set_once(&mut flags.0, key.clone(), &key, errors),
                     "stream_history" => set_once(&mut flags.1, key.clone(), &key, errors),
-                    "id" | "name" | "state" => {
+                    "id" | "name" | "state" | "crate" => {
                         errors.at(&key, format!("`{key}` needs a value: `{key} = ...`"))
                     }
                     name => match hooks::by_short(name).or_else(|| hooks::by_method(name)) {

@@ -11,10 +11,6 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, ItemImpl, Pat, ReturnType, Signature, Type};
 
-fn private() -> TokenStream {
-    quote!(::processors::__private)
-}
-
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let raw = match syn::parse2::<RawAttr>(attr) {
@@ -167,6 +163,7 @@ fn state_of(params: &[Param]) -> Option<&Type> {
 /// The body of one generated hook method: extract the parameters, call the user's code,
 /// convert its result.
 fn hook_method(
+    p: &TokenStream,
     hook: Hook,
     sig: &Signature,
     params: &[Param],
@@ -174,12 +171,11 @@ fn hook_method(
     with_self: bool,
     id: &str,
 ) -> TokenStream {
-    let p = private();
     let method = format_ident!("{}", hook.method);
     let args = hook.args();
     let parts = hook.parts();
     let extractor = hook.extractor();
-    let out = hook.outcome();
+    let out = hook.outcome(p);
     let mut binds = Vec::new();
     let mut names = Vec::new();
     for (i, param) in params.iter().enumerate() {
@@ -280,7 +276,7 @@ fn processor_impl(
     attr: &Attr,
     methods: Vec<TokenStream>,
 ) -> TokenStream {
-    let p = private();
+    let p = attr.private();
     let (impl_g, _, where_c) = generics.split_for_impl();
     let state = match state {
         Some(t) => quote!(#t),
@@ -335,8 +331,12 @@ fn processor_impl(
 }
 
 /// Stub impls emitted next to errors so one mistake does not cascade.
-fn fallback(generics: &syn::Generics, self_ty: &TokenStream, id: &str) -> TokenStream {
-    let p = private();
+fn fallback(
+    p: &TokenStream,
+    generics: &syn::Generics,
+    self_ty: &TokenStream,
+    id: &str,
+) -> TokenStream {
     let (impl_g, _, where_c) = generics.split_for_impl();
     quote! {
         impl #impl_g #p::Processor for #self_ty #where_c {
@@ -432,7 +432,7 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
 
     let Some((hook, _)) = attr.hook else {
         let errs = errors.into_compile_errors();
-        let stub = fallback(&no_generics, &self_ty, &id);
+        let stub = fallback(&attr.private(), &no_generics, &self_ty, &id);
         return quote!(#errs #f #item_struct #stub);
     };
     let ps = params(sig.inputs.iter(), hook, &mut errors);
@@ -449,12 +449,20 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
     }
     if !errors.is_empty() {
         let errs = errors.into_compile_errors();
-        let stub = fallback(&no_generics, &self_ty, &id);
+        let stub = fallback(&attr.private(), &no_generics, &self_ty, &id);
         return quote!(#errs #f #item_struct #stub);
     }
     let state = attr.state.as_ref().or(state_of(&ps)).cloned();
     let fn_ident = &sig.ident;
-    let method = hook_method(hook, sig, &ps, quote!(#fn_ident), false, &id);
+    let method = hook_method(
+        &attr.private(),
+        hook,
+        sig,
+        &ps,
+        quote!(#fn_ident),
+        false,
+        &id,
+    );
     let imp = processor_impl(
         &no_generics,
         &self_ty,
@@ -590,14 +598,15 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
     }
     if !errors.is_empty() {
         let errs = errors.into_compile_errors();
-        let stub = fallback(&imp.generics, &self_ty, &id);
+        let stub = fallback(&attr.private(), &imp.generics, &self_ty, &id);
         return quote!(#errs #imp #stub);
     }
+    let p = attr.private();
     let methods = found
         .iter()
         .map(|(hook, m, ps)| {
             let ident = &m.sig.ident;
-            hook_method(*hook, &m.sig, ps, quote!(<#self_ty>::#ident), true, &id)
+            hook_method(&p, *hook, &m.sig, ps, quote!(<#self_ty>::#ident), true, &id)
         })
         .collect();
     let hooks: Vec<Hook> = found.iter().map(|(h, _, _)| *h).collect();
