@@ -1,7 +1,7 @@
 //! The options of `#[processor(...)]`.
 
 use crate::errors::Errors;
-use crate::hooks::{self, Hook};
+use crate::hooks::Hook;
 use crate::names;
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Token, Type};
@@ -130,14 +130,14 @@ impl RawAttr {
                     "id" | "name" | "state" | "crate" => {
                         errors.at(&key, format!("`{key}` needs a value: `{key} = ...`"))
                     }
-                    name => match hooks::by_short(name).or_else(|| hooks::by_method(name)) {
+                    name => match Hook::from_short(name).or_else(|| Hook::from_method(name)) {
                         Some(hook) if on_fn => {
                             if let Some((first, _)) = attr.hook {
                                 errors.at(
                                     &key,
                                     format!(
                                         "a processor function implements one hook, and this one already names `{}`; to implement several hooks, put `#[processor]` on an impl block with one method per hook",
-                                        first.short
+                                        first.short()
                                     ),
                                 );
                             } else {
@@ -148,20 +148,18 @@ impl RawAttr {
                             &key,
                             format!(
                                 "on an impl block the hooks are its methods: write `fn {}(&self, ...)` instead of naming `{}` here",
-                                hook.method, hook.short
+                                hook.method(), hook.short()
                             ),
                         ),
                         None => {
-                            let candidates = hooks::HOOKS
-                                .iter()
-                                .map(|h| h.short)
-                                .chain(KEYS.iter().copied());
+                            let candidates =
+                                Hook::ALL.map(Hook::short).into_iter().chain(KEYS);
                             errors.at(
                                 &key,
                                 format!(
                                     "unknown hook or option `{name}`{}; hooks: {}; options: {}",
                                     names::did_you_mean(name, candidates),
-                                    hooks::HOOKS.iter().map(|h| h.short).collect::<Vec<_>>().join(", "),
+                                    Hook::list_short(),
                                     KEYS.join(", "),
                                 ),
                             );

@@ -3,7 +3,7 @@
 mod attr;
 
 use crate::errors::Errors;
-use crate::hooks::{self, Hook, Side};
+use crate::hooks::{Hook, Side};
 use crate::names;
 use attr::{Attr, RawAttr};
 use proc_macro2::{Span, TokenStream};
@@ -171,7 +171,7 @@ fn hook_method(
     with_self: bool,
     id: &str,
 ) -> TokenStream {
-    let method = format_ident!("{}", hook.method);
+    let method = hook.method_ident();
     let args = hook.args();
     let parts = hook.parts();
     let extractor = hook.extractor();
@@ -218,7 +218,7 @@ fn hook_method(
             <() as #p::HookReturn<#out>>::into_hook_result(__processors_ret)
         },
     };
-    if hook.method == "process_output_stream" && sig.asyncness.is_none() {
+    if hook == Hook::OutputStream && sig.asyncness.is_none() {
         // A stream hook that never waits is called without a future on every chunk.
         return quote! {
             const OUTPUT_STREAM_IS_SYNC: bool = true;
@@ -298,13 +298,9 @@ fn processor_impl(
         )
     });
     let mut markers = Vec::new();
-    for (side, name) in [
-        (Side::Input, "InputProcessor"),
-        (Side::Output, "OutputProcessor"),
-        (Side::Error, "ErrorProcessor"),
-    ] {
-        if hooks.iter().any(|h| h.side == side) {
-            let marker = format_ident!("{}", name);
+    for side in Side::ALL {
+        if hooks.iter().any(|h| h.side() == side) {
+            let marker = side.marker();
             markers.push(quote!(#[diagnostic::do_not_recommend] impl #impl_g #p::#marker for #self_ty #where_c {}));
         }
     }
@@ -390,7 +386,7 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
         }
     };
     if let Some((hook, _)) = attr.hook {
-        check_stream_flags(&attr, hook.method == "process_output_stream", &mut errors);
+        check_stream_flags(&attr, hook == Hook::OutputStream, &mut errors);
     }
     if attr.hook.is_none() && !errors.is_empty() {
         // The attribute did not parse; its error says why.
@@ -399,7 +395,7 @@ fn expand_fn(attr: Attr, f: ItemFn, mut errors: Errors) -> TokenStream {
             Span::call_site(),
             format!(
                 "name the hook this function implements, like `#[processor(output_stream)]`; hooks: {}",
-                hooks::HOOKS.iter().map(|h| h.short).collect::<Vec<_>>().join(", ")
+                Hook::list_short()
             ),
         );
     }
@@ -522,24 +518,20 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
     for item in &imp.items {
         let syn::ImplItem::Fn(m) = item else { continue };
         let name = m.sig.ident.to_string();
-        let Some(hook) = hooks::by_method(&name) else {
+        let Some(hook) = Hook::from_method(&name) else {
             if name.starts_with("process_") {
                 errors.at(
                     &m.sig.ident,
                     format!(
                         "`{name}` is not a hook{}; hook methods: {}",
-                        names::did_you_mean(&name, hooks::HOOKS.iter().map(|h| h.method)),
-                        hooks::HOOKS
-                            .iter()
-                            .map(|h| h.method)
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        names::did_you_mean(&name, Hook::ALL.map(Hook::method)),
+                        Hook::list_methods()
                     ),
                 );
             }
             continue;
         };
-        if found.iter().any(|(h, _, _)| h.method == hook.method) {
+        if found.iter().any(|(h, _, _)| *h == hook) {
             errors.at(
                 &m.sig.ident,
                 format!("`{name}` is defined twice; a processor has one method per hook"),
@@ -578,9 +570,7 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
     }
     check_stream_flags(
         &attr,
-        found
-            .iter()
-            .any(|(h, _, _)| h.method == "process_output_stream"),
+        found.iter().any(|(h, _, _)| *h == Hook::OutputStream),
         &mut errors,
     );
     if found.is_empty() && errors.is_empty() {
@@ -588,11 +578,7 @@ fn expand_impl(attr: Attr, imp: ItemImpl, mut errors: Errors) -> TokenStream {
             imp.impl_token.span,
             format!(
                 "this impl block has no hook method; name a method after a hook: {}",
-                hooks::HOOKS
-                    .iter()
-                    .map(|h| h.method)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                Hook::list_methods()
             ),
         );
     }
