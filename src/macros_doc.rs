@@ -172,7 +172,8 @@
 /// # On an impl block
 ///
 /// Methods named after hooks (`process_input`, `process_output_stream`, …) become the hooks;
-/// other methods stay ordinary methods. The id defaults to the type's name in kebab-case.
+/// other methods stay ordinary methods. The id defaults to the type's name in kebab-case, an
+/// acronym staying one word (`PIIRedactor` → `pii-redactor`).
 ///
 /// ```
 /// use processors::prelude::*;
