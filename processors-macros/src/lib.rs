@@ -11,6 +11,8 @@ mod errors;
 mod hooks;
 mod names;
 mod processor;
+#[cfg(test)]
+mod test_support;
 
 use proc_macro::TokenStream;
 
