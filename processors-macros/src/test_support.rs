@@ -48,3 +48,16 @@ pub fn impl_of<'f>(file: &'f File, trait_name: &str, self_ty: &str) -> &'f ItemI
         ref other => panic!("{} impls of `{trait_name}` for `{self_ty}`", other.len()),
     }
 }
+
+/// The messages of the `compile_error!` invocations among the statements of `block`.
+pub fn compile_errors_in(block: &syn::Block) -> Vec<String> {
+    block
+        .stmts
+        .iter()
+        .filter_map(|s| match s {
+            syn::Stmt::Item(item) => item_error(item),
+            syn::Stmt::Macro(m) => error_message(&m.mac),
+            _ => None,
+        })
+        .collect()
+}

@@ -49,7 +49,7 @@ impl Parse for RawOptions {
                         let path = input.call(Path::parse_mod_style).map_err(|e| {
                             syn::Error::new(
                                 e.span(),
-                                "`crate` takes the path of the crate whose `__private` module the generated code uses, like `crate = processors_runtime`",
+                                "`crate` takes the path of the crate that provides the runtime (`processors` or `processors_runtime`), without quotes, like `crate = processors_runtime`",
                             )
                         })?;
                         Raw::Crate(key, path)
