@@ -16,12 +16,13 @@ pub enum Side {
 impl Side {
     pub const ALL: [Side; 3] = [Side::Input, Side::Output, Side::Error];
 
-    /// The marker trait of the side (`InputProcessor`, …).
+    /// The hidden trait generated code implements to give a processor the marker trait of
+    /// the side (`HasInputHook` for `InputProcessor`, …).
     pub fn marker(self) -> Ident {
         let name = match self {
-            Side::Input => "InputProcessor",
-            Side::Output => "OutputProcessor",
-            Side::Error => "ErrorProcessor",
+            Side::Input => "HasInputHook",
+            Side::Output => "HasOutputHook",
+            Side::Error => "HasErrorHook",
         };
         format_ident!("{name}")
     }

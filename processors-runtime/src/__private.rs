@@ -148,3 +148,26 @@ pub const fn taken_twice(earlier: u8, this: u8) -> Option<&'static str> {
         None
     }
 }
+
+/// Implemented by `#[processor]` for a processor with an input hook; makes it an
+/// [`InputProcessor`]. Generated code implements these instead of the marker traits because
+/// the `#[diagnostic::do_not_recommend]` that keeps errors short must sit on the marker impl,
+/// and the `diagnostic` namespace does not resolve in a crate without the prelude.
+pub trait HasInputHook: Processor {}
+
+/// Implemented by `#[processor]` for a processor with an output hook; makes it an
+/// [`OutputProcessor`].
+pub trait HasOutputHook: Processor {}
+
+/// Implemented by `#[processor]` for a processor with `process_api_error`; makes it an
+/// [`ErrorProcessor`].
+pub trait HasErrorHook: Processor {}
+
+#[diagnostic::do_not_recommend]
+impl<P: HasInputHook> InputProcessor for P {}
+
+#[diagnostic::do_not_recommend]
+impl<P: HasOutputHook> OutputProcessor for P {}
+
+#[diagnostic::do_not_recommend]
+impl<P: HasErrorHook> ErrorProcessor for P {}

@@ -40,10 +40,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         .filter(|side| p.hooks.iter().any(|h| h.hook.side() == *side))
         .map(|side| {
             let marker = side.marker();
-            quote! {
-                #[diagnostic::do_not_recommend]
-                impl #impl_g #private::#marker for #self_ty #where_c {}
-            }
+            quote!(impl #impl_g #private::#marker for #self_ty #where_c {})
         });
     let checks = p.hooks.iter().filter_map(|h| params_taken_once(p, h));
     quote! {
@@ -93,9 +90,9 @@ pub fn fallback(p: &Processor, errors: syn::Error) -> TokenStream {
                 #id
             }
         }
-        impl #impl_g #private::InputProcessor for #self_ty #where_c {}
-        impl #impl_g #private::OutputProcessor for #self_ty #where_c {}
-        impl #impl_g #private::ErrorProcessor for #self_ty #where_c {}
+        impl #impl_g #private::HasInputHook for #self_ty #where_c {}
+        impl #impl_g #private::HasOutputHook for #self_ty #where_c {}
+        impl #impl_g #private::HasErrorHook for #self_ty #where_c {}
     }
 }
 

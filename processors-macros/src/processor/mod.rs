@@ -127,8 +127,8 @@ mod tests {
             })
             .unwrap();
         assert!(has_await(hook), "an async function is awaited");
-        assert_eq!(impls_of(&file, "OutputProcessor", "RedactPii").len(), 1);
-        assert!(impls_of(&file, "InputProcessor", "RedactPii").is_empty());
+        assert_eq!(impls_of(&file, "HasOutputHook", "RedactPii").len(), 1);
+        assert!(impls_of(&file, "HasInputHook", "RedactPii").is_empty());
         assert_eq!(id_of(&file, "RedactPii"), "\"redact-pii\"");
     }
 
@@ -194,9 +194,9 @@ mod tests {
             methods(processor),
             ["id", "process_input", "process_output_step"]
         );
-        assert_eq!(impls_of(&file, "InputProcessor", "HTTPGuard").len(), 1);
-        assert_eq!(impls_of(&file, "OutputProcessor", "HTTPGuard").len(), 1);
-        assert!(impls_of(&file, "ErrorProcessor", "HTTPGuard").is_empty());
+        assert_eq!(impls_of(&file, "HasInputHook", "HTTPGuard").len(), 1);
+        assert_eq!(impls_of(&file, "HasOutputHook", "HTTPGuard").len(), 1);
+        assert!(impls_of(&file, "HasErrorHook", "HTTPGuard").is_empty());
         assert_eq!(id_of(&file, "HTTPGuard"), "\"http-guard\"");
     }
 
@@ -275,7 +275,7 @@ mod tests {
                 .any(|i| matches!(i, Item::Fn(f) if f.sig.ident == "shout")),
             "the function is still emitted"
         );
-        for marker in ["InputProcessor", "OutputProcessor", "ErrorProcessor"] {
+        for marker in ["HasInputHook", "HasOutputHook", "HasErrorHook"] {
             assert_eq!(
                 impls_of(&file, marker, "Shout").len(),
                 1,
