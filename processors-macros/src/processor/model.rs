@@ -88,6 +88,16 @@ impl<'a> Processor<'a> {
             .clone()
             .unwrap_or_else(|| Ident::new(&names::upper_camel(&fn_name), sig.ident.span()));
         let id = id(&options, &sig.ident, errors);
+        // After other mistakes in the attribute (a misspelt hook, say), they explain.
+        if options.hook.is_none() && errors.is_empty() {
+            errors.span(
+                Span::call_site(),
+                format!(
+                    "name the hook this function implements, like `#[processor(output_stream)]`; hooks: {}",
+                    Hook::list_short()
+                ),
+            );
+        }
         if let Some(recv) = sig.receiver() {
             errors.at(
                 recv,
@@ -97,26 +107,15 @@ impl<'a> Processor<'a> {
         if !sig.generics.params.is_empty() {
             errors.at(&sig.generics, "a processor function cannot be generic");
         }
-        let hooks = match &options.hook {
-            Some((hook, _)) => vec![HookFn {
+        let hooks = options
+            .hook
+            .iter()
+            .map(|(hook, _)| HookFn {
                 hook: *hook,
                 sig,
                 params: params(sig, errors),
-            }],
-            None => {
-                // After other mistakes in the attribute (a misspelt hook, say), they explain.
-                if errors.is_empty() {
-                    errors.span(
-                        Span::call_site(),
-                        format!(
-                            "name the hook this function implements, like `#[processor(output_stream)]`; hooks: {}",
-                            Hook::list_short()
-                        ),
-                    );
-                }
-                Vec::new()
-            }
-        };
+            })
+            .collect();
         Self::new(
             Source::Fn { item: f, name },
             Generics::default(),
