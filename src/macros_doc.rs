@@ -147,10 +147,33 @@
 /// }
 /// ```
 ///
+/// # `crate = path`
+///
+/// The crate generated code takes its paths from (default: `::processors`). A crate that
+/// depends on `processors-runtime` and `processors-macros` directly, rather than on this
+/// facade, names the runtime:
+///
+/// ```
+/// use processors_macros::processor;
+/// use processors_runtime::prelude::*;
+///
+/// #[processor(output_stream, crate = processors_runtime)]
+/// fn shout(chunk: &Chunk) -> StreamAction {
+///     match chunk.text_delta() {
+///         Some(t) => chunk.clone().map_text(|_| t.to_uppercase()).into(),
+///         None => StreamAction::Pass,
+///     }
+/// }
+/// assert_eq!(Shout::ID, "shout");
+/// ```
+///
+/// It applies to impl blocks alike: `#[processor(crate = processors_runtime)]`.
+///
 /// # On an impl block
 ///
 /// Methods named after hooks (`process_input`, `process_output_stream`, …) become the hooks;
-/// other methods stay ordinary methods. The id defaults to the type's name in kebab-case.
+/// other methods stay ordinary methods. The id defaults to the type's name in kebab-case, an
+/// acronym staying one word (`PIIRedactor` → `pii-redactor`).
 ///
 /// ```
 /// use processors::prelude::*;
@@ -245,6 +268,26 @@ pub use processors_macros::processor;
 ///   literal).
 /// - `max_steps`: the step limit of a run.
 /// - `on_violation`: a callback for every abort and warning a processor raises.
+/// - `crate`: where generated code finds the runtime (see below).
+///
+/// # `crate: path`
+///
+/// The crate generated code takes its paths from (default: `::processors`), in any position
+/// among the keys. A crate that depends on `processors-runtime` and `processors-macros`
+/// directly, rather than on this facade, names the runtime:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_macros::agent;
+/// use processors_runtime::prelude::*;
+///
+/// let agent = agent! {
+///     model: ScriptedModel::new([Turn::text("hello")]),
+///     crate: processors_runtime,
+/// };
+/// assert_eq!(agent.generate("hi").await.unwrap().text, "hello");
+/// # });
+/// ```
 ///
 /// # Compile-time rules
 ///

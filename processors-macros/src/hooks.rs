@@ -1,8 +1,11 @@
-//! The nine hooks as the macros see them.
+//! The nine hooks as the macros see them: one variant each, and everything generated code
+//! names for a hook derived from it.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
+use syn::Ident;
 
+/// Which agent list a hook's processor belongs in.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Side {
     Input,
@@ -10,122 +13,188 @@ pub enum Side {
     Error,
 }
 
-#[derive(Clone, Copy, Debug)]
-pub struct Hook {
-    /// The name in `#[processor(output_stream)]`.
-    pub short: &'static str,
-    /// The method name.
-    pub method: &'static str,
-    /// The `Hooks` constant.
-    pub constant: &'static str,
-    /// The args type (`OutputStreamArgs`); parts and extractor names derive from it.
-    pub stem: &'static str,
-    pub side: Side,
+impl Side {
+    pub const ALL: [Side; 3] = [Side::Input, Side::Output, Side::Error];
+
+    /// The hidden trait generated code implements to give a processor the marker trait of
+    /// the side (`HasInputHook` for `InputProcessor`, …).
+    pub fn marker(self) -> Ident {
+        let name = match self {
+            Side::Input => "HasInputHook",
+            Side::Output => "HasOutputHook",
+            Side::Error => "HasErrorHook",
+        };
+        format_ident!("{name}")
+    }
 }
 
-pub const HOOKS: [Hook; 9] = [
-    Hook {
-        short: "input",
-        method: "process_input",
-        constant: "INPUT",
-        stem: "Input",
-        side: Side::Input,
-    },
-    Hook {
-        short: "input_step",
-        method: "process_input_step",
-        constant: "INPUT_STEP",
-        stem: "InputStep",
-        side: Side::Input,
-    },
-    Hook {
-        short: "llm_request",
-        method: "process_llm_request",
-        constant: "LLM_REQUEST",
-        stem: "LlmRequest",
-        side: Side::Input,
-    },
-    Hook {
-        short: "llm_response",
-        method: "process_llm_response",
-        constant: "LLM_RESPONSE",
-        stem: "LlmResponse",
-        side: Side::Output,
-    },
-    Hook {
-        short: "output_stream",
-        method: "process_output_stream",
-        constant: "OUTPUT_STREAM",
-        stem: "OutputStream",
-        side: Side::Output,
-    },
-    Hook {
-        short: "output_step",
-        method: "process_output_step",
-        constant: "OUTPUT_STEP",
-        stem: "OutputStep",
-        side: Side::Output,
-    },
-    Hook {
-        short: "tool_result",
-        method: "process_tool_result",
-        constant: "TOOL_RESULT",
-        stem: "ToolResult",
-        side: Side::Output,
-    },
-    Hook {
-        short: "output_result",
-        method: "process_output_result",
-        constant: "OUTPUT_RESULT",
-        stem: "OutputResult",
-        side: Side::Output,
-    },
-    Hook {
-        short: "api_error",
-        method: "process_api_error",
-        constant: "API_ERROR",
-        stem: "ApiError",
-        side: Side::Error,
-    },
-];
-
-pub fn by_short(name: &str) -> Option<Hook> {
-    HOOKS.iter().copied().find(|h| h.short == name)
-}
-
-pub fn by_method(name: &str) -> Option<Hook> {
-    HOOKS.iter().copied().find(|h| h.method == name)
+/// A hook, in the order of the agent loop.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Hook {
+    Input,
+    InputStep,
+    LlmRequest,
+    LlmResponse,
+    OutputStream,
+    OutputStep,
+    ToolResult,
+    OutputResult,
+    ApiError,
 }
 
 impl Hook {
-    /// The hook's outcome type.
-    pub fn outcome(self) -> TokenStream {
-        let p = quote!(::processors::__private);
-        match self.stem {
-            "Input" => quote!(#p::InputOutcome),
-            "InputStep" => quote!(#p::StepOverrides),
-            "LlmRequest" => quote!(#p::LlmRequestAction),
-            "LlmResponse" => quote!(()),
-            "OutputStream" => quote!(#p::StreamAction),
-            "OutputStep" | "OutputResult" => quote!(#p::OutputOutcome),
-            "ToolResult" => quote!(::core::option::Option<#p::Value>),
-            _ => quote!(#p::ApiErrorAction),
+    pub const ALL: [Hook; 9] = [
+        Hook::Input,
+        Hook::InputStep,
+        Hook::LlmRequest,
+        Hook::LlmResponse,
+        Hook::OutputStream,
+        Hook::OutputStep,
+        Hook::ToolResult,
+        Hook::OutputResult,
+        Hook::ApiError,
+    ];
+
+    /// The name in `#[processor(output_stream)]`.
+    pub fn short(self) -> &'static str {
+        match self {
+            Hook::Input => "input",
+            Hook::InputStep => "input_step",
+            Hook::LlmRequest => "llm_request",
+            Hook::LlmResponse => "llm_response",
+            Hook::OutputStream => "output_stream",
+            Hook::OutputStep => "output_step",
+            Hook::ToolResult => "tool_result",
+            Hook::OutputResult => "output_result",
+            Hook::ApiError => "api_error",
         }
     }
 
-    pub fn args(self) -> syn::Ident {
-        format_ident!("{}Args", self.stem)
+    /// The method name of the `Processor` trait (`process_output_stream`).
+    pub fn method(self) -> &'static str {
+        match self {
+            Hook::Input => "process_input",
+            Hook::InputStep => "process_input_step",
+            Hook::LlmRequest => "process_llm_request",
+            Hook::LlmResponse => "process_llm_response",
+            Hook::OutputStream => "process_output_stream",
+            Hook::OutputStep => "process_output_step",
+            Hook::ToolResult => "process_tool_result",
+            Hook::OutputResult => "process_output_result",
+            Hook::ApiError => "process_api_error",
+        }
     }
 
-    pub fn parts(self) -> syn::Ident {
-        format_ident!("{}Parts", self.stem)
+    pub fn side(self) -> Side {
+        match self {
+            Hook::Input | Hook::InputStep | Hook::LlmRequest => Side::Input,
+            Hook::LlmResponse
+            | Hook::OutputStream
+            | Hook::OutputStep
+            | Hook::ToolResult
+            | Hook::OutputResult => Side::Output,
+            Hook::ApiError => Side::Error,
+        }
     }
 
-    pub fn extractor(self) -> syn::Ident {
-        format_ident!("From{}", self.stem)
+    /// The hook by its short name (`output_stream`).
+    pub fn from_short(name: &str) -> Option<Hook> {
+        Hook::ALL.into_iter().find(|h| h.short() == name)
     }
 
-    pub fn constant(self) -> syn::Ident {
-        format_ident!("{}", self.constant)
+    /// The hook by its method name (`process_output_stream`).
+    pub fn from_method(name: &str) -> Option<Hook> {
+        Hook::ALL.into_iter().find(|h| h.method() == name)
+    }
+
+    /// The hook's name in the runtime's type names: `OutputStream` in `OutputStreamArgs`,
+    /// `OutputStreamParts` and `FromOutputStream`.
+    fn type_stem(self) -> &'static str {
+        match self {
+            Hook::Input => "Input",
+            Hook::InputStep => "InputStep",
+            Hook::LlmRequest => "LlmRequest",
+            Hook::LlmResponse => "LlmResponse",
+            Hook::OutputStream => "OutputStream",
+            Hook::OutputStep => "OutputStep",
+            Hook::ToolResult => "ToolResult",
+            Hook::OutputResult => "OutputResult",
+            Hook::ApiError => "ApiError",
+        }
+    }
+
+    /// The method as an identifier.
+    pub fn method_ident(self) -> Ident {
+        format_ident!("{}", self.method())
+    }
+
+    /// The arguments type (`OutputStreamArgs`).
+    pub fn args(self) -> Ident {
+        format_ident!("{}Args", self.type_stem())
+    }
+
+    /// The arguments split into parts (`OutputStreamParts`).
+    pub fn parts(self) -> Ident {
+        format_ident!("{}Parts", self.type_stem())
+    }
+
+    /// The extractor trait of the hook's parameters (`FromOutputStream`).
+    pub fn extractor(self) -> Ident {
+        format_ident!("From{}", self.type_stem())
+    }
+
+    /// The `Hooks` constant (`OUTPUT_STREAM`).
+    pub fn constant(self) -> Ident {
+        format_ident!("{}", self.short().to_ascii_uppercase())
+    }
+
+    /// The hook's outcome type; `private` is the path of `__private`.
+    pub fn outcome(self, private: &TokenStream) -> TokenStream {
+        let p = private;
+        match self {
+            Hook::Input => quote!(#p::InputOutcome),
+            Hook::InputStep => quote!(#p::StepOverrides),
+            Hook::LlmRequest => quote!(#p::LlmRequestAction),
+            Hook::LlmResponse => quote!(()),
+            Hook::OutputStream => quote!(#p::StreamAction),
+            Hook::OutputStep | Hook::OutputResult => quote!(#p::OutputOutcome),
+            Hook::ToolResult => quote!(::core::option::Option<#p::Value>),
+            Hook::ApiError => quote!(#p::ApiErrorAction),
+        }
+    }
+
+    /// The short names, for error messages: `input, input_step, …`.
+    pub fn list_short() -> String {
+        Hook::ALL.map(Hook::short).join(", ")
+    }
+
+    /// The method names, for error messages: `process_input, process_input_step, …`.
+    pub fn list_methods() -> String {
+        Hook::ALL.map(Hook::method).join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_to_their_hook() {
+        for hook in Hook::ALL {
+            assert_eq!(Hook::from_short(hook.short()), Some(hook));
+            assert_eq!(Hook::from_method(hook.method()), Some(hook));
+            assert_eq!(hook.method(), format!("process_{}", hook.short()));
+        }
+        assert_eq!(Hook::from_short("process_input"), None);
+        assert_eq!(Hook::from_method("input"), None);
+    }
+
+    #[test]
+    fn runtime_names_follow_the_hook() {
+        assert_eq!(Hook::OutputStream.args(), "OutputStreamArgs");
+        assert_eq!(Hook::OutputStream.parts(), "OutputStreamParts");
+        assert_eq!(Hook::LlmRequest.extractor(), "FromLlmRequest");
+        assert_eq!(Hook::ApiError.constant(), "API_ERROR");
+        assert_eq!(Hook::ToolResult.side(), Side::Output);
     }
 }

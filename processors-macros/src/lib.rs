@@ -1,7 +1,9 @@
 //! Procedural macros of the processors framework: `#[processor]` and `agent!`.
 //!
-//! Use them through the `processors` crate, which documents every option. Set
-//! `PROCESSORS_DEBUG_EXPANSION=1` while building to print what each invocation expands to.
+//! Use them through the `processors` crate, which documents every option. Generated code names
+//! `::processors::__private`; a crate that depends on the runtime directly, not on the facade,
+//! says so with `crate = processors_runtime`. Set `PROCESSORS_DEBUG_EXPANSION=1` while building
+//! to print what each invocation expands to.
 #![warn(missing_docs)]
 
 mod agent;
@@ -9,6 +11,8 @@ mod errors;
 mod hooks;
 mod names;
 mod processor;
+#[cfg(test)]
+mod test_support;
 
 use proc_macro::TokenStream;
 

@@ -15,22 +15,56 @@ pub fn upper_camel(snake: &str) -> String {
         .collect()
 }
 
-/// `redact_pii` → `redact-pii`; `RedactPii` → `redact-pii`.
+/// A name in kebab-case, for default ids: `redact_pii` → `redact-pii`, `RedactPii` →
+/// `redact-pii`. Words split as in heck's kebab-case, so an acronym stays one word
+/// (`PIIRedactor` → `pii-redactor`, `HTTPClientGuard` → `http-client-guard`). Every `_` becomes
+/// one `-`: `_check` gives `-check`, which is not a valid id, so the macro asks for one.
 pub fn kebab(name: &str) -> String {
-    let mut out = String::new();
-    for (i, ch) in name.chars().enumerate() {
-        if ch == '_' {
-            out.push('-');
-        } else if ch.is_uppercase() {
-            if i > 0 && !out.ends_with('-') {
-                out.push('-');
-            }
-            out.extend(ch.to_lowercase());
+    name.split('_')
+        .map(|part| words(part).join("-").to_lowercase())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// The words of an identifier without `_`: a new word starts at a capital after a lowercase
+/// letter (`redactPii`), and at the last capital of a run followed by a lowercase letter
+/// (`PIIRedactor` → `PII`, `Redactor`). Digits belong to the word they follow.
+fn words(s: &str) -> Vec<&str> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Case {
+        Start,
+        Lower,
+        Upper,
+    }
+    let mut words = Vec::new();
+    let mut start = 0;
+    let mut case = Case::Start;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let Some(&(next_i, next)) = chars.peek() else {
+            words.push(&s[start..]);
+            break;
+        };
+        let with_c = if c.is_lowercase() {
+            Case::Lower
+        } else if c.is_uppercase() {
+            Case::Upper
         } else {
-            out.push(ch);
+            case
+        };
+        if with_c == Case::Lower && next.is_uppercase() {
+            words.push(&s[start..next_i]);
+            start = next_i;
+            case = Case::Start;
+        } else if case == Case::Upper && c.is_uppercase() && next.is_lowercase() {
+            words.push(&s[start..i]);
+            start = i;
+            case = Case::Start;
+        } else {
+            case = with_c;
         }
     }
-    out
+    words
 }
 
 /// Whether `id` is a valid processor id: a lowercase ASCII letter, then lowercase letters,
@@ -82,6 +116,32 @@ mod tests {
         assert_eq!(upper_camel("count"), "Count");
         assert_eq!(kebab("redact_pii"), "redact-pii");
         assert_eq!(kebab("TokenLimiter"), "token-limiter");
+    }
+
+    #[test]
+    fn kebab_keeps_acronyms_whole() {
+        for (name, id) in [
+            ("PIIRedactor", "pii-redactor"),
+            ("HTTPClientGuard", "http-client-guard"),
+            ("ParseURL", "parse-url"),
+            ("HTTP2Client", "http2-client"),
+            ("Base64Encoder", "base64-encoder"),
+            ("redact_keys", "redact-keys"),
+            ("redactKeys", "redact-keys"),
+            ("Budget", "budget"),
+            ("r2d2", "r2d2"),
+            ("A", "a"),
+        ] {
+            assert_eq!(kebab(name), id, "{name}");
+        }
+    }
+
+    #[test]
+    fn kebab_maps_each_underscore_to_a_dash() {
+        assert_eq!(kebab("_check"), "-check");
+        assert_eq!(kebab("a__b"), "a--b");
+        assert_eq!(kebab("check_"), "check-");
+        assert_eq!(kebab(""), "");
     }
 
     #[test]

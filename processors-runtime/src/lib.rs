@@ -5,6 +5,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[doc(hidden)]
+pub mod __private;
 pub mod agent;
 pub mod chunk;
 pub mod context;

@@ -1,91 +1,120 @@
-//! The options of `#[processor(...)]`.
+//! The options of `#[processor(...)]`: parsed as written, then checked against the item they
+//! are on.
 
-use crate::errors::Errors;
-use crate::hooks::{self, Hook};
+use crate::errors::{Errors, Keys};
+use crate::hooks::Hook;
 use crate::names;
+use proc_macro2::TokenStream;
+use quote::quote;
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token, Type};
+use syn::{Ident, LitStr, Path, Token, Type};
 
-pub const KEYS: [&str; 5] = [
+/// The options that are not hooks.
+pub const KEYS: [&str; 6] = [
     "id",
     "name",
     "state",
     "process_data_parts",
     "stream_history",
+    "crate",
 ];
 
-/// One item of the attribute, as written.
-enum Item {
-    Flag(Ident),
+/// One option as written.
+enum Raw {
+    /// A bare word: a hook (`output_stream`) or a flag (`stream_history`).
+    Word(Ident),
     Id(Ident, LitStr),
     Name(Ident, Ident),
     State(Ident, Box<Type>),
+    Crate(Ident, Path),
+    /// `key = value` where no option of that name takes a value.
     Unknown(Ident),
 }
 
-pub struct RawAttr {
-    items: Vec<Item>,
-}
+/// The options as written.
+pub struct RawOptions(Vec<Raw>);
 
-impl Parse for RawAttr {
+impl Parse for RawOptions {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let mut items = Vec::new();
+        let mut options = Vec::new();
         while !input.is_empty() {
             let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
-            if input.peek(Token![=]) {
+            let option = if input.peek(Token![=]) {
                 input.parse::<Token![=]>()?;
-                let item = match key.to_string().as_str() {
-                    "id" => Item::Id(key, input.parse()?),
-                    "name" => Item::Name(key, input.parse()?),
-                    "state" => Item::State(key, input.parse()?),
+                match key.to_string().as_str() {
+                    "id" => Raw::Id(key, input.parse()?),
+                    "name" => Raw::Name(key, input.parse()?),
+                    "state" => Raw::State(key, input.parse()?),
+                    "crate" => {
+                        let path = input.call(Path::parse_mod_style).map_err(|e| {
+                            syn::Error::new(
+                                e.span(),
+                                "`crate` takes the path of the crate that provides the runtime (`processors` or `processors_runtime`), without quotes, like `crate = processors_runtime`",
+                            )
+                        })?;
+                        Raw::Crate(key, path)
+                    }
                     _ => {
                         input.parse::<syn::Expr>()?;
-                        Item::Unknown(key)
+                        Raw::Unknown(key)
                     }
-                };
-                items.push(item);
+                }
             } else {
-                items.push(Item::Flag(key));
-            }
+                Raw::Word(key)
+            };
+            options.push(option);
             if input.is_empty() {
                 break;
             }
             input.parse::<Token![,]>()?;
         }
-        Ok(RawAttr { items })
+        Ok(RawOptions(options))
     }
 }
 
-/// The validated options.
+/// What the item the attribute is on expects of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum On {
+    /// A function: the attribute names its hook.
+    Fn,
+    /// An impl block: its methods are the hooks.
+    Impl,
+}
+
+/// The checked options.
 #[derive(Default)]
-pub struct Attr {
+pub struct Options {
+    /// The hook a function implements, with its name as written.
     pub hook: Option<(Hook, Ident)>,
     pub id: Option<LitStr>,
     pub name: Option<Ident>,
     pub state: Option<Type>,
     /// `process_data_parts`, as written.
-    pub data_parts: Option<Ident>,
+    pub process_data_parts: Option<Ident>,
     /// `stream_history`, as written.
-    pub history: Option<Ident>,
+    pub stream_history: Option<Ident>,
+    /// `crate = path`.
+    pub krate: Option<Path>,
 }
 
-fn set_once<T>(slot: &mut Option<T>, value: T, key: &Ident, errors: &mut Errors) {
-    if slot.is_some() {
-        errors.at(key, format!("`{key}` is given twice; keep one"));
-    } else {
-        *slot = Some(value);
+impl Options {
+    /// The module generated code takes its paths from: `<crate>::__private`.
+    pub fn private(&self) -> TokenStream {
+        match &self.krate {
+            Some(path) => quote!(#path::__private),
+            None => quote!(::processors::__private),
+        }
     }
 }
 
-impl RawAttr {
-    /// Validates the options; `on_fn` says whether the attribute is on a function (which names
-    /// its hook) or on an impl block (whose methods are the hooks).
-    pub fn validate(self, on_fn: bool, errors: &mut Errors) -> Attr {
-        let mut attr = Attr::default();
-        let mut flags: (Option<Ident>, Option<Ident>) = (None, None);
-        for item in self.items {
-            match item {
-                Item::Id(key, lit) => {
+impl RawOptions {
+    /// Checks the options for an item of kind `on`.
+    pub fn validate(self, on: On, errors: &mut Errors) -> Options {
+        let mut options = Options::default();
+        let mut keys = Keys::default();
+        for raw in self.0 {
+            match raw {
+                Raw::Id(key, lit) => {
                     let id = lit.value();
                     if !names::valid_id(&id) {
                         errors.at(
@@ -96,55 +125,27 @@ impl RawAttr {
                             ),
                         );
                     }
-                    set_once(&mut attr.id, lit, &key, errors);
-                }
-                Item::Name(key, name) => set_once(&mut attr.name, name, &key, errors),
-                Item::State(key, ty) => set_once(&mut attr.state, *ty, &key, errors),
-                Item::Flag(key) => match key.to_string().as_str() {
-                    "process_data_parts" => set_once(&mut flags.0, key.clone(), &key, errors),
-                    "stream_history" => set_once(&mut flags.1, key.clone(), &key, errors),
-                    "id" | "name" | "state" => {
-                        errors.at(&key, format!("`{key}` needs a value: `{key} = ...`"))
+                    if keys.first_time(&key, errors) {
+                        options.id = Some(lit);
                     }
-                    name => match hooks::by_short(name).or_else(|| hooks::by_method(name)) {
-                        Some(hook) if on_fn => {
-                            if let Some((first, _)) = attr.hook {
-                                errors.at(
-                                    &key,
-                                    format!(
-                                        "a processor function implements one hook, and this one already names `{}`; to implement several hooks, put `#[processor]` on an impl block with one method per hook",
-                                        first.short
-                                    ),
-                                );
-                            } else {
-                                attr.hook = Some((hook, key));
-                            }
-                        }
-                        Some(hook) => errors.at(
-                            &key,
-                            format!(
-                                "on an impl block the hooks are its methods: write `fn {}(&self, ...)` instead of naming `{}` here",
-                                hook.method, hook.short
-                            ),
-                        ),
-                        None => {
-                            let candidates = hooks::HOOKS
-                                .iter()
-                                .map(|h| h.short)
-                                .chain(KEYS.iter().copied());
-                            errors.at(
-                                &key,
-                                format!(
-                                    "unknown hook or option `{name}`{}; hooks: {}; options: {}",
-                                    names::did_you_mean(name, candidates),
-                                    hooks::HOOKS.iter().map(|h| h.short).collect::<Vec<_>>().join(", "),
-                                    KEYS.join(", "),
-                                ),
-                            );
-                        }
-                    },
-                },
-                Item::Unknown(key) => errors.at(
+                }
+                Raw::Name(key, name) => {
+                    if keys.first_time(&key, errors) {
+                        options.name = Some(name);
+                    }
+                }
+                Raw::State(key, ty) => {
+                    if keys.first_time(&key, errors) {
+                        options.state = Some(*ty);
+                    }
+                }
+                Raw::Crate(key, path) => {
+                    if keys.first_time(&key, errors) {
+                        options.krate = Some(path);
+                    }
+                }
+                Raw::Word(word) => options.word(word, on, &mut keys, errors),
+                Raw::Unknown(key) => errors.at(
                     &key,
                     format!(
                         "unknown option `{key}`{}; options: {}",
@@ -154,9 +155,61 @@ impl RawAttr {
                 ),
             }
         }
-        attr.data_parts = flags.0;
-        attr.history = flags.1;
-        attr
+        options
+    }
+}
+
+impl Options {
+    /// A bare word: a flag, or the name of a hook.
+    fn word(&mut self, word: Ident, on: On, keys: &mut Keys, errors: &mut Errors) {
+        let name = word.to_string();
+        match name.as_str() {
+            "process_data_parts" => {
+                if keys.first_time(&word, errors) {
+                    self.process_data_parts = Some(word);
+                }
+            }
+            "stream_history" => {
+                if keys.first_time(&word, errors) {
+                    self.stream_history = Some(word);
+                }
+            }
+            "id" | "name" | "state" | "crate" => {
+                errors.at(&word, format!("`{word}` needs a value: `{word} = ...`"))
+            }
+            _ => match (Hook::from_short(&name).or_else(|| Hook::from_method(&name)), on) {
+                (Some(hook), On::Fn) => match &self.hook {
+                    Some((first, _)) => errors.at(
+                        &word,
+                        format!(
+                            "a processor function implements one hook, and this one already names `{}`; to implement several hooks, put `#[processor]` on an impl block with one method per hook",
+                            first.short()
+                        ),
+                    ),
+                    None => self.hook = Some((hook, word)),
+                },
+                (Some(hook), On::Impl) => errors.at(
+                    &word,
+                    format!(
+                        "on an impl block the hooks are its methods: write `fn {}(&self, ...)` instead of naming `{}` here",
+                        hook.method(),
+                        hook.short()
+                    ),
+                ),
+                (None, _) => {
+                    let candidates = Hook::ALL.map(Hook::short).into_iter().chain(KEYS);
+                    errors.at(
+                        &word,
+                        format!(
+                            "unknown hook or option `{name}`{}; hooks: {}; options: {}",
+                            names::did_you_mean(&name, candidates),
+                            Hook::list_short(),
+                            KEYS.join(", "),
+                        ),
+                    );
+                }
+            },
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! A processor as an impl block with several hooks, a helper method, and generics.
+//! A processor as an impl block with several hooks, a helper method, and generics; the
+//! default id of a type named with an acronym.
 
 use processors::prelude::*;
 
@@ -26,6 +27,16 @@ impl<const N: usize> Budget<N> {
     }
 }
 
+pub struct PIIRedactor;
+
+#[processor]
+impl PIIRedactor {
+    fn process_output_stream(&self, chunk: &Chunk) -> StreamAction {
+        let _ = chunk;
+        StreamAction::Pass
+    }
+}
+
 fn both<P: InputProcessor + OutputProcessor>(_: &P) {}
 
 fn main() {
@@ -33,4 +44,5 @@ fn main() {
     both(&b);
     assert_eq!(Budget::<10>::ID, "budget");
     assert_eq!(b.id(), "budget");
+    assert_eq!(PIIRedactor::ID, "pii-redactor");
 }
