@@ -1622,3 +1622,49 @@ on_every_path!(
         assert_eq!(log.entries(), [once, once].concat());
     }
 );
+
+on_every_path!(b55_processors_from_closures, |path| {
+    let m = model([
+        Turn::deltas(["a", "b"])
+            .tool_call("c1", "weather", json!({}))
+            .finish(FinishReason::ToolCalls),
+        Turn::text("done"),
+    ]);
+    let log = Log::new();
+    let (l1, l2) = (log.clone(), log.clone());
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")],
+        input: [input_fn("tag", |a: &mut InputArgs<'_, ()>| {
+            let mut ms = a.messages.clone();
+            let t = format!("{} [tagged]", ms[0].text());
+            ms[0].set_text(t);
+            ms
+        })],
+        output: [
+            output_stream_fn("count", |a: &mut OutputStreamArgs<'_, usize>| {
+                if a.chunk.text_delta().is_some() {
+                    *a.state += 1;
+                    return a.chunk.clone().map_text(|t| t.to_uppercase()).into();
+                }
+                StreamAction::Pass
+            }),
+            tool_result_fn("scrub", |_: &mut ToolResultArgs<'_, ()>| Some(json!("scrubbed"))),
+            output_result_fn("report", move |a: &mut OutputResultArgs<'_, ()>| {
+                l1.push(format!("result {}", a.result.text));
+            }),
+            output_step_fn("steps", move |a: &mut OutputStepArgs<'_, ()>| -> Result<(), ProcessorError> {
+                l2.push(format!("step {}", a.step_number));
+                Ok(())
+            }),
+        ]
+    );
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.text, "ABDONE");
+    assert_eq!(r.tool_results[0].result, json!("scrubbed"));
+    assert_eq!(log.entries(), ["step 0", "step 1", "result ABDONE"]);
+    assert!(
+        m.requests()[0]
+            .prompt
+            .iter()
+            .any(|msg| msg.text() == "hi [tagged]")
+    );
+});

@@ -8,6 +8,7 @@ mod args;
 mod dynamic;
 mod error;
 pub mod extract;
+mod from_fn;
 mod hooks;
 mod pipeline;
 mod report;
@@ -19,6 +20,11 @@ pub use crate::runner::workflow::{Workflow, WorkflowInput, WorkflowState};
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use error::{Abort, ProcessorError};
+pub use from_fn::{
+    ApiErrorFn, InputFn, InputStepFn, LlmRequestFn, LlmResponseFn, OutputResultFn, OutputStepFn,
+    OutputStreamFn, ToolResultFn, api_error_fn, input_fn, input_step_fn, llm_request_fn,
+    llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
+};
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
 pub(crate) use pipeline::{Flow, StreamCx, stream_one};
