@@ -269,6 +269,10 @@ impl Decoder for MessagesDecoder {
             .as_str()
             .or(event.event.as_deref())
             .unwrap_or("");
+        // Proxies send errors in other shapes too: `{"error": …}` without a type or an event name.
+        if kind == "error" || error::is_error_object(&value) {
+            return Err(error::in_stream(&value, data));
+        }
         let index = value["index"].as_u64().unwrap_or(0);
         match kind {
             "message_start" => {
@@ -393,7 +397,6 @@ impl Decoder for MessagesDecoder {
                 });
                 return Ok(true);
             }
-            "error" => return Err(error::in_stream(&value, data)),
             // `ping` and event types added to the API later.
             _ => {}
         }

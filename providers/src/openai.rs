@@ -282,7 +282,7 @@ impl Decoder for ChatDecoder {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             error::protocol(format_args!("event data that is not JSON ({e})"), data)
         })?;
-        if value.get("error").is_some_and(|e| !e.is_null()) {
+        if error::is_error_object(&value) {
             return Err(error::in_stream(&value, data));
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {

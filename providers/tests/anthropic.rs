@@ -366,6 +366,47 @@ async fn error_event_mid_stream_is_a_retryable_error() {
 }
 
 #[tokio::test]
+async fn error_event_with_a_null_type_is_classified_by_its_code() {
+    let body = events(&[message_start(5)])
+        + &events(&[
+            json!({ "type": "error", "error": { "type": null, "message": "Overloaded", "code": 529 } }),
+        ]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: Overloaded (529)"
+    );
+    assert_eq!(e.status, Some(529));
+    assert!(e.retryable);
+}
+
+#[tokio::test]
+async fn error_data_without_a_type_or_an_event_name_is_still_an_error() {
+    let body = events(&[message_start(5)])
+        + &data_events(&[
+            json!({ "error": { "message": "slow down", "code": "rate_limit_exceeded" } }),
+        ]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: slow down (rate_limit_exceeded)"
+    );
+    assert!(e.retryable);
+}
+
+#[tokio::test]
+async fn error_event_with_a_4xx_code_is_not_retryable() {
+    let body =
+        "event: error\ndata: {\"error\":{\"type\":null,\"message\":\"bad\",\"code\":\"400\"}}\n\n";
+    let server = Server::start([Reply::Events(events(&[message_start(5)]) + body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(e.status, Some(400));
+    assert!(!e.retryable);
+}
+
+#[tokio::test]
 async fn stream_cut_before_message_stop_keeps_the_text_then_fails() {
     let full = text_answer(&["Hello", " world"]);
     let cut = &full[..full.find("message_delta").unwrap()];

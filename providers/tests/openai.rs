@@ -578,6 +578,61 @@ async fn error_event_mid_stream_is_reported() {
     assert!(e.retryable);
 }
 
+/// The error a stream ends with when, after some text, the server sends this error object.
+async fn error_after_text(error: Value) -> ApiError {
+    let body = data_events(&[delta(json!({ "content": "Hi" })), json!({ "error": error })]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (chunks, e) = stream_error(&server).await;
+    assert_eq!(text_of(&chunks), "Hi");
+    e
+}
+
+#[tokio::test]
+async fn error_event_with_a_null_type_and_a_5xx_code_is_retryable_with_that_status() {
+    let e = error_after_text(
+        json!({ "message": "upstream connect error", "type": null, "code": "500" }),
+    )
+    .await;
+    assert!(e.retryable);
+    assert_eq!(e.status, Some(500));
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: upstream connect error (500)"
+    );
+}
+
+#[tokio::test]
+async fn error_event_with_a_numeric_overload_code_is_retryable_with_that_status() {
+    for code in [429, 500, 502, 503, 529] {
+        let e = error_after_text(json!({ "message": "busy", "type": null, "code": code })).await;
+        assert!(e.retryable, "{code}");
+        assert_eq!(e.status, Some(code), "{code}");
+    }
+}
+
+#[tokio::test]
+async fn error_event_with_a_rate_limit_or_overload_code_is_retryable() {
+    for error in [
+        json!({ "message": "slow down", "type": null, "code": "rate_limit_exceeded" }),
+        json!({ "message": "slow down", "type": "tokens", "code": "rate_limit_exceeded" }),
+        json!({ "message": "busy", "code": "overloaded" }),
+    ] {
+        let e = error_after_text(error.clone()).await;
+        assert!(e.retryable, "{error}");
+        assert_eq!(e.status, None, "{error}");
+    }
+}
+
+#[tokio::test]
+async fn error_event_with_a_4xx_code_is_not_retryable() {
+    for code in [json!("400"), json!(413)] {
+        let e =
+            error_after_text(json!({ "message": "too long", "type": null, "code": code })).await;
+        assert!(!e.retryable, "{code}");
+        assert!(e.status.is_some_and(|s| (400..500).contains(&s)), "{code}");
+    }
+}
+
 #[tokio::test]
 async fn connection_left_open_after_done_still_ends_the_stream() {
     let server = Server::start([Reply::Hang(text_answer(&["done"]))]).await;
