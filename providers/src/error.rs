@@ -204,13 +204,22 @@ pub(crate) fn is_error_object(value: &Value) -> bool {
         || value["object"] == "error"
 }
 
-/// An error object the provider sent inside the event stream, classified by its `code` and
-/// `type`: a code that is an HTTP error status (`500`, `"503"`) gives the error that status
-/// and is retryable as that status would be; otherwise a type or code listed in `TRANSIENT`
-/// makes it retryable.
+/// An error object the provider sent inside the event stream.
 pub(crate) fn in_stream(value: &Value, data: &str) -> ApiError {
+    reported("mid-stream", value, data)
+}
+
+/// An error object the provider sent as the whole body of a success response.
+pub(crate) fn in_answer(value: &Value, data: &str) -> ApiError {
+    reported("instead of an answer", value, data)
+}
+
+/// An error object sent with a success status, classified by its `code` and `type`: a code
+/// that is an HTTP error status (`500`, `"503"`) gives the error that status and is retryable
+/// as that status would be; otherwise a type or code listed in `TRANSIENT` makes it retryable.
+fn reported(place: &str, value: &Value, data: &str) -> ApiError {
     let detail = message_of(value).unwrap_or_else(|| "an unknown error".to_owned());
-    let message = format!("the provider reported an error mid-stream: {detail}");
+    let message = format!("the provider reported an error {place}: {detail}");
     let fields = value
         .get("error")
         .filter(|e| e.is_object())
