@@ -260,6 +260,65 @@ pub(crate) struct MessagesDecoder {
 }
 
 impl Decoder for MessagesDecoder {
+    const ANSWER: &'static str = "a message";
+
+    /// A `message`: its start, each content block's start, delta and stop, the stop reason
+    /// with the usage, and the stop.
+    fn answer_events(answer: &Value) -> Option<Vec<String>> {
+        if answer
+            .get("type")
+            .is_some_and(|t| !t.is_null() && t != "message")
+        {
+            return None;
+        }
+        let content = answer.get("content")?.as_array()?;
+        let usage = &answer["usage"];
+        let mut events = vec![json!({ "type": "message_start", "message": { "usage": usage } })];
+        for (index, block) in content.iter().enumerate() {
+            let text = |key: &str| block[key].as_str().filter(|t| !t.is_empty());
+            let (start, delta) = match block["type"].as_str() {
+                Some("text") => (
+                    json!({ "type": "text", "text": "" }),
+                    text("text").map(|t| json!({ "type": "text_delta", "text": t })),
+                ),
+                Some("thinking") => (
+                    json!({ "type": "thinking", "thinking": "" }),
+                    text("thinking").map(|t| json!({ "type": "thinking_delta", "thinking": t })),
+                ),
+                Some("tool_use") => {
+                    let input = &block["input"];
+                    let empty = input.is_null() || input.as_object().is_some_and(Map::is_empty);
+                    (
+                        json!({
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        }),
+                        (!empty).then(|| {
+                            json!({ "type": "input_json_delta", "partial_json": input.to_string() })
+                        }),
+                    )
+                }
+                _ => (block.clone(), None),
+            };
+            events.push(
+                json!({ "type": "content_block_start", "index": index, "content_block": start }),
+            );
+            events.extend(delta.map(
+                |delta| json!({ "type": "content_block_delta", "index": index, "delta": delta }),
+            ));
+            events.push(json!({ "type": "content_block_stop", "index": index }));
+        }
+        events.push(json!({
+            "type": "message_delta",
+            "delta": { "stop_reason": answer["stop_reason"] },
+            "usage": usage,
+        }));
+        events.push(json!({ "type": "message_stop" }));
+        Some(events.iter().map(Value::to_string).collect())
+    }
+
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
         let data = event.data.trim();
         let value: Value = serde_json::from_str(data).map_err(|e| {
@@ -269,6 +328,10 @@ impl Decoder for MessagesDecoder {
             .as_str()
             .or(event.event.as_deref())
             .unwrap_or("");
+        // Proxies send errors in other shapes too: `{"error": …}` without a type or an event name.
+        if kind == "error" || error::is_error_object(&value) {
+            return Err(error::in_stream(&value, data));
+        }
         let index = value["index"].as_u64().unwrap_or(0);
         match kind {
             "message_start" => {
@@ -393,7 +456,6 @@ impl Decoder for MessagesDecoder {
                 });
                 return Ok(true);
             }
-            "error" => return Err(error::in_stream(&value, data)),
             // `ping` and event types added to the API later.
             _ => {}
         }

@@ -53,10 +53,12 @@ fn message_of(value: &Value) -> Option<String> {
                     Value::String(s) => Some(s.clone()),
                     Value::Object(inner) => {
                         let message = inner.get("message").and_then(text);
-                        let kind = inner
-                            .get("type")
-                            .or_else(|| inner.get("code"))
-                            .and_then(text);
+                        let label = |key: &str| match inner.get(key) {
+                            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+                            Some(Value::Number(n)) => Some(n.to_string()),
+                            _ => None,
+                        };
+                        let kind = label("type").or_else(|| label("code"));
                         match (message, kind) {
                             (Some(m), Some(k)) => Some(format!("{m} ({k})")),
                             (Some(m), None) => Some(m),
@@ -193,27 +195,77 @@ pub(crate) fn protocol(what: impl std::fmt::Display, data: &str) -> ApiError {
     }
 }
 
-/// An `error` object the provider sent inside the event stream.
+/// Whether a JSON document the provider sent is an error object rather than data:
+/// `{"error": …}` (with a value other than null), `{"type": "error", …}` or
+/// `{"object": "error", …}`.
+pub(crate) fn is_error_object(value: &Value) -> bool {
+    value.get("error").is_some_and(|e| !e.is_null())
+        || value["type"] == "error"
+        || value["object"] == "error"
+}
+
+/// An error object the provider sent inside the event stream.
 pub(crate) fn in_stream(value: &Value, data: &str) -> ApiError {
-    let message = message_of(value).unwrap_or_else(|| "an unknown error".to_owned());
-    let kind = value
-        .pointer("/error/type")
-        .or_else(|| value.pointer("/error/code"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let retryable = matches!(
-        kind,
-        "overloaded_error"
-            | "api_error"
-            | "server_error"
-            | "rate_limit_error"
-            | "rate_limit_exceeded"
-    );
-    ApiError::other(
-        format!("the provider reported an error mid-stream: {message}"),
-        retryable,
-    )
-    .with_body(truncate(data, MAX_KEPT_BODY))
+    reported("mid-stream", value, data)
+}
+
+/// An error object the provider sent as the whole body of a success response.
+pub(crate) fn in_answer(value: &Value, data: &str) -> ApiError {
+    reported("instead of an answer", value, data)
+}
+
+/// An error object sent with a success status, classified by its `code` and `type`: a code
+/// that is an HTTP error status (`500`, `"503"`) gives the error that status and is retryable
+/// as that status would be; otherwise a type or code listed in `TRANSIENT` makes it retryable.
+fn reported(place: &str, value: &Value, data: &str) -> ApiError {
+    let detail = message_of(value).unwrap_or_else(|| "an unknown error".to_owned());
+    let message = format!("the provider reported an error {place}: {detail}");
+    let fields = value
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(value);
+    let labels = [&fields["code"], &fields["type"]];
+    let error = match labels.into_iter().find_map(status_code) {
+        // A status decides as the response's own would: 408, 429 and 5xx are retryable.
+        Some(status) => ApiError::new(status, message),
+        None => ApiError::other(
+            message,
+            labels
+                .into_iter()
+                .filter_map(Value::as_str)
+                .any(|label| TRANSIENT.iter().any(|t| t.eq_ignore_ascii_case(label))),
+        ),
+    };
+    error.with_body(truncate(data, MAX_KEPT_BODY))
+}
+
+/// The error types and codes that say the provider is busy, rate limited or failed, rather
+/// than that the request is wrong (OpenAI's, Anthropic's and those of the servers and proxies
+/// that copy them).
+const TRANSIENT: &[&str] = &[
+    "api_error",
+    "server_error",
+    "internal_error",
+    "internal_server_error",
+    "service_unavailable",
+    "overloaded",
+    "overloaded_error",
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    "rate_limited",
+    "too_many_requests",
+    "timeout",
+    "timeout_error",
+];
+
+/// An error code that is an HTTP error status (`500` or `"500"`), as that status.
+fn status_code(code: &Value) -> Option<u16> {
+    let n = match code {
+        Value::Number(n) => n.as_u64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    u16::try_from(n).ok().filter(|n| (400..600).contains(n))
 }
 
 /// `1.5s`, `200ms`: a duration for messages.
@@ -230,6 +282,7 @@ pub(crate) fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn openai_style_json_error_gives_its_message() {
@@ -280,6 +333,68 @@ mod tests {
             "internal server error: the response body was empty"
         );
         assert_eq!(e.body, None);
+    }
+
+    fn classified(error: Value) -> ApiError {
+        let value = json!({ "error": error });
+        in_stream(&value, &value.to_string())
+    }
+
+    #[test]
+    fn error_codes_that_are_5xx_429_or_529_statuses_are_retryable_with_that_status() {
+        for code in [
+            json!("500"),
+            json!(502),
+            json!(503),
+            json!("429"),
+            json!(529),
+            json!(408),
+        ] {
+            let e = classified(json!({ "message": "m", "type": null, "code": code }));
+            let status = code.as_u64().or_else(|| code.as_str()?.parse().ok());
+            assert_eq!(e.status.map(u64::from), status, "{code}");
+            assert!(e.retryable, "{code}");
+        }
+    }
+
+    #[test]
+    fn error_codes_that_are_other_4xx_statuses_are_not_retryable() {
+        for code in [json!("400"), json!(401), json!(404)] {
+            let e = classified(json!({ "message": "m", "code": code }));
+            assert!(e.status.is_some_and(|s| (400..500).contains(&s)), "{code}");
+            assert!(!e.retryable, "{code}");
+        }
+    }
+
+    #[test]
+    fn overload_and_rate_limit_names_are_retryable_in_the_type_or_the_code() {
+        for error in [
+            json!({ "message": "m", "type": null, "code": "rate_limit_exceeded" }),
+            json!({ "message": "m", "code": "overloaded" }),
+            json!({ "message": "m", "type": "tokens", "code": "rate_limit_exceeded" }),
+            json!({ "message": "m", "type": "overloaded_error" }),
+            json!({ "message": "m", "type": "Server_Error" }),
+        ] {
+            let e = classified(error.clone());
+            assert!(e.retryable, "{error}");
+            assert_eq!(e.status, None, "{error}");
+        }
+        for error in [
+            json!({ "message": "m", "type": null, "code": "invalid_api_key" }),
+            json!({ "message": "m", "type": "invalid_request_error", "code": null }),
+            json!("a plain message"),
+        ] {
+            assert!(!classified(error.clone()).retryable, "{error}");
+        }
+    }
+
+    #[test]
+    fn the_code_names_the_error_when_its_type_is_null() {
+        assert_eq!(
+            json_error_message(r#"{"error":{"message":"upstream failed","type":null,"code":502}}"#)
+                .as_deref(),
+            Some("upstream failed (502)")
+        );
     }
 
     #[test]

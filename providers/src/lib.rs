@@ -9,7 +9,8 @@
 //! Both implement [`LanguageModel`](processors_runtime::model::LanguageModel): they turn the
 //! agent's request (messages, tools, tool choice, settings, `provider_options` merged into the
 //! body) into the provider's JSON, and its event stream into text, reasoning and tool-call
-//! chunks ending with one `finish`. [`resolve`] builds one from an id such as
+//! chunks ending with one `finish` (a server that ignores `stream: true` and sends the whole
+//! answer as JSON gives the same chunks). [`resolve`] builds one from an id such as
 //! `"openai/gpt-4o-mini"` and the environment.
 //!
 //! Failures come back as [`ApiError`](processors_runtime::model::ApiError)s that say what

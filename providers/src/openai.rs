@@ -270,6 +270,20 @@ pub(crate) struct ChatDecoder {
 }
 
 impl Decoder for ChatDecoder {
+    const ANSWER: &'static str = "a chat completion";
+
+    /// A `chat.completion`: one chunk whose delta is the first choice's message, with its
+    /// finish reason and the usage, then `[DONE]`.
+    fn answer_events(answer: &Value) -> Option<Vec<String>> {
+        let choice = answer.get("choices")?.as_array()?.first()?;
+        let message = choice.get("message").filter(|m| m.is_object())?;
+        let chunk = json!({
+            "choices": [{ "index": 0, "delta": message, "finish_reason": choice["finish_reason"] }],
+            "usage": answer["usage"],
+        });
+        Some(vec![chunk.to_string(), "[DONE]".to_owned()])
+    }
+
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
         let data = event.data.trim();
         if data == "[DONE]" {
@@ -282,7 +296,7 @@ impl Decoder for ChatDecoder {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             error::protocol(format_args!("event data that is not JSON ({e})"), data)
         })?;
-        if value.get("error").is_some_and(|e| !e.is_null()) {
+        if error::is_error_object(&value) {
             return Err(error::in_stream(&value, data));
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {

@@ -1,9 +1,12 @@
 //! The HTTP side shared by the providers: the client, timeouts, retries, and the driver that
 //! turns a response body into a [`ModelStream`] through the [SSE parser](crate::sse).
+//!
+//! A server that ignores `stream: true` and answers with one JSON document is understood too:
+//! the decoder turns the whole answer into the events that would have streamed it.
 
 use crate::error;
 use crate::retry::{self, RetryPolicy};
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -171,9 +174,28 @@ pub enum ConfigError {
 
 /// One protocol's reading of the event stream.
 pub(crate) trait Decoder: Send + 'static {
+    /// The protocol's whole answer, as messages name it ("a chat completion").
+    const ANSWER: &'static str;
+
     /// Handles one event, pushing the chunks it yields; `Ok(true)` when the provider
     /// finished (the driver then stops reading).
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError>;
+
+    /// The data of the events that would have streamed `answer`, a whole answer the provider
+    /// sent as one JSON document, ending with the provider's end of stream; `None` when
+    /// `answer` is not one.
+    fn answer_events(answer: &Value) -> Option<Vec<String>>;
+}
+
+/// The largest whole JSON answer read: as much as one event of a stream may hold.
+const MAX_ANSWER_BYTES: usize = DEFAULT_MAX_EVENT_BYTES;
+
+/// What a success response holds.
+enum Answer {
+    /// An event stream, not read yet.
+    Events(Body),
+    /// A whole answer sent as one JSON document, as the data of the events that stream it.
+    Whole(Vec<String>),
 }
 
 /// An HTTP client with its timeouts, retry policy and fixed headers.
@@ -214,10 +236,12 @@ impl Transport {
         })
     }
 
-    /// Posts `body` to `url` and streams the answer's events through `decoder`.
+    /// Posts `body` to `url` and streams the answer's events through `decoder`; a whole JSON
+    /// answer gives the chunks its stream would have given.
     ///
-    /// Retryable failures (408, 429, 5xx, connection failures, no headers in time) are retried
-    /// per the policy; other statuses come back at once as non-retryable errors.
+    /// Retryable failures (408, 429, 5xx, connection failures, no headers in time, an error
+    /// object with a success status that says so) are retried per the policy; other statuses
+    /// come back at once as non-retryable errors.
     pub(crate) async fn stream<D: Decoder>(
         &self,
         url: &str,
@@ -229,8 +253,9 @@ impl Transport {
         let body = Bytes::from(body);
         let mut attempt = 0u32;
         loop {
-            let (error, asked) = match self.attempt(url, body.clone()).await {
-                Ok(response) => return self.accept(response, decoder).await,
+            let (error, asked) = match self.attempt::<D>(url, body.clone()).await {
+                Ok(Answer::Events(body)) => return Ok(drive(body, decoder, self.timeouts.idle)),
+                Ok(Answer::Whole(events)) => return Ok(replay(decoder, events)),
                 Err(failure) => failure,
             };
             if !error.retryable || attempt >= self.retry.max_retries {
@@ -257,12 +282,13 @@ impl Transport {
         }
     }
 
-    /// One request: a success response, or the error with the wait the provider asked for.
-    async fn attempt(
+    /// One request: what a success response holds, or the error with the wait the provider
+    /// asked for.
+    async fn attempt<D: Decoder>(
         &self,
         url: &str,
         body: Bytes,
-    ) -> Result<reqwest::Response, (ApiError, Option<Duration>)> {
+    ) -> Result<Answer, (ApiError, Option<Duration>)> {
         let request = self
             .client
             .post(url)
@@ -283,11 +309,14 @@ impl Transport {
             Ok(Ok(response)) => response,
         };
         let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
         let asked = retry::retry_after(response.headers());
         let content_type = content_type(&response);
+        if status.is_success() {
+            return self
+                .accept::<D>(response, content_type.as_deref())
+                .await
+                .map_err(|e| (e, asked));
+        }
         let text = read_limited(response, self.timeouts.idle).await;
         Err((
             error::from_response(status.as_u16(), content_type.as_deref(), &text),
@@ -295,29 +324,58 @@ impl Transport {
         ))
     }
 
-    /// Checks a success response is an event stream and starts reading it.
+    /// Tells an event stream from a whole JSON answer by the content type, or, without one,
+    /// by the first byte that is not whitespace (a JSON answer starts with `{`, an event stream
+    /// never does), and reads a JSON answer whole.
     async fn accept<D: Decoder>(
         &self,
         response: reqwest::Response,
-        decoder: D,
-    ) -> Result<ModelStream, ApiError> {
-        let status = response.status().as_u16();
-        let content_type = content_type(&response);
-        if content_type.as_deref().is_some_and(|c| c.contains("json")) {
-            let text = read_limited(response, self.timeouts.idle).await;
-            let detail = error::json_error_message(&text).unwrap_or_else(|| {
-                "the provider answered with JSON instead of an event stream; does it support `stream: true`?".to_owned()
-            });
-            let mut e = ApiError::other(detail, false)
-                .with_body(error::truncate(&text, error::MAX_KEPT_BODY));
-            e.status = Some(status);
-            return Err(e);
+        content_type: Option<&str>,
+    ) -> Result<Answer, ApiError> {
+        let idle = self.timeouts.idle;
+        let mut body: Body = response.bytes_stream().boxed();
+        let mut head = Vec::new();
+        let json = match content_type {
+            Some(c) => c.contains("json"),
+            None => {
+                let started = |b: &[u8]| b.iter().any(|c| !c.is_ascii_whitespace());
+                fill(&mut body, &mut head, MAX_ANSWER_BYTES, idle, started).await?;
+                head.trim_ascii_start().starts_with(b"{")
+            }
+        };
+        if !json {
+            if !head.is_empty() {
+                let head = futures::stream::once(async { Ok(Bytes::from(head)) });
+                body = head.chain(body).boxed();
+            }
+            return Ok(Answer::Events(body));
         }
-        Ok(drive(
-            response.bytes_stream().boxed(),
-            decoder,
-            self.timeouts.idle,
-        ))
+        if !fill(&mut body, &mut head, MAX_ANSWER_BYTES, idle, |_| false).await? {
+            let start = String::from_utf8_lossy(&head[..error::MAX_KEPT_BODY]);
+            return Err(error::protocol(
+                format_args!("a JSON answer larger than the limit of {MAX_ANSWER_BYTES} bytes"),
+                &start,
+            ));
+        }
+        let text = String::from_utf8_lossy(&head);
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            error::protocol(
+                format_args!("a JSON answer that does not parse ({e})"),
+                &text,
+            )
+        })?;
+        if error::is_error_object(&value) {
+            return Err(error::in_answer(&value, &text));
+        }
+        D::answer_events(&value).map(Answer::Whole).ok_or_else(|| {
+            error::protocol(
+                format_args!(
+                    "a JSON answer that is neither {} nor an error object",
+                    D::ANSWER
+                ),
+                &text,
+            )
+        })
     }
 }
 
@@ -329,18 +387,59 @@ fn content_type(response: &reqwest::Response) -> Option<String> {
         .map(str::to_ascii_lowercase)
 }
 
-/// The body as text, at most 64 KiB of it, giving up on a body that stalls for `idle`.
+/// The body as text, at most 64 KiB of it, giving up on a body that stalls for `idle`; what
+/// arrived before a failure is kept.
 async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
-    const LIMIT: usize = 64 * 1024;
-    let mut body = response.bytes_stream();
     let mut bytes = Vec::new();
-    while bytes.len() < LIMIT {
+    let _ = fill(
+        &mut response.bytes_stream().boxed(),
+        &mut bytes,
+        64 * 1024,
+        idle,
+        |_| false,
+    )
+    .await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Appends the pieces of `body` to `buf` until `enough(buf)` or `buf` holds more than `limit`
+/// bytes (`Ok(false)`), or to the end of the body (`Ok(true)`); fails when a piece takes
+/// longer than `idle` or the connection fails.
+async fn fill(
+    body: &mut Body,
+    buf: &mut Vec<u8>,
+    limit: usize,
+    idle: Duration,
+    enough: impl Fn(&[u8]) -> bool,
+) -> Result<bool, ApiError> {
+    while buf.len() <= limit && !enough(buf) {
         match tokio::time::timeout(idle, body.next()).await {
-            Ok(Some(Ok(piece))) => bytes.extend_from_slice(&piece),
-            Ok(Some(Err(_)) | None) | Err(_) => break,
+            Err(_) => return Err(error::idle_timeout(idle)),
+            Ok(Some(Err(e))) => return Err(error::mid_stream(&e)),
+            Ok(Some(Ok(piece))) => buf.extend_from_slice(&piece),
+            Ok(None) => return Ok(true),
         }
     }
-    String::from_utf8_lossy(&bytes).into_owned()
+    Ok(false)
+}
+
+/// The chunks of a whole answer: the data of its events decoded as a stream's would be.
+fn replay<D: Decoder>(mut decoder: D, events: Vec<String>) -> ModelStream {
+    let mut out = VecDeque::new();
+    let mut end = Some(error::cut_short());
+    for data in events {
+        let event = SseEvent {
+            data,
+            ..SseEvent::default()
+        };
+        match decoder.event(event, &mut out) {
+            Ok(false) => continue,
+            Ok(true) => end = None,
+            Err(e) => end = Some(e),
+        }
+        break;
+    }
+    futures::stream::iter(out.into_iter().map(Ok).chain(end.map(Err))).boxed()
 }
 
 type Body = BoxStream<'static, reqwest::Result<Bytes>>;

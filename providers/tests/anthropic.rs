@@ -366,6 +366,154 @@ async fn error_event_mid_stream_is_a_retryable_error() {
 }
 
 #[tokio::test]
+async fn error_event_with_a_null_type_is_classified_by_its_code() {
+    let body = events(&[message_start(5)])
+        + &events(&[
+            json!({ "type": "error", "error": { "type": null, "message": "Overloaded", "code": 529 } }),
+        ]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: Overloaded (529)"
+    );
+    assert_eq!(e.status, Some(529));
+    assert!(e.retryable);
+}
+
+#[tokio::test]
+async fn error_data_without_a_type_or_an_event_name_is_still_an_error() {
+    let body = events(&[message_start(5)])
+        + &data_events(&[
+            json!({ "error": { "message": "slow down", "code": "rate_limit_exceeded" } }),
+        ]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: slow down (rate_limit_exceeded)"
+    );
+    assert!(e.retryable);
+}
+
+#[tokio::test]
+async fn error_event_with_a_4xx_code_is_not_retryable() {
+    let body =
+        "event: error\ndata: {\"error\":{\"type\":null,\"message\":\"bad\",\"code\":\"400\"}}\n\n";
+    let server = Server::start([Reply::Events(events(&[message_start(5)]) + body)]).await;
+    let (_, e) = stream_error(&server).await;
+    assert_eq!(e.status, Some(400));
+    assert!(!e.retryable);
+}
+
+async fn chunks_of(reply: Reply) -> Vec<ChunkKind> {
+    let server = Server::start([reply]).await;
+    let stream = model(&server).stream(request("hi")).await.unwrap();
+    collect_ok(stream).await
+}
+
+#[tokio::test]
+async fn json_message_gives_the_chunks_its_stream_would_give() {
+    let streamed = events(&[
+        message_start(25),
+        block_start(0, json!({ "type": "thinking", "thinking": "" })),
+        block_delta(
+            0,
+            json!({ "type": "thinking_delta", "thinking": "Look it up." }),
+        ),
+        block_stop(0),
+        block_start(1, json!({ "type": "text", "text": "" })),
+        block_delta(1, json!({ "type": "text_delta", "text": "Let me check." })),
+        block_stop(1),
+        block_start(
+            2,
+            json!({ "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {} }),
+        ),
+        block_delta(
+            2,
+            json!({ "type": "input_json_delta", "partial_json": "{\"city\":\"Oslo\"}" }),
+        ),
+        block_stop(2),
+    ]) + &events(&message_end("tool_use", 12));
+    let whole = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [
+            { "type": "thinking", "thinking": "Look it up.", "signature": "c2ln" },
+            { "type": "text", "text": "Let me check." },
+            { "type": "tool_use", "id": "toolu_1", "name": "weather", "input": { "city": "Oslo" } },
+        ],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": { "input_tokens": 25, "output_tokens": 12 },
+    });
+    let chunks = chunks_of(Reply::json(whole)).await;
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "reasoning-start",
+            "reasoning-delta",
+            "reasoning-end",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "tool-call-delta",
+            "tool-call",
+            "finish"
+        ]
+    );
+    assert_eq!(
+        chunks[7],
+        ChunkKind::ToolCall(ToolCall {
+            tool_call_id: "toolu_1".into(),
+            tool_name: "weather".into(),
+            args: json!({ "city": "Oslo" })
+        })
+    );
+    assert_eq!(
+        chunks.last(),
+        Some(&ChunkKind::Finish {
+            finish_reason: FinishReason::ToolCalls,
+            usage: Usage {
+                input_tokens: 25,
+                output_tokens: 12,
+                total_tokens: 37
+            },
+        })
+    );
+    assert_eq!(chunks, chunks_of(Reply::Events(streamed)).await);
+}
+
+#[tokio::test]
+async fn json_error_with_a_success_status_is_classified_and_retried() {
+    let overloaded = || {
+        Reply::json(
+            json!({ "type": "error", "error": { "type": "overloaded_error", "message": "Overloaded" } }),
+        )
+    };
+    let server = Server::start([overloaded(), overloaded(), overloaded()]).await;
+    let e = model(&server).stream(request("hi")).await.err().unwrap();
+    assert_eq!(
+        e.message,
+        "the provider reported an error instead of an answer: Overloaded (overloaded_error)"
+    );
+    assert!(e.retryable);
+    assert_eq!(server.requests().len(), 3, "one attempt and two retries");
+}
+
+#[tokio::test]
+async fn json_that_is_neither_a_message_nor_an_error_is_explained() {
+    let server = Server::start([Reply::json(
+        json!({ "type": "completion", "completion": "Hi" }),
+    )])
+    .await;
+    let e = model(&server).stream(request("hi")).await.err().unwrap();
+    assert_eq!(
+        e.message,
+        "the provider sent a JSON answer that is neither a message nor an error object"
+    );
+    assert!(!e.retryable);
+}
+
+#[tokio::test]
 async fn stream_cut_before_message_stop_keeps_the_text_then_fails() {
     let full = text_answer(&["Hello", " world"]);
     let cut = &full[..full.find("message_delta").unwrap()];

@@ -544,22 +544,200 @@ async fn connection_refused_is_retried_then_reported() {
     );
 }
 
+/// A whole `chat.completion`, as a server that ignores `stream: true` sends it.
+fn completion(message: Value, finish_reason: &str) -> Value {
+    json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason }],
+        "usage": { "prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15 },
+    })
+}
+
+async fn chunks_of(reply: Reply) -> Vec<ChunkKind> {
+    let server = Server::start([reply]).await;
+    let stream = model(&server).stream(request("hi")).await.unwrap();
+    collect_ok(stream).await
+}
+
 #[tokio::test]
-async fn json_answer_to_a_streaming_request_is_explained() {
+async fn json_completion_gives_the_chunks_its_stream_would_give() {
+    let streamed = data_events(&[
+        delta(json!({ "role": "assistant", "content": "" })),
+        delta(json!({ "reasoning_content": "Greet back." })),
+        delta(json!({ "content": "Hello!" })),
+        finish("stop"),
+        usage(11, 4),
+    ]) + "data: [DONE]\n\n";
+    let whole = completion(
+        json!({ "role": "assistant", "content": "Hello!", "reasoning_content": "Greet back." }),
+        "stop",
+    );
+    let chunks = chunks_of(Reply::json(whole)).await;
+    assert_eq!(
+        kinds(&chunks),
+        [
+            "reasoning-start",
+            "reasoning-delta",
+            "reasoning-end",
+            "text-start",
+            "text-delta",
+            "text-end",
+            "finish"
+        ]
+    );
+    assert_eq!(
+        chunks.last(),
+        Some(&ChunkKind::Finish {
+            finish_reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: 11,
+                output_tokens: 4,
+                total_tokens: 15
+            },
+        })
+    );
+    assert_eq!(chunks, chunks_of(Reply::Events(streamed)).await);
+}
+
+#[tokio::test]
+async fn json_completion_with_tool_calls_gives_parsed_calls() {
+    let whole = completion(
+        json!({ "role": "assistant", "content": null, "tool_calls": [
+            { "id": "call_1", "type": "function", "function": { "name": "weather", "arguments": "{\"city\":\"Oslo\"}" } },
+            { "id": "call_2", "type": "function", "function": { "name": "now", "arguments": "" } },
+        ] }),
+        "tool_calls",
+    );
+    let chunks = chunks_of(Reply::json(whole)).await;
+    assert_eq!(
+        kinds(&chunks),
+        ["tool-call-delta", "tool-call", "tool-call", "finish"]
+    );
+    assert_eq!(
+        chunks[1],
+        ChunkKind::ToolCall(ToolCall {
+            tool_call_id: "call_1".into(),
+            tool_name: "weather".into(),
+            args: json!({ "city": "Oslo" })
+        })
+    );
+    assert_eq!(
+        chunks[2],
+        ChunkKind::ToolCall(ToolCall {
+            tool_call_id: "call_2".into(),
+            tool_name: "now".into(),
+            args: json!({})
+        })
+    );
+    assert!(matches!(
+        chunks[3],
+        ChunkKind::Finish {
+            finish_reason: FinishReason::ToolCalls,
+            usage: Usage {
+                total_tokens: 15,
+                ..
+            }
+        }
+    ));
+}
+
+#[tokio::test]
+async fn json_completion_without_a_content_type_is_recognised_by_its_first_byte() {
+    let whole = completion(json!({ "role": "assistant", "content": "Hi" }), "stop");
+    let chunks = chunks_of(Reply::untyped(&format!("\r\n  {whole}"))).await;
+    assert_eq!(text_of(&chunks), "Hi");
+    assert_eq!(kinds(&chunks).last().map(String::as_str), Some("finish"));
+}
+
+#[tokio::test]
+async fn event_stream_without_a_content_type_still_streams() {
+    let chunks = chunks_of(Reply::untyped(&text_answer(&["Hel", "lo"]))).await;
+    assert_eq!(text_of(&chunks), "Hello");
+}
+
+#[tokio::test]
+async fn json_error_object_with_a_success_status_is_classified_and_retried() {
+    let server = Server::start([
+        Reply::json(
+            json!({ "error": { "message": "upstream busy", "type": null, "code": "503" } }),
+        ),
+        Reply::json(completion(
+            json!({ "role": "assistant", "content": "ok" }),
+            "stop",
+        )),
+    ])
+    .await;
+    let stream = model(&server).stream(request("hi")).await.unwrap();
+    assert_eq!(text_of(&collect_ok(stream).await), "ok");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn json_error_object_with_a_success_status_that_blames_the_request_is_returned_at_once() {
+    let server = Server::start([Reply::json(
+        json!({ "error": { "message": "Unknown parameter: 'foo'.", "type": "invalid_request_error", "code": null } }),
+    )])
+    .await;
+    let e = model(&server).stream(request("hi")).await.err().unwrap();
+    assert_eq!(
+        e.message,
+        "the provider reported an error instead of an answer: Unknown parameter: 'foo'. (invalid_request_error)"
+    );
+    assert!(!e.retryable);
+    assert_eq!(e.status, None);
+    assert!(e.body.unwrap().contains("Unknown parameter"));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn json_that_is_neither_a_completion_nor_an_error_is_explained() {
+    let body = json!({ "id": "x", "choices": [] });
+    let server = Server::start([Reply::json(body.clone())]).await;
+    let e = model(&server).stream(request("hi")).await.err().unwrap();
+    assert_eq!(
+        e.message,
+        "the provider sent a JSON answer that is neither a chat completion nor an error object"
+    );
+    assert!(!e.retryable);
+    assert_eq!(e.body, Some(body.to_string()));
+}
+
+#[tokio::test]
+async fn json_answer_that_does_not_parse_is_a_clear_error() {
     let server = Server::start([Reply::Status {
         status: 200,
         headers: Vec::new(),
         content_type: "application/json",
-        body: json!({ "id": "x", "choices": [] }).to_string(),
+        body: "{\"choices\": [".to_owned(),
     }])
     .await;
     let e = model(&server).stream(request("hi")).await.err().unwrap();
     assert!(
-        e.message.contains("JSON instead of an event stream"),
+        e.message
+            .starts_with("the provider sent a JSON answer that does not parse"),
         "{}",
         e.message
     );
     assert!(!e.retryable);
+}
+
+#[tokio::test]
+async fn json_answer_larger_than_an_event_may_be_is_refused() {
+    let text = "a".repeat(processors_providers::sse::DEFAULT_MAX_EVENT_BYTES);
+    let whole = completion(json!({ "role": "assistant", "content": text }), "stop");
+    let server = Server::start([Reply::json(whole)]).await;
+    let e = model(&server).stream(request("hi")).await.err().unwrap();
+    assert!(
+        e.message
+            .starts_with("the provider sent a JSON answer larger than the limit of 8388608 bytes"),
+        "{}",
+        e.message
+    );
+    assert!(!e.retryable);
+    assert!(e.body.unwrap().starts_with("{"));
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[tokio::test]
@@ -576,6 +754,61 @@ async fn error_event_mid_stream_is_reported() {
         e.message
     );
     assert!(e.retryable);
+}
+
+/// The error a stream ends with when, after some text, the server sends this error object.
+async fn error_after_text(error: Value) -> ApiError {
+    let body = data_events(&[delta(json!({ "content": "Hi" })), json!({ "error": error })]);
+    let server = Server::start([Reply::Events(body)]).await;
+    let (chunks, e) = stream_error(&server).await;
+    assert_eq!(text_of(&chunks), "Hi");
+    e
+}
+
+#[tokio::test]
+async fn error_event_with_a_null_type_and_a_5xx_code_is_retryable_with_that_status() {
+    let e = error_after_text(
+        json!({ "message": "upstream connect error", "type": null, "code": "500" }),
+    )
+    .await;
+    assert!(e.retryable);
+    assert_eq!(e.status, Some(500));
+    assert_eq!(
+        e.message,
+        "the provider reported an error mid-stream: upstream connect error (500)"
+    );
+}
+
+#[tokio::test]
+async fn error_event_with_a_numeric_overload_code_is_retryable_with_that_status() {
+    for code in [429, 500, 502, 503, 529] {
+        let e = error_after_text(json!({ "message": "busy", "type": null, "code": code })).await;
+        assert!(e.retryable, "{code}");
+        assert_eq!(e.status, Some(code), "{code}");
+    }
+}
+
+#[tokio::test]
+async fn error_event_with_a_rate_limit_or_overload_code_is_retryable() {
+    for error in [
+        json!({ "message": "slow down", "type": null, "code": "rate_limit_exceeded" }),
+        json!({ "message": "slow down", "type": "tokens", "code": "rate_limit_exceeded" }),
+        json!({ "message": "busy", "code": "overloaded" }),
+    ] {
+        let e = error_after_text(error.clone()).await;
+        assert!(e.retryable, "{error}");
+        assert_eq!(e.status, None, "{error}");
+    }
+}
+
+#[tokio::test]
+async fn error_event_with_a_4xx_code_is_not_retryable() {
+    for code in [json!("400"), json!(413)] {
+        let e =
+            error_after_text(json!({ "message": "too long", "type": null, "code": code })).await;
+        assert!(!e.retryable, "{code}");
+        assert!(e.status.is_some_and(|s| (400..500).contains(&s)), "{code}");
+    }
 }
 
 #[tokio::test]

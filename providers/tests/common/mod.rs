@@ -65,6 +65,20 @@ impl Reply {
         }
     }
 
+    /// 200 with `application/json` and this body, as a server that ignores `stream: true`
+    /// answers.
+    pub fn json(body: Value) -> Reply {
+        Reply::json_error(200, body)
+    }
+
+    /// 200 without a `content-type` header, with this body.
+    pub fn untyped(body: &str) -> Reply {
+        Reply::Raw(format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        ))
+    }
+
     /// The same reply with an extra header.
     pub fn header(mut self, name: &str, value: &str) -> Reply {
         if let Reply::Status { headers, .. } = &mut self {
