@@ -70,6 +70,7 @@ macro_rules! hook_fn {
             }
         }
 
+        #[diagnostic::do_not_recommend]
         impl<S, F, R> $marker for $ty<S, F>
         where
             S: Default + Send + 'static,
@@ -151,6 +152,7 @@ where
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<S, F, R> OutputProcessor for OutputStreamFn<S, F>
 where
     S: Default + Send + 'static,
