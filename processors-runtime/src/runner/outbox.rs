@@ -78,13 +78,21 @@ impl Outbox {
     }
 
     /// Batches a chunk for the consumer (or holds it back, when holding).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, chunk: Chunk) {
         if self.slot.is_some() {
-            match &mut self.held {
-                None => self.batch.push(chunk),
-                Some(held) => held.push(chunk),
+            if self.held.is_none() {
+                self.batch.push(chunk);
+            } else {
+                self.hold_back(chunk);
             }
+        }
+    }
+
+    #[cold]
+    fn hold_back(&mut self, chunk: Chunk) {
+        if let Some(held) = &mut self.held {
+            held.push(chunk);
         }
     }
 
