@@ -350,35 +350,61 @@ async fn a_panicking_tool_is_a_tool_error() {
     );
 }
 
-/// A store whose writes fail.
-#[derive(Clone, Default)]
-struct FailingStore(InMemoryStore);
+/// An in-memory store whose message writes fail, or take a while.
+#[derive(Clone)]
+struct TestStore {
+    inner: InMemoryStore,
+    on_save: OnSave,
+}
 
-impl MemoryStore for FailingStore {
+#[derive(Clone, Copy)]
+enum OnSave {
+    Fail,
+    Wait(std::time::Duration),
+}
+
+impl TestStore {
+    fn new(on_save: OnSave) -> Self {
+        TestStore {
+            inner: InMemoryStore::new(),
+            on_save,
+        }
+    }
+}
+
+impl MemoryStore for TestStore {
     fn get_thread<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
-        self.0.get_thread(id)
+        self.inner.get_thread(id)
     }
     fn save_thread(&self, t: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
-        self.0.save_thread(t)
+        self.inner.save_thread(t)
     }
     fn list_messages<'a>(
         &'a self,
         id: &'a str,
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
-        self.0.list_messages(id, limit)
+        self.inner.list_messages(id, limit)
     }
     fn list_messages_by_resource<'a>(
         &'a self,
         r: &'a str,
     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
-        self.0.list_messages_by_resource(r)
+        self.inner.list_messages_by_resource(r)
     }
-    fn save_messages(&self, _: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
-        Box::pin(async { Err(MemoryError::Backend("disk is read-only".into())) })
+    fn save_messages(&self, ms: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move {
+            match self.on_save {
+                OnSave::Fail => Err(MemoryError::Backend("disk is read-only".into())),
+                OnSave::Wait(d) => {
+                    tokio::time::sleep(d).await;
+                    self.inner.save_messages(ms).await
+                }
+            }
+        })
     }
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
-        self.0.delete_messages(ids)
+        self.inner.delete_messages(ids)
     }
 }
 
@@ -386,7 +412,7 @@ impl MemoryStore for FailingStore {
 async fn a_storage_failure_is_a_clear_error_naming_memory() {
     let m = ScriptedModel::new([Turn::text("a")]);
     let agent = base(&m)
-        .memory(Memory::new(FailingStore::default()))
+        .memory(Memory::new(TestStore::new(OnSave::Fail)))
         .build()
         .unwrap();
     let err = agent.generate_with("hi", thread()).await.unwrap_err();
@@ -965,45 +991,10 @@ async fn chunks_reach_the_consumer_while_the_model_waits() {
     assert_eq!(seen, ["a", "b"]);
 }
 
-/// A store whose writes take a while.
-#[derive(Clone, Default)]
-struct SlowStore(InMemoryStore);
-
-impl MemoryStore for SlowStore {
-    fn get_thread<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
-        self.0.get_thread(id)
-    }
-    fn save_thread(&self, t: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
-        self.0.save_thread(t)
-    }
-    fn list_messages<'a>(
-        &'a self,
-        id: &'a str,
-        limit: Option<usize>,
-    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
-        self.0.list_messages(id, limit)
-    }
-    fn list_messages_by_resource<'a>(
-        &'a self,
-        r: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
-        self.0.list_messages_by_resource(r)
-    }
-    fn save_messages(&self, ms: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
-        Box::pin(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            self.0.save_messages(ms).await
-        })
-    }
-    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
-        self.0.delete_messages(ids)
-    }
-}
-
 on_every_path!(
     the_turn_is_saved_before_the_client_sees_the_finish,
     |path| {
-        let store = SlowStore::default();
+        let store = TestStore::new(OnSave::Wait(std::time::Duration::from_millis(20)));
         let m = ScriptedModel::new([Turn::deltas(["saved ", "answer"])]);
         let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()));
         let options =
@@ -1016,7 +1007,7 @@ on_every_path!(
         }
         // The client stops reading at the finish and goes away.
         drop(stream);
-        let saved = store.0.list_messages("t", None).await.unwrap();
+        let saved = store.inner.list_messages("t", None).await.unwrap();
         let texts: Vec<String> = saved.iter().map(Message::text).collect();
         assert_eq!(texts, ["hi", "saved answer"]);
     }
