@@ -1,5 +1,6 @@
 //! The agent: a model, tools, memory and processor lists, run step by step.
 
+mod call;
 mod options;
 mod result;
 mod run;

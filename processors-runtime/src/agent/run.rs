@@ -3,6 +3,7 @@
 //! output result. Each hook's chain is in [`crate::runner::hooks`]; how a run that stops early
 //! ends is decided in one place, [`Run::end`].
 
+use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
 use super::tools;
 use super::*;
@@ -13,8 +14,8 @@ use crate::processor::state::StateMap;
 use crate::processor::{Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
 use crate::runner::hooks::{self, Response, Step};
 use crate::runner::outbox::{Handoff, Outbox, catch_up};
-use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, StreamList, pump, replay};
-use crate::runner::{Chain, Halt, HookError, Scope};
+use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, pump, replay};
+use crate::runner::{Halt, HookError, Scope};
 use crate::step::{RunSummary, StepResult};
 use crate::tripwire::TripWire;
 
@@ -74,22 +75,6 @@ fn rejecting(h: Halt) -> Stop {
     }
 }
 
-/// The processor lists of one call, bound to their state slots.
-struct Lists<'p> {
-    input: Chain<'p>,
-    /// The input processors, then `prepare_step`.
-    step: Chain<'p>,
-    output: Chain<'p>,
-    error: Chain<'p>,
-}
-
-/// The limits of one call.
-struct Limits {
-    max_retries: Option<u32>,
-    max_steps: u32,
-    api_retries: u32,
-}
-
 /// A step that started and was not accepted yet: recorded with the trip wire if the run ends
 /// in one, or as a retry if it is rejected.
 struct OpenStep {
@@ -147,70 +132,11 @@ impl Run {
         options: &GenerateOptions,
         input: Vec<Message>,
     ) -> Result<GenerateResult, Stop> {
-        // Per-call lists replace the agent's; memory runs around them.
-        let (mut inputs, mut outputs, mut errors) = (Vec::new(), Vec::new(), Vec::new());
-        match &options.input {
-            Some(p) => p.collect(&mut inputs),
-            None => agent.input.collect(&mut inputs),
-        }
-        match &options.output {
-            Some(p) => p.collect(&mut outputs),
-            None => agent.output.collect(&mut outputs),
-        }
-        match &options.error {
-            Some(p) => p.collect(&mut errors),
-            None => agent.error.collect(&mut errors),
-        }
-        check_lists(agent.memory.is_some(), &inputs, &outputs, &errors)?;
-        let stream_list = match &options.output {
-            Some(p) => StreamList::Dynamic(p),
-            None => StreamList::Static(&agent.output),
-        };
-        let stream_len = outputs.len();
-        if let Some(memory) = &agent.memory {
-            if !inputs.iter().any(|p| is_memory(*p)) {
-                inputs.insert(0, memory);
-            }
-            if !outputs.iter().any(|p| is_memory(*p)) {
-                outputs.push(memory);
-            }
-        }
-        let mut steps = inputs.clone();
-        if let Some(p) = &options.prepare_step {
-            steps.push(p);
-        }
-        let states = &mut self.s.states;
-        let lists = Lists {
-            input: Chain::bind(&inputs, states)?,
-            step: Chain::bind(&steps, states)?,
-            output: Chain::bind(&outputs, states)?,
-            error: Chain::bind(&errors, states)?,
-        };
-
-        let max_retries = options
-            .max_processor_retries
-            .or(agent.max_processor_retries);
-        let max_steps = options
-            .max_steps
-            .or(agent.max_steps)
-            .unwrap_or(DEFAULT_MAX_STEPS);
-        if max_steps == 0 {
-            return Err(BuildError::ZeroMaxSteps.into());
-        }
-        let handles_api_errors = [&lists.input, &lists.output, &lists.error]
-            .iter()
-            .any(|c| c.has(Hook::ApiError));
-        let limits = Limits {
-            max_retries,
-            max_steps,
-            api_retries: max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 }),
-        };
-
-        let stream_slots = lists.output.slots()[..stream_len].to_vec();
-        let active = outputs[..stream_len]
-            .iter()
-            .any(|p| p.dyn_hooks().contains(Hook::OutputStream));
-        let mut driver = StreamDriver::new(stream_list, stream_slots, active);
+        let Call {
+            lists,
+            limits,
+            mut driver,
+        } = Call::prepare(agent, options, &mut self.s.states)?;
         let ended = self.drive(agent, &lists, &limits, &mut driver, input).await;
         if let (Err(Stop::Tripwire(tw)), Some(open)) = (&ended, self.open.take()) {
             // The step the trip wire ended, with the tool calls it had asked for.

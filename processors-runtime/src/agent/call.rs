@@ -1,0 +1,110 @@
+//! What one call runs with: its processor lists (per-call lists replace the agent's, memory
+//! runs around them), bound to their state slots, its limits, and its stream driver.
+
+use super::options::GenerateOptions;
+use super::{AgentError, AgentInner, BuildError, DEFAULT_MAX_STEPS, check_lists};
+use crate::memory::is_memory;
+use crate::processor::state::StateMap;
+use crate::processor::{Hook, Pipeline};
+use crate::runner::Chain;
+use crate::runner::stream::{StreamDriver, StreamList};
+
+/// The processor lists of one call, bound to their state slots.
+pub(super) struct Lists<'p> {
+    pub(super) input: Chain<'p>,
+    /// The input processors, then `prepare_step`.
+    pub(super) step: Chain<'p>,
+    pub(super) output: Chain<'p>,
+    pub(super) error: Chain<'p>,
+}
+
+/// The limits of one call.
+pub(super) struct Limits {
+    pub(super) max_retries: Option<u32>,
+    pub(super) max_steps: u32,
+    pub(super) api_retries: u32,
+}
+
+/// Everything a call runs with.
+pub(super) struct Call<'p, O> {
+    pub(super) lists: Lists<'p>,
+    pub(super) limits: Limits,
+    pub(super) driver: StreamDriver<'p, O>,
+}
+
+impl<'p, O: Pipeline> Call<'p, O> {
+    /// The call's lists, checked and bound to `states`, its limits and its stream driver.
+    pub(super) fn prepare<I: Pipeline, E: Pipeline>(
+        agent: &'p AgentInner<I, O, E>,
+        options: &'p GenerateOptions,
+        states: &mut StateMap,
+    ) -> Result<Self, AgentError> {
+        let (mut inputs, mut outputs, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+        match &options.input {
+            Some(p) => p.collect(&mut inputs),
+            None => agent.input.collect(&mut inputs),
+        }
+        match &options.output {
+            Some(p) => p.collect(&mut outputs),
+            None => agent.output.collect(&mut outputs),
+        }
+        match &options.error {
+            Some(p) => p.collect(&mut errors),
+            None => agent.error.collect(&mut errors),
+        }
+        check_lists(agent.memory.is_some(), &inputs, &outputs, &errors)?;
+        let stream_list = match &options.output {
+            Some(p) => StreamList::Dynamic(p),
+            None => StreamList::Static(&agent.output),
+        };
+        // The stream chain is the list as given: memory has no stream hook.
+        let stream_len = outputs.len();
+        let active = outputs
+            .iter()
+            .any(|p| p.dyn_hooks().contains(Hook::OutputStream));
+        if let Some(memory) = &agent.memory {
+            if !inputs.iter().any(|p| is_memory(*p)) {
+                inputs.insert(0, memory);
+            }
+            if !outputs.iter().any(|p| is_memory(*p)) {
+                outputs.push(memory);
+            }
+        }
+        let mut steps = inputs.clone();
+        if let Some(p) = &options.prepare_step {
+            steps.push(p);
+        }
+        let lists = Lists {
+            input: Chain::bind(&inputs, states)?,
+            step: Chain::bind(&steps, states)?,
+            output: Chain::bind(&outputs, states)?,
+            error: Chain::bind(&errors, states)?,
+        };
+
+        let max_retries = options
+            .max_processor_retries
+            .or(agent.max_processor_retries);
+        let max_steps = options
+            .max_steps
+            .or(agent.max_steps)
+            .unwrap_or(DEFAULT_MAX_STEPS);
+        if max_steps == 0 {
+            return Err(BuildError::ZeroMaxSteps.into());
+        }
+        let handles_api_errors = [&lists.input, &lists.output, &lists.error]
+            .iter()
+            .any(|c| c.has(Hook::ApiError));
+        let limits = Limits {
+            max_retries,
+            max_steps,
+            api_retries: max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 }),
+        };
+        let stream_slots = lists.output.slots()[..stream_len].to_vec();
+        let driver = StreamDriver::new(stream_list, stream_slots, active);
+        Ok(Call {
+            lists,
+            limits,
+            driver,
+        })
+    }
+}
