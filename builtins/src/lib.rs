@@ -1,7 +1,9 @@
 //! Built-in processors.
 
+pub mod ensure_final_response;
 pub mod token_limiter;
 pub mod tool_call_filter;
 
+pub use ensure_final_response::EnsureFinalResponse;
 pub use token_limiter::TokenLimiter;
 pub use tool_call_filter::ToolCallFilter;
