@@ -1,9 +1,11 @@
 //! Built-in processors.
 
 pub mod ensure_final_response;
+pub mod loop_detection;
 pub mod token_limiter;
 pub mod tool_call_filter;
 
 pub use ensure_final_response::EnsureFinalResponse;
+pub use loop_detection::LoopDetection;
 pub use token_limiter::TokenLimiter;
 pub use tool_call_filter::ToolCallFilter;
