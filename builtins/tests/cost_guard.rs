@@ -7,16 +7,9 @@ use processors_builtins::cost_guard::{
 };
 use processors_runtime::prelude::*;
 use serde_json::json;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use support::*;
-
-type Violations = Arc<Mutex<Vec<Violation>>>;
-
-fn recorder(log: &Violations) -> impl Fn(&Violation) + Send + Sync + 'static {
-    let log = log.clone();
-    move |v: &Violation| log.lock().unwrap().push(v.clone())
-}
 
 fn counting(runs: &Arc<AtomicUsize>) -> Arc<dyn Tool> {
     let runs = runs.clone();

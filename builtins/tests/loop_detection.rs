@@ -6,8 +6,8 @@ mod support;
 use processors_builtins::loop_detection::{LoopDetection, LoopStrategy};
 use processors_runtime::prelude::*;
 use serde_json::json;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use support::*;
 
 const STEERED: &str = "going round in circles";
@@ -45,13 +45,6 @@ fn steering() -> LoopDetection {
         .strategy(LoopStrategy::Steer)
         .build()
         .unwrap()
-}
-
-type Violations = Arc<Mutex<Vec<Violation>>>;
-
-fn recorder(log: &Violations) -> impl Fn(&Violation) + Send + Sync + 'static {
-    let log = log.clone();
-    move |v: &Violation| log.lock().unwrap().push(v.clone())
 }
 
 fn steering_messages(request: &processors_runtime::model::ModelRequest) -> usize {

@@ -3,6 +3,16 @@
 
 use futures::StreamExt;
 use processors_runtime::prelude::*;
+use std::sync::{Arc, Mutex};
+
+/// What `on_violation` saw.
+pub type Violations = Arc<Mutex<Vec<Violation>>>;
+
+/// An `on_violation` callback that records into `log`.
+pub fn recorder(log: &Violations) -> impl Fn(&Violation) + Send + Sync + 'static {
+    let log = log.clone();
+    move |v: &Violation| log.lock().unwrap().push(v.clone())
+}
 
 /// The same agent twice, each on its own model from `$model` (evaluated once per agent):
 /// built with `Agent::builder()` (dynamic lists) and declared with `agent!` (static lists).
