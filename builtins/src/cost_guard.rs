@@ -531,21 +531,23 @@ impl CostGuard {
         (text, metadata)
     }
 
-    /// A warning, once per run.
+    /// The warning that spending reached the threshold: once per run.
     fn warn(&self, state: &mut CostGuardState, spent: &Spend) -> Result<(), ProcessorError> {
         if state.warned {
             return Ok(());
         }
         state.warned = true;
         let (text, metadata) = self.describe(spent);
-        let reason = match self.standing(spent) {
-            Standing::Spent => format!("the budget is spent ({text}) by the final answer"),
-            _ => format!(
-                "spending reached {}% of the budget ({text})",
-                self.warn_at.unwrap_or(100)
-            ),
-        };
+        let percent = self.warn_at.unwrap_or(100);
+        let reason = format!("spending reached {percent}% of the budget ({text})");
         Err(Abort::new().reason(reason).metadata(metadata).warn())
+    }
+
+    /// The warning that a final answer passed the budget (the run ends with it).
+    fn passed_by_answer(&self, spent: &Spend) -> ProcessorError {
+        let (text, metadata) = self.describe(spent);
+        let reason = format!("the budget is spent ({text}) by the final answer");
+        Abort::new().reason(reason).metadata(metadata).warn()
     }
 }
 
@@ -612,7 +614,8 @@ impl CostGuard {
                     .metadata(metadata)
                     .into())
             }
-            Standing::Warn | Standing::Spent => self.warn(state, &spent),
+            Standing::Spent => Err(self.passed_by_answer(&spent)),
+            Standing::Warn => self.warn(state, &spent),
         }
     }
 }

@@ -72,22 +72,35 @@ fn a_run_past_its_budget_stops_before_the_step_s_tools() {
 #[test]
 fn a_final_answer_past_the_budget_is_delivered_with_a_warning() {
     let log: Violations = Arc::default();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let guard = CostGuard::builder(Budget::Tokens(400))
+        .warn_at_percent(50)
+        .build()
+        .unwrap();
     for (path, agent, _) in agents!(
-        model: ScriptedModel::new([Turn::text("the answer").usage(300, 200)]),
+        model: ScriptedModel::new([
+            Turn::empty().tool_call("c1", "work", json!({})).usage(200, 50),
+            Turn::text("the answer").usage(200, 50),
+        ]),
+        tools: [counting(&runs)],
         on_violation: recorder(&log),
-        input: [tokens(400)],
-        output: [tokens(400)],
+        input: [guard.clone()],
+        output: [guard.clone()],
     ) {
         log.lock().unwrap().clear();
         let result = generate(&*agent, "go");
         assert_eq!(result.text, "the answer", "{path}");
         let log = log.lock().unwrap();
-        assert_eq!(log.len(), 1);
-        assert_eq!(log[0].kind, ViolationKind::Warn);
+        let reasons: Vec<&str> = log.iter().map(|v| v.reason.as_str()).collect();
         assert_eq!(
-            log[0].reason,
-            "the budget is spent (500 of 400 tokens) by the final answer"
+            reasons,
+            [
+                "spending reached 50% of the budget (250 of 400 tokens)",
+                "the budget is spent (500 of 400 tokens) by the final answer"
+            ],
+            "{path}"
         );
+        assert!(log.iter().all(|v| v.kind == ViolationKind::Warn));
     }
 }
 
