@@ -17,9 +17,11 @@
 //!   ([`CountMode::PerStep`]). Past the limit, [`LimitStrategy::Abort`] ends the run with a
 //!   trip wire, and [`LimitStrategy::Truncate`] cuts the delta that crosses the limit, drops
 //!   the rest of the text and reasoning, and reports finish reason `length` on the streamed
-//!   `step-finish` and `finish` chunks. `process_output_result` applies the same limit to the
-//!   response messages, which covers answers replayed from a cache (they skip stream
-//!   processors).
+//!   `step-finish` and `finish` chunks (the run's result keeps the model's own finish reason,
+//!   which processors cannot change). Tool calls still pass, so a tool loop goes on; counted
+//!   across the run, its later steps' text is dropped as well. `process_output_result` applies
+//!   the same limit to the response messages, which covers answers replayed from a cache (they
+//!   skip stream processors).
 //!
 //! With [`LimitStrategy::Abort`] on the input side, a prompt over the limit ends the run instead
 //! of being trimmed; with either strategy, a prompt that cannot fit even after trimming (the
