@@ -1,1 +1,14 @@
-//! Built-in processors.
+//! Built-in processors: guards and transforms that need no model call, each written with
+//! `#[processor]`, so each can be listed in `agent!` and is placed by the compiler.
+//!
+//! | built-in | hooks | what it does |
+//! |---|---|---|
+//! | [`RegexFilter`] | input, output stream, output result | blocks, redacts or flags personal data, credentials, links and custom patterns, also when split across streamed deltas |
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod stream_text;
+
+pub mod regex_filter;
+
+pub use regex_filter::RegexFilter;
