@@ -4,11 +4,14 @@
 //! | built-in | hooks | what it does |
 //! |---|---|---|
 //! | [`RegexFilter`] | input, output stream, output result | blocks, redacts or flags personal data, credentials, links and custom patterns, also when split across streamed deltas |
+//! | [`UnicodeNormalizer`] | input | normalises the input's text: NFKC or NFC, control and invisible characters, emoji, whitespace |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod stream_text;
 
 pub mod regex_filter;
+pub mod unicode_normalizer;
 
 pub use regex_filter::RegexFilter;
+pub use unicode_normalizer::UnicodeNormalizer;
