@@ -5,13 +5,16 @@
 //! |---|---|---|
 //! | [`RegexFilter`] | input, output stream, output result | blocks, redacts or flags personal data, credentials, links and custom patterns, also when split across streamed deltas |
 //! | [`UnicodeNormalizer`] | input | normalises the input's text: NFKC or NFC, control and invisible characters, emoji, whitespace |
+//! | [`SystemPromptScrubber`] | output stream, output result | blocks, redacts or flags answers that repeat the system prompt verbatim, also across deltas |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod stream_text;
 
 pub mod regex_filter;
+pub mod system_prompt_scrubber;
 pub mod unicode_normalizer;
 
 pub use regex_filter::RegexFilter;
+pub use system_prompt_scrubber::SystemPromptScrubber;
 pub use unicode_normalizer::UnicodeNormalizer;
