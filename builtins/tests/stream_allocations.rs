@@ -2,6 +2,7 @@
 //! with one of them differ from a bare run's by a constant, whatever the number of deltas.
 
 use futures::executor::block_on;
+use processors_builtins::BatchParts;
 use processors_builtins::regex_filter::{Preset, RegexFilter};
 use processors_runtime::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -87,4 +88,24 @@ fn regex_filter_passes_deltas_without_allocating() {
         small, large,
         "allocations per delta: the extra cost grew with the deltas"
     );
+}
+
+#[test]
+fn batch_parts_allocates_once_per_batch() {
+    let with = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .output(
+                BatchParts::builder()
+                    .batch_size(10)
+                    .build()
+                    .expect("builds"),
+            )
+            .build()
+            .expect("builds")
+    };
+    let small = extra_allocations(with, bare, 100);
+    let large = extra_allocations(with, bare, 2_000);
+    // 190 more batches, each costing its text, and nothing else growing with the deltas.
+    assert_eq!(large - small, 190);
 }
