@@ -64,7 +64,7 @@ impl Blocks {
                 });
             }
         };
-        let same = matches!(&self.open, Some((open, r)) if *r == reasoning && open == id);
+        let same = matches!(&self.open, Some((open, r)) if *r == reasoning && (Arc::ptr_eq(open, id) || open == id));
         let mut before = None;
         if !same {
             if let Some(block) = self.open.take() {
