@@ -373,8 +373,9 @@ pub struct SystemPromptScrubberState {
 
 impl fmt::Debug for SystemPromptScrubberState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The held text may be a piece of the prompt: only its length is shown.
         f.debug_struct("SystemPromptScrubberState")
-            .field("held", &self.held.text)
+            .field("held_bytes", &self.held.text.len())
             .field("streamed", &self.streamed)
             .finish_non_exhaustive()
     }
