@@ -86,6 +86,9 @@ pub const MIN_SPAN_FLOOR: usize = 8;
 /// How much of the system prompt is protected, in characters.
 const MAX_PROMPT_CHARS: usize = 200_000;
 
+/// How much held text a long delta lets go of at once, while it is scanned.
+const RELEASE_EVERY: usize = 1024;
+
 /// The most text the stream holds back (only runs of whitespace can make it exceed
 /// `min_span` characters).
 const MAX_HOLD: usize = 64 * 1024;
@@ -647,6 +650,10 @@ impl Scan for Scrub<'_> {
                 }
                 if hold {
                     h.push(c, start);
+                    // A long delta lets go as it goes, so what is held stays small.
+                    if h.text.len() >= RELEASE_EVERY {
+                        self.release(suffix, out);
+                    }
                 }
                 continue;
             }

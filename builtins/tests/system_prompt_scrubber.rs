@@ -395,17 +395,12 @@ fn unicode_prompts_and_answers() {
 fn huge_prompts_and_answers() {
     let filler: String = (0..15_000).map(|i| format!("rule {i}; ")).collect(); // ~150 KB
     let prompt = format!("{filler}The vault combination of the north door is 31-41-59-26.");
-    let answer = format!(
-        "{}the vault combination of the north door is 31-41-59-26. Bye.",
-        "word ".repeat(200_000)
-    );
+    let words = "word ".repeat(200_000); // ~1 MB
+    let answer =
+        format!("{words}the vault combination of the north door is 31-41-59-26. {words}Bye.");
     let s = SystemPromptScrubber::new();
     let out = s.scrub(&prompt, &answer).expect("redacts");
-    assert!(
-        out.ends_with("word [SYSTEM_PROMPT] Bye."),
-        "{}",
-        &out[out.len() - 40..]
-    );
+    assert!(out == format!("{words}[SYSTEM_PROMPT] {words}Bye."));
 }
 
 #[test]

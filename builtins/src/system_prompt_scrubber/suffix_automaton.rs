@@ -6,6 +6,10 @@
 /// No state (the root's suffix link).
 const NONE: u32 = u32::MAX;
 
+/// An empty slot of the transition table (no state has this many states before it).
+const EMPTY: u64 = u64::MAX;
+
+/// A state while the automaton is built.
 struct State {
     /// The longest text that reaches this state.
     len: u32,
@@ -17,7 +21,13 @@ struct State {
 
 /// The automaton of every substring of a text.
 pub(crate) struct SuffixAutomaton {
-    states: Vec<State>,
+    /// Each state's `len` and `link`.
+    len: Vec<u32>,
+    link: Vec<u32>,
+    /// Every transition, by state and character, in an open-addressing table (one probe on
+    /// average per step).
+    table: Vec<(u64, u32)>,
+    shift: u32,
 }
 
 /// Where the answer stands in the automaton: the state of, and the length of, the longest
@@ -29,10 +39,14 @@ pub(crate) struct Position {
     pub(crate) len: u32,
 }
 
+fn key(state: u32, c: char) -> u64 {
+    (u64::from(state) << 32) | u64::from(u32::from(c))
+}
+
 impl SuffixAutomaton {
     /// The automaton of `text` (in linear time).
     pub(crate) fn new(text: impl IntoIterator<Item = char>) -> Self {
-        let mut sam = SuffixAutomaton {
+        let mut b = Builder {
             states: vec![State {
                 len: 0,
                 link: NONE,
@@ -41,11 +55,52 @@ impl SuffixAutomaton {
         };
         let mut last = 0;
         for c in text {
-            last = sam.extend(last, c);
+            last = b.extend(last, c);
         }
-        sam
+        b.freeze()
     }
 
+    fn slot(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    fn next(&self, state: u32, c: char) -> Option<u32> {
+        let key = key(state, c);
+        let mask = self.table.len() - 1;
+        let mut i = self.slot(key);
+        loop {
+            match self.table[i] {
+                (k, to) if k == key => return Some(to),
+                (EMPTY, _) => return None,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Moves `at` past one more character of the answer.
+    pub(crate) fn step(&self, at: &mut Position, c: char) {
+        loop {
+            if let Some(next) = self.next(at.state, c) {
+                at.state = next;
+                at.len += 1;
+                return;
+            }
+            if at.state == 0 {
+                at.len = 0;
+                return;
+            }
+            at.state = self.link[at.state as usize];
+            at.len = self.len[at.state as usize];
+        }
+    }
+}
+
+/// Builds the automaton state by state (Blumer et al.), then freezes it.
+struct Builder {
+    states: Vec<State>,
+}
+
+impl Builder {
     fn next(&self, state: u32, c: char) -> Option<u32> {
         let next = &self.states[state as usize].next;
         next.binary_search_by_key(&c, |&(k, _)| k)
@@ -98,21 +153,28 @@ impl SuffixAutomaton {
         cur
     }
 
-    /// Moves `at` past one more character of the answer.
-    pub(crate) fn step(&self, at: &mut Position, c: char) {
-        loop {
-            if let Some(next) = self.next(at.state, c) {
-                at.state = next;
-                at.len += 1;
-                return;
+    /// The automaton with its transitions in one table, at most half full.
+    fn freeze(self) -> SuffixAutomaton {
+        let transitions: usize = self.states.iter().map(|s| s.next.len()).sum();
+        let size = (transitions * 2).max(2).next_power_of_two();
+        let mut sam = SuffixAutomaton {
+            len: self.states.iter().map(|s| s.len).collect(),
+            link: self.states.iter().map(|s| s.link).collect(),
+            table: vec![(EMPTY, 0); size],
+            shift: 64 - size.trailing_zeros(),
+        };
+        let mask = size - 1;
+        for (state, s) in self.states.iter().enumerate() {
+            for &(c, to) in &s.next {
+                let key = key(state as u32, c);
+                let mut i = sam.slot(key);
+                while sam.table[i].0 != EMPTY {
+                    i = (i + 1) & mask;
+                }
+                sam.table[i] = (key, to);
             }
-            if at.state == 0 {
-                at.len = 0;
-                return;
-            }
-            at.state = self.states[at.state as usize].link;
-            at.len = self.states[at.state as usize].len;
         }
+        sam
     }
 }
 
