@@ -38,8 +38,9 @@
 //!   handled, so this catches what did not stream through the filter (an answer replayed from
 //!   a cache) and is what `result.text` and memory get.
 //!
-//! Place the filter in `input`, in `output`, or in both (it is cheap to clone); each hook runs
-//! only in a list where it applies.
+//! Tool calls (their arguments) and tool results are not filtered, in any hook. Place the
+//! filter in `input`, in `output`, or in both (it is cheap to clone); each hook runs only in a
+//! list where it applies.
 //!
 //! # Strategies
 //!
@@ -50,6 +51,12 @@
 //! lets the text through and reports a violation (`on_violation` hears it, with the rules
 //! and how often each matched). A rule may override the filter's strategy
 //! ([`Rule::strategy`]).
+//!
+//! A hook reports either what it changed or a warning, so on the stream a warning travels
+//! with the next chunk the filter lets through unchanged (at the latest the step's
+//! `step-finish`), and the result hook reports only what the stream did not. In the result
+//! hook, a warning that comes with a redaction of the same answer (possible only for text the
+//! stream did not see) is logged, and the redaction wins.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -76,8 +83,8 @@
 //!
 //! # Holding back
 //!
-//! On the stream, the filter lets a delta go at once, whole and without copying it, unless a
-//! match may still be in progress at its end: then it holds back the text from the earliest
+//! On the stream, the filter lets a delta go at once, as it came and without allocating,
+//! unless a match may still be in progress at its end: then it holds back the text from the earliest
 //! place where one may be, and lets it go as soon as the next delta settles it. What it holds
 //! goes at the latest with the chunk that ends the text block (`text-end`, a tool call,
 //! `step-finish`, …), scanned as the end of the text; so nothing is lost and order is kept.
