@@ -1,30 +1,104 @@
-//! Built-in processors: guards, limits, transforms and context modifiers users reach for
-//! first.
+//! Built-in processors: guards, limits, transforms and context modifiers that need no model
+//! call, each written with `#[processor]`, so each can be listed in `agent!` and is placed by
+//! the compiler.
 //!
-//! Each is an ordinary processor (written with `#[processor]` where it fits), so it can be
-//! listed in `agent!`, which checks its placement at compile time, or added to lists built at
-//! run time.
+//! | built-in | hooks | what it does |
+//! |---|---|---|
+//! | [`RegexFilter`] | input, output stream, output result | blocks, redacts or flags personal data, credentials, links and custom patterns, also when split across streamed deltas |
+//! | [`UnicodeNormalizer`] | input | normalises the input's text: NFKC or NFC, control and invisible characters, emoji, whitespace |
+//! | [`SystemPromptScrubber`] | output stream, output result | blocks, redacts or flags answers that repeat the system prompt verbatim, also across deltas |
+//! | [`BatchParts`] | output stream | merges text deltas into fewer, larger ones (by count, size or wait), keeping the order of every chunk |
+//! | [`TokenLimiter`] | input, input step, LLM request, output stream, output result | keeps prompts within a context window (real o200k/cl100k tokenizers) and cuts or stops answers at a limit |
+//! | [`ToolCallFilter`] | LLM request | takes tool calls and results (all, or named tools) out of what the model sees, never out of history |
+//! | [`LoopDetection`] | input step, output step | ends or steers a run that repeats a tool call or an answer |
+//! | [`EnsureFinalResponse`] | input step | on the last allowed step, forbids tools and asks for an answer |
+//! | [`CostGuard`] | input step, output step | a budget in tokens or money, per run or shared by resource or thread; warns, then stops |
+//! | [`ToolSearch`] | input step | offers `search_tools`/`load_tool` instead of every tool's schema |
+//! | [`SystemPromptInjector`] | input | adds instructions, fixed or from the request's context |
+//! | [`HistoryWindow`] | LLM request | sends only the last turns or a token budget of the conversation, pair-safe |
+//! | [`EnvironmentContext`] | input | tells the model its working directory, git branch, date and OS |
+//! | [`AtFileExpansion`] | input | expands `@path` references into file contents, under a root only |
+//!
+//!
+//! A guard stack, input and output:
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors_builtins::regex_filter::Preset;
+//! use processors_builtins::{BatchParts, RegexFilter, SystemPromptScrubber, UnicodeNormalizer};
+//! use processors_macros::agent;
+//! use processors_runtime::prelude::*;
+//!
+//! let filter = RegexFilter::builder().preset(Preset::Pii).preset(Preset::Secrets).build()?;
+//! let agent = agent! {
+//!     crate: processors_runtime,
+//!     instructions: "You are the support assistant of Acme. Escalations go to the night desk.",
+//!     model: ScriptedModel::new([Turn::deltas(["Write to ", "ops@acme.example", " any time."])]),
+//!     input: [UnicodeNormalizer::new(), filter.clone()],
+//!     output: [filter, SystemPromptScrubber::new(), BatchParts::new()],
+//! };
+//! let result = agent.generate("Ｗｈｏ can help? I am jane@example.com").await?;
+//! assert_eq!(result.text, "Write to [EMAIL] any time.");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Placement
+//!
+//! A built-in goes only in the lists it has hooks for: in `agent!` and `Agent::builder()`
+//! the compiler refuses the others, and `build()` checks lists made at run time.
+//!
+//! ```compile_fail,E0277
+//! use processors_builtins::UnicodeNormalizer;
+//! use processors_macros::agent;
+//! use processors_runtime::prelude::*;
+//!
+//! // An input processor in `output`.
+//! let agent = agent! {
+//!     crate: processors_runtime,
+//!     model: ScriptedModel::new([]),
+//!     output: [UnicodeNormalizer::new()],
+//! };
+//! ```
+//!
+//! ```compile_fail,E0277
+//! use processors_builtins::BatchParts;
+//! use processors_runtime::prelude::*;
+//!
+//! // An output processor in `input`.
+//! let agent = Agent::builder().model(ScriptedModel::new([])).input(BatchParts::new());
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod stream_text;
+
 pub mod at_file;
+pub mod batch_parts;
 pub mod cost_guard;
 pub mod ensure_final_response;
 pub mod environment;
 pub mod history_window;
 pub mod loop_detection;
+pub mod regex_filter;
 pub mod system_prompt;
+pub mod system_prompt_scrubber;
 pub mod token_limiter;
 pub mod tool_call_filter;
 pub mod tool_search;
+pub mod unicode_normalizer;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
+pub use batch_parts::BatchParts;
 pub use cost_guard::CostGuard;
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
+pub use regex_filter::RegexFilter;
 pub use system_prompt::SystemPromptInjector;
+pub use system_prompt_scrubber::SystemPromptScrubber;
 pub use token_limiter::TokenLimiter;
 pub use tool_call_filter::ToolCallFilter;
 pub use tool_search::ToolSearch;
+pub use unicode_normalizer::UnicodeNormalizer;

@@ -1,0 +1,254 @@
+//! [`BatchParts`]: merges streamed text deltas into fewer, larger ones, for clients that pay
+//! per message (a websocket frame, a server-sent event, a UI update).
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use futures::StreamExt;
+//! use processors_builtins::BatchParts;
+//! use processors_runtime::prelude::*;
+//!
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([Turn::deltas(["H", "e", "l", "l", "o", ",", " ", "w", "o", "rld"])]))
+//!     .output(BatchParts::builder().batch_size(4).build()?)
+//!     .build()?;
+//! let mut stream = agent.stream("hi");
+//! let mut deltas = Vec::new();
+//! while let Some(chunk) = stream.next().await {
+//!     deltas.extend(chunk.text_delta().map(str::to_owned));
+//! }
+//! assert_eq!(deltas, ["Hell", "o, w", "orld"]);
+//! assert_eq!(stream.finish().await?.text, "Hello, world");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # When a batch goes
+//!
+//! A batch of text deltas of one text block goes on as one delta when it holds
+//! [`batch_size`](BatchPartsBuilder::batch_size) deltas (5 by default), when its text reaches
+//! [`max_chars`](BatchPartsBuilder::max_chars) characters, when its first delta has waited
+//! [`max_wait`](BatchPartsBuilder::max_wait), and, before it, when any other chunk comes: the
+//! block's `text-end`, a delta of another block, reasoning, a tool call, a `data-*` chunk
+//! (the batcher opts in to them, so that none overtakes the text), the `step-finish`. So
+//! the client sees every chunk in the order the model produced it, and nothing is left
+//! behind.
+//!
+//! # Waiting
+//!
+//! A processor runs when a chunk arrives; there is no timer. `max_wait` is checked when the
+//! next chunk arrives: if the model pauses, the batch waits with it, until its next delta
+//! (which then goes with the batch) or the chunk that ends the block. Use it to bound how
+//! long a fast model's deltas are held, not to flush during a pause.
+//!
+//! # Cost
+//!
+//! A delta that joins a batch is copied into a buffer the batcher reuses; each batch costs
+//! one allocation, for its text. A delta that would fill a batch alone (with `batch_size` 1,
+//! or as long as `max_chars`) passes as it came, when no batch is waiting.
+
+use processors_macros::processor;
+use processors_runtime::chunk::{Chunk, ChunkKind};
+use processors_runtime::processor::StreamAction;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The default for [`BatchPartsBuilder::batch_size`].
+pub const DEFAULT_BATCH_SIZE: usize = 5;
+
+/// Why a [`BatchParts`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchPartsError {
+    /// `batch_size` is 0.
+    #[error("`batch_size` must be at least 1 (1 passes every delta as it comes)")]
+    ZeroBatchSize,
+    /// `max_chars` is 0.
+    #[error("`max_chars` must be at least 1 character")]
+    ZeroMaxChars,
+    /// `max_wait` is zero.
+    #[error(
+        "`max_wait` must be longer than zero; to send every delta at once, use `batch_size(1)`"
+    )]
+    ZeroMaxWait,
+}
+
+/// Configures a [`BatchParts`]; [`build`](BatchPartsBuilder::build) checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPartsBuilder {
+    config: BatchParts,
+}
+
+impl BatchPartsBuilder {
+    /// How many deltas make a batch (default [`DEFAULT_BATCH_SIZE`]).
+    pub fn batch_size(mut self, deltas: usize) -> Self {
+        self.config.batch_size = deltas;
+        self
+    }
+
+    /// Sends a batch once its text has this many characters (default: no limit).
+    pub fn max_chars(mut self, chars: usize) -> Self {
+        self.config.max_chars = Some(chars);
+        self
+    }
+
+    /// Sends a batch with the first delta that arrives once its first delta has waited this
+    /// long (default: no limit). Checked when a chunk arrives; see [Waiting](self#waiting).
+    pub fn max_wait(mut self, wait: Duration) -> Self {
+        self.config.max_wait = Some(wait);
+        self
+    }
+
+    /// Checks the configuration.
+    ///
+    /// ```
+    /// use processors_builtins::BatchParts;
+    /// use std::time::Duration;
+    /// let batcher = BatchParts::builder()
+    ///     .batch_size(20)
+    ///     .max_chars(400)
+    ///     .max_wait(Duration::from_millis(50))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(BatchParts::builder().batch_size(0).build().is_err());
+    /// ```
+    pub fn build(self) -> Result<BatchParts, BatchPartsError> {
+        let c = self.config;
+        if c.batch_size == 0 {
+            return Err(BatchPartsError::ZeroBatchSize);
+        }
+        if c.max_chars == Some(0) {
+            return Err(BatchPartsError::ZeroMaxChars);
+        }
+        if c.max_wait == Some(Duration::ZERO) {
+            return Err(BatchPartsError::ZeroMaxWait);
+        }
+        Ok(c)
+    }
+}
+
+/// Merges text deltas into batches. See [the module](self).
+///
+/// ```
+/// use processors_builtins::BatchParts;
+/// assert_eq!(BatchParts::ID, "batch-parts");
+/// let batcher = BatchParts::new(); // batches of 5 deltas
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchParts {
+    batch_size: usize,
+    max_chars: Option<usize>,
+    max_wait: Option<Duration>,
+}
+
+impl Default for BatchParts {
+    fn default() -> Self {
+        BatchParts {
+            batch_size: DEFAULT_BATCH_SIZE,
+            max_chars: None,
+            max_wait: None,
+        }
+    }
+}
+
+impl BatchParts {
+    /// Batches of [`DEFAULT_BATCH_SIZE`] deltas, with no character or time limit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts from the defaults.
+    pub fn builder() -> BatchPartsBuilder {
+        BatchPartsBuilder {
+            config: Self::default(),
+        }
+    }
+
+    /// Whether `state`'s batch is to go now.
+    fn full(&self, state: &BatchPartsState) -> bool {
+        state.deltas >= self.batch_size
+            || self.max_chars.is_some_and(|max| state.chars >= max)
+            || self
+                .max_wait
+                .zip(state.since)
+                .is_some_and(|(wait, since)| since.elapsed() >= wait)
+    }
+}
+
+#[processor(crate = processors_runtime, id = "batch-parts", process_data_parts)]
+impl BatchParts {
+    /// Adds text deltas to the batch and sends it when full; any other chunk sends it first.
+    fn process_output_stream(&self, chunk: &Chunk, state: &mut BatchPartsState) -> StreamAction {
+        let ChunkKind::TextDelta { id, text } = &chunk.kind else {
+            return match state.take(chunk) {
+                Some(batch) => StreamAction::Many(vec![batch, chunk.clone()]),
+                None => StreamAction::Pass,
+            };
+        };
+        // A delta of another block: the batch of the last one goes first.
+        let before = match &state.id {
+            Some(open) if open != id => state.take(chunk),
+            _ => None,
+        };
+        // A delta that would fill a batch alone goes as it came.
+        let alone = self.batch_size == 1
+            || self
+                .max_chars
+                .is_some_and(|max| text.chars().count() >= max);
+        if state.deltas == 0 && alone {
+            return match before {
+                Some(batch) => StreamAction::Many(vec![batch, chunk.clone()]),
+                None => StreamAction::Pass,
+            };
+        }
+        state.add(id, text, self.max_chars.is_some(), self.max_wait.is_some());
+        let now = self.full(state).then(|| state.take(chunk)).flatten();
+        match (before, now) {
+            (None, None) => StreamAction::Drop,
+            (Some(a), Some(b)) => StreamAction::Many(vec![a, b]),
+            (Some(a), None) | (None, Some(a)) => StreamAction::Replace(a),
+        }
+    }
+}
+
+/// The per-request state of a [`BatchParts`]: the batch being filled.
+#[derive(Debug, Default)]
+pub struct BatchPartsState {
+    /// The block of the batch.
+    id: Option<Arc<str>>,
+    /// Its text, in a buffer reused from batch to batch.
+    text: String,
+    /// How many deltas and characters it holds.
+    deltas: usize,
+    chars: usize,
+    /// When its first delta came (when a wait limit is set).
+    since: Option<Instant>,
+}
+
+impl BatchPartsState {
+    fn add(&mut self, id: &Arc<str>, text: &str, count_chars: bool, timed: bool) {
+        if self.deltas == 0 {
+            self.id = Some(id.clone());
+            if timed {
+                self.since = Some(Instant::now());
+            }
+        }
+        self.text.push_str(text);
+        self.deltas += 1;
+        if count_chars {
+            self.chars += text.chars().count();
+        }
+    }
+
+    /// The batch as one delta, from the run of `at`; the state starts a new batch.
+    fn take(&mut self, at: &Chunk) -> Option<Chunk> {
+        let id = self.id.take()?;
+        let text = self.text.clone();
+        self.text.clear();
+        (self.deltas, self.chars, self.since) = (0, 0, None);
+        Some(Chunk {
+            run_id: at.run_id.clone(),
+            from: at.from,
+            kind: ChunkKind::TextDelta { id, text },
+        })
+    }
+}

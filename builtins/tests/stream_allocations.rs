@@ -1,0 +1,111 @@
+//! The streaming built-ins let a delta through without allocating: the allocations of a run
+//! with one of them differ from a bare run's by a constant, whatever the number of deltas.
+
+use futures::executor::block_on;
+use processors_builtins::BatchParts;
+use processors_builtins::regex_filter::{Preset, RegexFilter};
+use processors_runtime::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts the allocations of the current thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// The allocations of one run of `agent` over `deltas` copies of `delta`.
+fn allocations<O: Pipeline>(
+    agent: impl Fn(usize) -> Agent<DynPipeline, O>,
+    deltas: usize,
+) -> usize {
+    let agent = agent(deltas);
+    block_on(agent.generate("hi")).expect("runs"); // warm up: caches, pools
+    let before = ALLOCATIONS.with(Cell::get);
+    block_on(agent.generate("hi")).expect("runs");
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+fn extra_allocations<O: Pipeline>(
+    with: impl Fn(usize) -> Agent<DynPipeline, O>,
+    bare: impl Fn(usize) -> Agent<DynPipeline, DynPipeline>,
+    deltas: usize,
+) -> isize {
+    allocations(with, deltas) as isize - allocations(bare, deltas) as isize
+}
+
+fn model(deltas: usize) -> ScriptedModel {
+    ScriptedModel::cycle([Turn::repeated("hello world, how are you? ", deltas)])
+}
+
+fn bare(deltas: usize) -> Agent<DynPipeline, DynPipeline> {
+    Agent::builder()
+        .model(model(deltas))
+        .build()
+        .expect("builds")
+}
+
+#[test]
+fn regex_filter_passes_deltas_without_allocating() {
+    let filter = RegexFilter::builder()
+        .preset(Preset::Pii)
+        .preset(Preset::Secrets)
+        .preset(Preset::Urls)
+        .build()
+        .expect("builds");
+    let with = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .output(filter.clone())
+            .build()
+            .expect("builds")
+    };
+    let small = extra_allocations(with, bare, 100);
+    let large = extra_allocations(with, bare, 2_000);
+    assert_eq!(
+        small, large,
+        "allocations per delta: the extra cost grew with the deltas"
+    );
+}
+
+#[test]
+fn batch_parts_allocates_once_per_batch() {
+    let with = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .output(
+                BatchParts::builder()
+                    .batch_size(10)
+                    .build()
+                    .expect("builds"),
+            )
+            .build()
+            .expect("builds")
+    };
+    let small = extra_allocations(with, bare, 100);
+    let large = extra_allocations(with, bare, 2_000);
+    // 190 more batches, each costing its text, and nothing else growing with the deltas.
+    assert_eq!(large - small, 190);
+}
