@@ -387,6 +387,11 @@ impl Counted {
         }
         let earlier = self.pending.len();
         self.pending.push_str(text);
+        // A token is at least one byte: while even that many tokens fit, counting can wait
+        // (so an answer far below the limit is tokenized once, not at every delta).
+        if self.committed.saturating_add(self.pending.len()) <= limit {
+            return Added::Fits;
+        }
         let total = self.committed + t.count(&self.pending);
         if total > limit {
             let kept = t

@@ -1,0 +1,103 @@
+//! What the streaming built-ins cost per chunk, against the same agent with no stream
+//! processor, as one JSON line per built-in (see BENCHMARKS.md).
+//!
+//! Run with `cargo run --release --example bench_builtins` (`-- N` for N deltas, 20,000 by
+//! default). The model streams N text deltas of ordinary prose (26 bytes each, nothing for a
+//! filter to find: the cost every answer pays); each configuration is measured in interleaved
+//! rounds, so all see the same machine load, and the medians are compared.
+
+use futures::StreamExt;
+use futures::executor::block_on;
+use processors::agent::AnyAgent;
+use processors::builtins::regex_filter::Preset;
+use processors::builtins::{BatchParts, RegexFilter, TokenLimiter};
+use processors::prelude::*;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DELTA: &str = "the quick brown fox jumps ";
+const ROUNDS: usize = 15;
+
+fn agent(model: &ScriptedModel, output: DynPipeline) -> Arc<dyn AnyAgent> {
+    Arc::new(
+        Agent::builder()
+            .model(model.clone())
+            .output_pipeline(output)
+            .build()
+            .expect("a valid agent"),
+    )
+}
+
+/// Streams one answer to the end; returns the chunks received.
+fn run(agent: &dyn AnyAgent) -> usize {
+    block_on(async {
+        let mut stream = agent.stream_with("go".into(), GenerateOptions::new());
+        let mut chunks = 0;
+        while stream.next().await.is_some() {
+            chunks += 1;
+        }
+        chunks
+    })
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20_000);
+    let model = ScriptedModel::cycle([Turn::repeated(DELTA, n)]).without_recording();
+    let regex = RegexFilter::builder()
+        .preset(Preset::Pii)
+        .preset(Preset::Secrets)
+        .on_input(false)
+        .on_result(false)
+        .build()
+        .expect("valid presets");
+    let limiter = TokenLimiter::new(100_000_000).expect("a limit");
+    let configs: Vec<(&str, Arc<dyn AnyAgent>)> = vec![
+        ("none", agent(&model, DynPipeline::new())),
+        (
+            "regex-filter (pii + secrets)",
+            agent(&model, DynPipeline::new().with(regex)),
+        ),
+        (
+            "token-limiter (o200k)",
+            agent(&model, DynPipeline::new().with(limiter)),
+        ),
+        (
+            "batch-parts (5)",
+            agent(&model, DynPipeline::new().with(BatchParts::new())),
+        ),
+    ];
+    for (_, a) in &configs {
+        run(&**a);
+    }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    for _ in 0..ROUNDS {
+        for ((_, a), t) in configs.iter().zip(&mut times) {
+            let start = Instant::now();
+            run(&**a);
+            t.push(start.elapsed());
+        }
+    }
+    let medians: Vec<Duration> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort();
+            t[t.len() / 2]
+        })
+        .collect();
+    let bytes = (DELTA.len() * n) as f64;
+    for ((name, _), median) in configs.iter().zip(&medians) {
+        let ns = median.as_nanos() as f64 / n as f64;
+        let line = json!({
+            "builtin": name,
+            "deltas": n,
+            "ns_per_delta": (ns * 10.0).round() / 10.0,
+            "mb_per_s": (bytes / median.as_secs_f64() / 1e6).round(),
+            "ratio_to_none": ((median.as_secs_f64() / medians[0].as_secs_f64()) * 100.0).round() / 100.0,
+        });
+        println!("{line}");
+    }
+}
