@@ -20,8 +20,8 @@ pub fn expand(input: TokenStream) -> TokenStream {
         Config::from_fields(input.fields, &mut errors)
     });
     match (errors.finish(), config) {
-        (Ok(()), Some(config)) => expand::agent(&config),
-        (result, _) => {
+        (result, Some(config)) => expand::agent(&config, result.err()),
+        (result, None) => {
             let errors = result.err().map(syn::Error::into_compile_error);
             // A value of the right kind, so code using the agent reports nothing more.
             quote!({ #errors ::core::unreachable!() })
