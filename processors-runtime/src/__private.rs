@@ -7,6 +7,7 @@
 
 pub use crate::agent::Agent;
 pub use crate::memory::Memory;
+pub use crate::model::LanguageModel;
 pub use crate::processor::ProcessorError;
 pub use crate::processor::extract::*;
 pub use crate::processor::placement::*;

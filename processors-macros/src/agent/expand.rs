@@ -64,7 +64,21 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     });
     let [input, output, error] = &pipelines;
 
-    let model = c.model.as_ref().map(|m| quote!(#m));
+    // The model is checked where it is written, by the trait, before the builder takes it:
+    // a value that is no model is reported there once (the builder's bound, at the same
+    // span, is the same error).
+    let model_check = c.model.as_ref().map(|m| {
+        let var = Ident::new("__processors_model", m.span());
+        let this = quote_spanned!(m.span()=> _);
+        quote! {
+            let #var = #m;
+            let _ = <#this as #p::LanguageModel>::model_id(&#var);
+        }
+    });
+    let model = c
+        .model
+        .as_ref()
+        .map(|m| Ident::new("__processors_model", m.span()));
     let name = c.name.as_ref().map(|n| quote!(.name(#n)));
     let instructions = c.instructions.as_ref().map(|i| quote!(.instructions(#i)));
     let tools = c.tools.iter().map(|t| quote_spanned!(t.span()=> .tool(#t)));
@@ -87,6 +101,7 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     quote! {{
         #(#numbers)*
         #uses
+        #model_check
         #memory
         #(#entries)*
         #checks
