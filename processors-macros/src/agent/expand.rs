@@ -56,7 +56,7 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
             .flat_map(|l| &l.entries)
             .map(|e| match &e.what {
                 What::Memory => {
-                    quote_spanned!(e.span=> ::core::clone::Clone::clone(&#memory_var))
+                    quote_spanned!(e.spans.0=> ::core::clone::Clone::clone(&#memory_var))
                 }
                 What::Processor(_) => e.var.to_token_stream(),
             });
@@ -128,7 +128,7 @@ fn memory_var() -> Ident {
 /// A list as the expansion sees it.
 struct ListOut<'c> {
     /// `input`, `output` or `error`.
-    key: String,
+    key: &'static str,
     entries: Vec<EntryOut<'c>>,
 }
 
@@ -143,7 +143,6 @@ struct EntryOut<'c> {
     var: Ident,
     /// The variable that holds the entry's kind.
     kind: Ident,
-    span: Span,
     /// The spans of the entry's first and last tokens.
     spans: (Span, Span),
     /// The entry as written, for messages.
@@ -179,7 +178,6 @@ fn list_out<'c>(key: &'static str, list: &'c List) -> ListOut<'c> {
                 what: What::Memory,
                 var: memory_var(),
                 kind: format_ident!("__processors_{}_{}_kind", key, index),
-                span: word.span(),
                 spans: (word.span(), word.span()),
                 text: "memory".to_owned(),
             },
@@ -189,16 +187,12 @@ fn list_out<'c>(key: &'static str, list: &'c List) -> ListOut<'c> {
                 what: What::Processor(e),
                 var: format_ident!("__processors_{}_{}", key, index),
                 kind: format_ident!("__processors_{}_{}_kind", key, index),
-                span: e.span(),
                 spans: ends(e),
                 text: names::tokens_text(&e.to_token_stream()),
             },
         })
         .collect();
-    ListOut {
-        key: key.to_owned(),
-        entries,
-    }
+    ListOut { key, entries }
 }
 
 impl EntryOut<'_> {
@@ -216,7 +210,7 @@ impl EntryOut<'_> {
         };
         // The placeholder takes the entry's span: a processor of the wrong list is reported
         // there, by the marker trait.
-        let this = quote_spanned!(self.span=> _);
+        let this = quote_spanned!(self.spans.0=> _);
         quote! {
             let #var = #p::Entry(#e);
             let #kind = (&#var).__kind();
