@@ -333,18 +333,20 @@ const PROCESSOR_BORROWS: &str = "a processor is `'static`: the agent keeps it fo
 const STATE_BORROWS: &str = "per-request state is `'static`: the runner creates it for a request and keeps it between hooks, so it cannot borrow; hold owned data, like `Vec<String>` rather than `Vec<&str>`";
 const CONFIG_BORROWS: &str = "configuration is a field of the processor, which is `'static`, so it cannot borrow; take owned data, like `words: &[String]` (a `Vec<String>` field) rather than `&[&str]`";
 
-/// Reports the impl block's lifetimes other than `'static`; whether there were any.
+/// Reports, once, a lifetime of the impl block (other than `'static`); whether there was one.
 fn check_static(imp: &ItemImpl, errors: &mut Errors) -> bool {
-    let mut borrows = false;
-    for lt in imp.generics.lifetimes() {
-        errors.at(&lt.lifetime, PROCESSOR_BORROWS);
-        borrows = true;
+    let lifetime = imp
+        .generics
+        .lifetimes()
+        .next()
+        .map(|lt| lt.lifetime.to_token_stream());
+    match lifetime.or_else(|| borrowed(&imp.self_ty)) {
+        Some(tokens) => {
+            errors.at(tokens, PROCESSOR_BORROWS);
+            true
+        }
+        None => false,
     }
-    if !borrows && let Some(tokens) = borrowed(&imp.self_ty) {
-        errors.at(tokens, PROCESSOR_BORROWS);
-        borrows = true;
-    }
-    borrows
 }
 
 /// Reports the first borrow in `ty`; whether there was none.
