@@ -54,6 +54,11 @@ pub mod prelude {
         Delivered, FromCache, RetryCount, RunUsage, StepNumber, SystemMessages,
     };
     pub use processors_runtime::processor::{DataWriter, StepConfig};
+    /// A JSON value (`serde_json::Value`): what tools return, and what a `tool_result` hook
+    /// reads and may replace. An alias rather than a re-export, so the variants' names
+    /// (`String`, …) do not come along and make the compiler spell out `std::string::String`
+    /// in its messages.
+    pub type Value = serde_json::Value;
 }
 
 /// Paths used by the code the macros generate. Not a stable API.

@@ -28,14 +28,19 @@
 /// The hooks: `input`, `input_step`, `llm_request`, `llm_response`, `output_stream`,
 /// `output_step`, `tool_result`, `output_result`, `api_error`.
 ///
+/// A function whose name makes no struct name (`_2nd_pass` would give `2ndPass`, `self_`
+/// the keyword `Self`) is an error that asks for one with `name = ...` (below).
+///
 /// # Parameters
 ///
 /// A hook asks for what it needs, by type: `&Chunk`, `&[Chunk]` (the stream history),
 /// `&mut MessageList` or `&MessageList`, `Vec<Message>`, [`SystemMessages`], [`StepNumber`],
 /// [`RetryCount`], `&RequestContext`, [`DataWriter`], [`Abort`], `&[StepResult]`, and more
 /// (each hook's extractor trait lists them). A parameter named `state` of type `&mut T` is the
-/// processor's per-request state, `T: Default + Send`. A type the hook does not provide is a
-/// compile error that names the hook and lists what it provides.
+/// processor's per-request state, `T: Default + Send + 'static` (owned data: `Vec<String>`,
+/// not `Vec<&str>`). A type the hook does not provide is a compile error that names the hook
+/// and lists what it provides; so is `impl Trait`, as a parameter has the one type the hook
+/// gives. A `tool_result` hook reads the result as `&Value` (the prelude's JSON value).
 ///
 /// ```
 /// use processors::prelude::*;
@@ -127,9 +132,50 @@
 /// }
 /// ```
 ///
+/// # `#[config]` parameters
+///
+/// A function whose parameters are marked `#[config]` makes a processor with configuration:
+/// the generated struct has one field per such parameter, in order, with the function's
+/// visibility, and a `const fn new` that takes them. Every call of the hook gets the fields: a
+/// parameter `&T` reads the field of type `T` (`&str` reads a `String` field, `&[T]` a
+/// `Vec<T>` one), and a parameter `T` gets a copy (`T: Copy`). Configuration is read-only and
+/// owned (`&[String]`, not `&[&str]`), as the processor outlives any borrow. The function
+/// stays an ordinary function, with all its parameters.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::prelude::*;
+///
+/// /// Cuts streamed text after `limit` characters and appends `marker`.
+/// #[processor(output_stream)]
+/// fn max_len(chunk: &Chunk, state: &mut usize, #[config] limit: usize, #[config] marker: &str) -> StreamAction {
+///     let Some(text) = chunk.text_delta() else { return StreamAction::Pass };
+///     if *state >= limit {
+///         return StreamAction::Drop;
+///     }
+///     let kept: String = text.chars().take(limit - *state).collect();
+///     *state += text.chars().count();
+///     let cut = *state > limit;
+///     chunk.clone().map_text(|_| if cut { format!("{kept}{marker}") } else { kept }).into()
+/// }
+///
+/// let agent = agent! {
+///     model: ScriptedModel::new([Turn::text("hello world")]),
+///     output: [MaxLen::new(3, "…".to_owned())],
+/// };
+/// assert_eq!(agent.generate("hi").await.unwrap().text, "hel…");
+/// assert_eq!(MaxLen::new(3, String::new()).limit, 3);
+/// # });
+/// ```
+///
+/// The struct derives nothing (its fields may not allow it); implement `Debug` or `Clone` on it
+/// as on any of your types, or share one value through an `Arc` (see [`agent!`](crate::agent)).
+///
 /// # `stream_history`
 ///
-/// Keeps the chunks this processor received, for a `&[Chunk]` parameter.
+/// Keeps the chunks this processor received, for a `&[Chunk]` parameter. Asking for
+/// `&[Chunk]` (or an alias of it) is enough on its own; the option is for a parameter whose
+/// type names the impl block's generic parameters, which the compiler cannot inspect here.
 ///
 /// ```
 /// use processors::prelude::*;
@@ -169,6 +215,28 @@
 ///
 /// It applies to impl blocks alike: `#[processor(crate = processors_runtime)]`.
 ///
+/// A crate that renames its dependency on the facade (in `Cargo.toml`,
+/// `pipelines = { package = "processors", version = "..." }`) gives the new name to both
+/// macros:
+///
+/// ```
+/// # extern crate processors as pipelines;
+/// use pipelines::prelude::{Chunk, StreamAction};
+///
+/// #[pipelines::processor(output_stream, crate = pipelines)]
+/// fn pass(chunk: &Chunk) -> StreamAction {
+///     let _ = chunk;
+///     StreamAction::Pass
+/// }
+/// # fn main() {
+/// let _agent = pipelines::agent! {
+///     crate: pipelines,
+///     model: pipelines::prelude::ScriptedModel::new([]),
+///     output: [Pass],
+/// };
+/// # }
+/// ```
+///
 /// # On an impl block
 ///
 /// Methods named after hooks (`process_input`, `process_output_stream`, …) become the hooks;
@@ -204,6 +272,42 @@
 /// }
 /// fn is_both<P: InputProcessor + OutputProcessor>() {}
 /// is_both::<BannedWords>();
+/// ```
+///
+/// A processor is `'static`: the agent keeps it as long as it lives, so an impl block with a
+/// lifetime (`impl<'a> Filter<'a>`) is an error that says so; hold owned data or `&'static`
+/// references.
+///
+/// # A per-value id: `fn id`
+///
+/// In an impl block, `fn id(&self) -> &str` is the processor's id, so two values of one type
+/// can have their own ids (and their own state) in one list. The id is then not known at
+/// compile time: there is no `ID` constant, and `agent!` cannot compare it with the others.
+/// `id = "..."` and `fn id` together are an error.
+///
+/// ```
+/// use processors::prelude::*;
+///
+/// /// Counts the chunks it sees, under the id it is given.
+/// pub struct Counter {
+///     id: String,
+/// }
+///
+/// #[processor]
+/// impl Counter {
+///     fn id(&self) -> &str {
+///         &self.id
+///     }
+///
+///     fn process_output_stream(&self, state: &mut usize) {
+///         *state += 1;
+///     }
+/// }
+///
+/// let _agent = agent! {
+///     model: ScriptedModel::new([]),
+///     output: [Counter { id: "answers".into() }, Counter { id: "all".into() }],
+/// };
 /// ```
 ///
 /// [`Processor`]: crate::Processor
@@ -264,11 +368,73 @@ pub use processors_macros::processor;
 /// - `memory`: a `Memory`; it loads history before the input processors and saves after the
 ///   output processors, or where the word `memory` stands in a list.
 /// - `input: [...]`, `output: [...]`, `error: [...]`: processors, in order.
-/// - `max_processor_retries`: how many retries processors may ask for in a row (an integer
-///   literal).
+/// - `max_processor_retries`: how many retries processors may ask for in a row.
 /// - `max_steps`: the step limit of a run.
 /// - `on_violation`: a callback for every abort and warning a processor raises.
 /// - `crate`: where generated code finds the runtime (see below).
+///
+/// # Entries
+///
+/// An entry of `input`, `output` or `error` is any expression whose value is a processor of
+/// that list: a unit struct (`Shout`), a struct literal (`Filter { words }`, generic or not), a
+/// constructor call, an enum variant, a constant, a variable, or the word `memory`. The
+/// compiler infers each entry's type; nothing is read off its spelling. A configured processor
+/// shared between agents is an entry too, as `Arc<P>` or `&'static P`:
+///
+/// ```
+/// use processors::prelude::*;
+/// use std::sync::Arc;
+///
+/// /// Drops streamed text that contains one of its words.
+/// pub struct Banned {
+///     words: Vec<String>,
+/// }
+///
+/// #[processor]
+/// impl Banned {
+///     fn process_output_stream(&self, chunk: &Chunk) -> StreamAction {
+///         match chunk.text_delta() {
+///             Some(t) if self.words.iter().any(|w| t.contains(w.as_str())) => StreamAction::Drop,
+///             _ => StreamAction::Pass,
+///         }
+///     }
+/// }
+///
+/// let banned = Arc::new(Banned { words: vec!["secret".into()] });
+/// let support = agent! { model: ScriptedModel::new([]), output: [Arc::clone(&banned)] };
+/// let sales = agent! { model: ScriptedModel::new([]), output: [banned] };
+/// ```
+///
+/// # `max_processor_retries` and `max_steps`
+///
+/// Each takes an integer literal or a `const` item (a path), checked at compile time: `0` is
+/// refused for `max_steps` (no step would run) and for `max_processor_retries` when there are
+/// error processors (they could never retry). A value known only at run time goes through
+/// the builder (`Agent::builder().max_steps(n)`).
+///
+/// ```
+/// use processors::prelude::*;
+///
+/// #[processor(output_step)]
+/// fn not_empty(text: &str, abort: Abort) -> Result<(), ProcessorError> {
+///     match text.is_empty() {
+///         true => Err(abort.reason("say something").retry(true).into()),
+///         false => Ok(()),
+///     }
+/// }
+///
+/// const RETRIES: u32 = 2;
+/// mod limits {
+///     pub const STEPS: u32 = 4;
+/// }
+///
+/// let _agent = agent! {
+///     model: ScriptedModel::new([]),
+///     output: [NotEmpty],
+///     max_processor_retries: RETRIES,
+///     max_steps: limits::STEPS,
+/// };
+/// ```
 ///
 /// # `crate: path`
 ///
@@ -289,12 +455,22 @@ pub use processors_macros::processor;
 /// # });
 /// ```
 ///
+/// A renamed dependency on the facade gives its new name here, as for `#[processor]` (see its
+/// `crate = path` section).
+///
 /// # Compile-time rules
 ///
-/// Unknown, duplicate and missing keys; a processor in a list it has no hook for (with a hint
-/// to the right list); `memory` in a list without a `memory:` key, twice in a list, or
-/// followed by other processors in `output`; `max_processor_retries` that is not a
-/// non-negative integer literal, set while no processor can ask for a retry, or `0` with
-/// error processors; two processors with one id in a list. Every mistake of an invocation is
-/// reported in one build.
+/// Unknown, duplicate and missing keys; a processor in a list it has no hook for (the error
+/// says which lists it belongs in, from its hooks); a function where the type
+/// `#[processor]` generated for it belongs; `memory` (the word or a `Memory` value) in a list
+/// without a `memory:` key, twice in a list, or followed by other processors in `output`;
+/// `max_processor_retries` or `max_steps` that is not a non-negative integer literal or a
+/// `const`, `max_steps` of 0, `max_processor_retries` set while no processor can ask for a
+/// retry, or `0` with error processors; two processors with one id in a list (both are
+/// pointed at, and the id named).
+///
+/// The rules that need the entries' types are checked by the compiler after type checking,
+/// in every build (`cargo check` included); each error points at the entry it is about. The
+/// macro's own mistakes and processors in the wrong list are reported together, in one
+/// build; the checks on types follow once those are fixed.
 pub use processors_macros::agent;

@@ -16,15 +16,30 @@ pub enum Side {
 impl Side {
     pub const ALL: [Side; 3] = [Side::Input, Side::Output, Side::Error];
 
-    /// The hidden trait generated code implements to give a processor the marker trait of
-    /// the side (`HasInputHook` for `InputProcessor`, …).
+    /// The marker trait of the side's list (`InputProcessor`, …).
     pub fn marker(self) -> Ident {
         let name = match self {
-            Side::Input => "HasInputHook",
-            Side::Output => "HasOutputHook",
-            Side::Error => "HasErrorHook",
+            Side::Input => "InputProcessor",
+            Side::Output => "OutputProcessor",
+            Side::Error => "ErrorProcessor",
         };
         format_ident!("{name}")
+    }
+
+    /// The runtime's trait that says where a processor with hooks on the sides `present`
+    /// belongs; `None` when it belongs everywhere.
+    pub fn home(present: &[Side]) -> Option<Ident> {
+        let has = |side| present.contains(&side);
+        let name = match (has(Side::Input), has(Side::Output), has(Side::Error)) {
+            (true, false, false) => "BelongsInInput",
+            (false, true, false) => "BelongsInOutput",
+            (false, false, true) => "BelongsInError",
+            (true, true, false) => "BelongsInInputAndOutput",
+            (true, false, true) => "BelongsInInputAndError",
+            (false, true, true) => "BelongsInOutputAndError",
+            (true, true, true) | (false, false, false) => return None,
+        };
+        Some(format_ident!("{name}"))
     }
 }
 
@@ -196,5 +211,15 @@ mod tests {
         assert_eq!(Hook::LlmRequest.extractor(), "FromLlmRequest");
         assert_eq!(Hook::ApiError.constant(), "API_ERROR");
         assert_eq!(Hook::ToolResult.side(), Side::Output);
+    }
+
+    #[test]
+    fn a_processor_belongs_in_the_lists_of_its_sides() {
+        assert_eq!(Side::home(&[Side::Error]).unwrap(), "BelongsInError");
+        assert_eq!(
+            Side::home(&[Side::Output, Side::Input]).unwrap(),
+            "BelongsInInputAndOutput"
+        );
+        assert!(Side::home(&Side::ALL).is_none());
     }
 }

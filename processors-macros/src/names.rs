@@ -1,4 +1,6 @@
-//! Name conversions and "did you mean" suggestions.
+//! Name conversions, "did you mean" suggestions, and code as it reads in messages.
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 
 /// `redact_pii` → `RedactPii`.
 pub fn upper_camel(snake: &str) -> String {
@@ -106,9 +108,132 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .unwrap_or_default()
 }
 
+/// Code as a person writes it, for messages: `Limit::<3>`, `Filter { words: vec!["x"] }`,
+/// `TokenLimiter::new(4_000)`, not the token-spaced `Limit :: < 3 >`.
+pub fn tokens_text(tokens: &TokenStream) -> String {
+    let mut out = String::new();
+    write_tokens(tokens.clone(), &mut out);
+    out
+}
+
+/// Operators written with a space on each side.
+const SPACED: [&str; 14] = [
+    "=", "==", "!=", "=>", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=", "+", "/",
+];
+
+/// Operators of several characters, longest first.
+const COMPOSITE: [&str; 15] = [
+    "..=", "::", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=", "->", "..",
+];
+
+fn write_tokens(tokens: TokenStream, out: &mut String) {
+    // Whether the last thing written ends a word (an identifier, a literal, a closing
+    // delimiter), after which another word needs a space.
+    let mut after_word = false;
+    let mut puncts = String::new();
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(tt) = iter.next() {
+        match tt {
+            TokenTree::Punct(p) => {
+                puncts.push(p.as_char());
+                let joined = p.spacing() == Spacing::Joint
+                    && matches!(iter.peek(), Some(TokenTree::Punct(_)))
+                    && p.as_char() != '\'';
+                if joined {
+                    continue;
+                }
+                for op in split_operators(&std::mem::take(&mut puncts)) {
+                    match op {
+                        "," | ";" => out.push_str(op),
+                        ":" => out.push(':'),
+                        op if SPACED.contains(&op) => {
+                            out.push(' ');
+                            out.push_str(op);
+                        }
+                        op => out.push_str(op),
+                    }
+                    let space_after = matches!(op, "," | ";" | ":") || SPACED.contains(&op);
+                    if space_after {
+                        out.push(' ');
+                    }
+                }
+                after_word = false;
+            }
+            TokenTree::Group(g) => {
+                let (open, close) = match g.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::Brace => ("{ ", " }"),
+                    Delimiter::None => ("", ""),
+                };
+                let space = match g.delimiter() {
+                    Delimiter::Brace => !out.is_empty() && !out.ends_with(' '),
+                    Delimiter::None => after_word,
+                    Delimiter::Parenthesis | Delimiter::Bracket => false,
+                };
+                if space {
+                    out.push(' ');
+                }
+                if g.delimiter() == Delimiter::Brace && g.stream().is_empty() {
+                    out.push_str("{}");
+                } else {
+                    out.push_str(open);
+                    write_tokens(g.stream(), out);
+                    out.push_str(close);
+                }
+                after_word = true;
+            }
+            TokenTree::Ident(_) | TokenTree::Literal(_) => {
+                if after_word {
+                    out.push(' ');
+                }
+                out.push_str(&tt.to_string());
+                after_word = true;
+            }
+        }
+    }
+}
+
+/// `::<` → `::`, `<`.
+fn split_operators(mut puncts: &str) -> Vec<&str> {
+    let mut ops = Vec::new();
+    while !puncts.is_empty() {
+        let len = COMPOSITE
+            .iter()
+            .find(|op| puncts.starts_with(**op))
+            .map_or(1, |op| op.len());
+        let (op, rest) = puncts.split_at(len);
+        ops.push(op);
+        puncts = rest;
+    }
+    ops
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quote::quote;
+
+    #[test]
+    fn code_reads_as_written() {
+        for (tokens, text) in [
+            (quote!(Limit::<3>), "Limit::<3>"),
+            (quote!(TokenLimiter::new(4_000)), "TokenLimiter::new(4_000)"),
+            (
+                quote!(Filter {
+                    words: vec!["secret"]
+                }),
+                "Filter { words: vec![\"secret\"] }",
+            ),
+            (quote!(crate::filters::Shout), "crate::filters::Shout"),
+            (quote!(Limit { max: a + 1 }), "Limit { max: a + 1 }"),
+            (quote!(make(&mut x, -1)), "make(&mut x, -1)"),
+            (quote!(Unit {}), "Unit {}"),
+            (quote!(Arc::clone(&shared)), "Arc::clone(&shared)"),
+        ] {
+            assert_eq!(tokens_text(&tokens), text);
+        }
+    }
 
     #[test]
     fn conversions() {

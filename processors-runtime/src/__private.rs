@@ -7,8 +7,10 @@
 
 pub use crate::agent::Agent;
 pub use crate::memory::Memory;
+pub use crate::model::LanguageModel;
 pub use crate::processor::ProcessorError;
 pub use crate::processor::extract::*;
+pub use crate::processor::placement::*;
 pub use crate::processor::{
     ApiErrorAction, ApiErrorArgs, ErrorProcessor, Hooks, InputArgs, InputOutcome, InputProcessor,
     InputStepArgs, LlmRequestAction, LlmRequestArgs, LlmResponseArgs, OutputOutcome,
@@ -17,27 +19,10 @@ pub use crate::processor::{
 };
 pub use serde_json::Value;
 
+use crate::chunk::Chunk;
 use crate::message::{Message, MessageList};
 use crate::processor::DataWriter;
 use std::marker::PhantomData;
-
-/// Checks, at the processor's expression, that it belongs in an `input` list.
-#[inline(always)]
-pub fn assert_input<P: InputProcessor>(p: P) -> P {
-    p
-}
-
-/// Checks, at the processor's expression, that it belongs in an `output` list.
-#[inline(always)]
-pub fn assert_output<P: OutputProcessor>(p: P) -> P {
-    p
-}
-
-/// Checks, at the processor's expression, that it belongs in an `error` list.
-#[inline(always)]
-pub fn assert_error<P: ErrorProcessor>(p: P) -> P {
-    p
-}
 
 /// Whether two static ids are known and equal.
 pub const fn same_id(a: Option<&str>, b: Option<&str>) -> bool {
@@ -65,26 +50,6 @@ pub fn param_taken(id: &str, what: &str) -> ProcessorError {
     ))
 }
 
-/// The state type every hook of one processor shares. Implemented only for the state type
-/// itself, so a hook whose `state` parameter names another type is an error at that type, and
-/// two spellings of one type (`Vec<u8>`, `std::vec::Vec<u8>`) are the same type.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not the state type of this processor, `{S}`",
-    label = "expected `{S}`",
-    note = "a processor has one state type, shared by all its hooks: the attribute's `state = ...`, or else the type of the first hook's `state` parameter"
-)]
-pub trait StateType<S> {
-    /// The processor's state as the hook's parameter.
-    fn cast(state: &mut S) -> &mut Self;
-}
-
-impl<S> StateType<S> for S {
-    #[inline(always)]
-    fn cast(state: &mut S) -> &mut S {
-        state
-    }
-}
-
 /// What a hook parameter of type `T` takes out of the hook's arguments, as bits of
 /// `Takes::<T>::PARTS`, so that two parameters taking one part are a compile error at the
 /// second (a type alias cannot hide them). Types that take nothing another parameter could
@@ -95,6 +60,7 @@ const MESSAGE_LIST: u8 = 1 << 0;
 const MESSAGES: u8 = 1 << 1;
 const SYSTEM_MESSAGES: u8 = 1 << 2;
 const DATA_WRITER: u8 = 1 << 3;
+const STREAM_HISTORY: u8 = 1 << 4;
 
 impl Takes<&mut MessageList> {
     /// The message list.
@@ -119,6 +85,17 @@ impl Takes<SystemMessages> {
 impl Takes<DataWriter<'_>> {
     /// The data writer.
     pub const PARTS: u8 = DATA_WRITER;
+}
+
+impl Takes<&[Chunk]> {
+    /// The stream history (a shared slice: two parameters may both ask for it).
+    pub const PARTS: u8 = STREAM_HISTORY;
+}
+
+/// Whether a hook whose parameters take `parts` reads the stream history, so the runner must
+/// keep it.
+pub const fn reads_stream_history(parts: u8) -> bool {
+    parts & STREAM_HISTORY != 0
 }
 
 /// `Takes::<T>::PARTS` for every type without an inherent constant above: nothing.
@@ -149,25 +126,184 @@ pub const fn taken_twice(earlier: u8, this: u8) -> Option<&'static str> {
     }
 }
 
-/// Implemented by `#[processor]` for a processor with an input hook; makes it an
-/// [`InputProcessor`]. Generated code implements these instead of the marker traits because
-/// the `#[diagnostic::do_not_recommend]` that keeps errors short must sit on the marker impl,
-/// and the `diagnostic` namespace does not resolve in a crate without the prelude.
-pub trait HasInputHook: Processor {}
+/// An entry of an `agent!` list, before it is known to be a processor. Method resolution on
+/// `&Entry<T>` tells what the entry is, by its type: [`Entry::__kind`] for the agent's memory
+/// type, [`ViaFunction`] for a function (the usual slip: the function instead of the type
+/// `#[processor]` generated for it), [`ViaValue`] for anything else.
+pub struct Entry<T>(pub T);
 
-/// Implemented by `#[processor]` for a processor with an output hook; makes it an
-/// [`OutputProcessor`].
-pub trait HasOutputHook: Processor {}
+impl Entry<Memory> {
+    /// A memory value.
+    #[inline(always)]
+    pub fn __kind(&self) -> IsMemory {
+        IsMemory
+    }
+}
 
-/// Implemented by `#[processor]` for a processor with `process_api_error`; makes it an
-/// [`ErrorProcessor`].
-pub trait HasErrorHook: Processor {}
+/// The kind of an entry that is not more specific.
+pub trait ViaValue {
+    /// A value.
+    fn __kind(&self) -> IsValue;
+}
 
-#[diagnostic::do_not_recommend]
-impl<P: HasInputHook> InputProcessor for P {}
+impl<T> ViaValue for &Entry<T> {
+    #[inline(always)]
+    fn __kind(&self) -> IsValue {
+        IsValue
+    }
+}
 
-#[diagnostic::do_not_recommend]
-impl<P: HasOutputHook> OutputProcessor for P {}
+/// The kind of an entry that is callable with `Args`: a function.
+pub trait ViaFunction<Args> {
+    /// A function.
+    fn __kind(&self) -> IsFunction;
+}
 
-#[diagnostic::do_not_recommend]
-impl<P: HasErrorHook> ErrorProcessor for P {}
+macro_rules! via_function {
+    ($(($($arg:ident),*))*) => { $(
+        impl<F: Fn($($arg),*) -> R, R, $($arg),*> ViaFunction<($($arg,)*)> for Entry<F> {
+            #[inline(always)]
+            fn __kind(&self) -> IsFunction {
+                IsFunction
+            }
+        }
+    )* };
+}
+
+via_function! {
+    () (A) (A, B) (A, B, C) (A, B, C, D) (A, B, C, D, E) (A, B, C, D, E, G)
+    (A, B, C, D, E, G, H) (A, B, C, D, E, G, H, I) (A, B, C, D, E, G, H, I, J)
+    (A, B, C, D, E, G, H, I, J, K) (A, B, C, D, E, G, H, I, J, K, L)
+    (A, B, C, D, E, G, H, I, J, K, L, M) (A, B, C, D, E, G, H, I, J, K, L, M, N)
+    (A, B, C, D, E, G, H, I, J, K, L, M, N, O) (A, B, C, D, E, G, H, I, J, K, L, M, N, O, Q)
+    (A, B, C, D, E, G, H, I, J, K, L, M, N, O, Q, S)
+}
+
+impl IsValue {
+    /// The entry's value.
+    #[inline(always)]
+    pub fn take<T>(self, entry: Entry<T>) -> T {
+        entry.0
+    }
+}
+
+impl IsMemory {
+    /// The memory value.
+    #[inline(always)]
+    pub fn take(self, entry: Entry<Memory>) -> Memory {
+        entry.0
+    }
+}
+
+impl IsFunction {
+    /// A stand-in for the function, so that it is reported once (by `agent!`'s check of
+    /// the entry's kind), not also as a processor of no list.
+    #[inline(always)]
+    pub fn take<T>(self, entry: Entry<T>) -> NotAProcessor {
+        let _ = entry;
+        NotAProcessor
+    }
+}
+
+/// Stands in for an entry that is not a processor, once that is reported. It has every hook
+/// and no static id, so no other check reports it again.
+pub struct NotAProcessor;
+
+impl Processor for NotAProcessor {
+    type State = ();
+    const HOOKS: Hooks = Hooks::NONE
+        .with(Hooks::INPUT)
+        .with(Hooks::INPUT_STEP)
+        .with(Hooks::OUTPUT_STEP)
+        .with(Hooks::API_ERROR);
+    fn id(&self) -> &str {
+        "not-a-processor"
+    }
+}
+
+impl InputProcessor for NotAProcessor {}
+impl OutputProcessor for NotAProcessor {}
+impl ErrorProcessor for NotAProcessor {}
+
+/// The static id, or `""`.
+pub const fn id_or_empty(id: Option<&'static str>) -> &'static str {
+    match id {
+        Some(id) => id,
+        None => "",
+    }
+}
+
+/// Text put together at compile time, for a message that names a value only the compiler
+/// knows (a processor's id). Longer text is cut at a character boundary.
+pub struct Text {
+    bytes: [u8; Text::CAPACITY],
+    len: usize,
+}
+
+impl Text {
+    const CAPACITY: usize = 1024;
+
+    /// `parts`, one after the other.
+    pub const fn concat(parts: &[&str]) -> Text {
+        let mut text = Text {
+            bytes: [0; Text::CAPACITY],
+            len: 0,
+        };
+        let mut p = 0;
+        while p < parts.len() {
+            let part = parts[p].as_bytes();
+            let mut i = 0;
+            while i < part.len() && text.len < Text::CAPACITY {
+                text.bytes[text.len] = part[i];
+                text.len += 1;
+                i += 1;
+            }
+            p += 1;
+        }
+        text
+    }
+
+    /// The text.
+    pub const fn as_str(&self) -> &str {
+        let mut len = self.len;
+        loop {
+            let (head, _) = self.bytes.split_at(len);
+            match core::str::from_utf8(head) {
+                Ok(s) => return s,
+                Err(_) => len -= 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_put_together_and_cut_at_a_character() {
+        const T: Text = Text::concat(&["the id `", "shout", "` is taken"]);
+        assert_eq!(T.as_str(), "the id `shout` is taken");
+        let long = "é".repeat(Text::CAPACITY);
+        assert_eq!(
+            Text::concat(&["a", &long]).as_str().len(),
+            Text::CAPACITY - 1
+        );
+    }
+
+    #[test]
+    // The probe is called on a reference, as generated code calls it: without one, the
+    // value-level candidate is not considered.
+    #[allow(clippy::needless_borrow)]
+    fn an_entry_tells_its_kind() {
+        fn redact(_: &str) -> u8 {
+            0
+        }
+        struct Shout;
+        let memory = Memory::new(crate::memory::InMemoryStore::new());
+        let _: IsFunction = (&Entry(redact)).__kind();
+        let _: IsFunction = (&Entry(|| ())).__kind();
+        let _: IsValue = (&Entry(Shout)).__kind();
+        let _: IsMemory = (&Entry(memory)).__kind();
+    }
+}

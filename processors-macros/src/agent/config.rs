@@ -20,9 +20,8 @@ pub struct Config {
     pub input: Option<List>,
     pub output: Option<List>,
     pub error: Option<List>,
-    /// The key as written, and the limit.
-    pub max_processor_retries: Option<(Ident, u32)>,
-    pub max_steps: Option<Expr>,
+    pub max_processor_retries: Option<(Ident, Number)>,
+    pub max_steps: Option<(Ident, Number)>,
     pub on_violation: Option<Expr>,
 }
 
@@ -37,7 +36,16 @@ pub struct List {
 pub enum Entry {
     /// The bare word `memory`: the agent's memory.
     Memory(Ident),
+    /// Any other expression, without the parentheses around it.
     Processor(Expr),
+}
+
+/// The value of a numeric key (`max_processor_retries`, `max_steps`).
+pub enum Number {
+    /// An integer literal, checked by the macro.
+    Literal(syn::LitInt, u32),
+    /// The path of a `const`, checked by the compiler.
+    Const(syn::ExprPath),
 }
 
 /// The most processors one list holds (the tuple arity `Pipeline` is implemented for).
@@ -91,13 +99,18 @@ impl Config {
                 Key::Memory => c.memory = single(&ident, value, errors),
                 Key::MaxProcessorRetries => {
                     c.max_processor_retries = single(&ident, value, errors)
-                        .and_then(|e| retries(&e, errors))
+                        .and_then(|e| number(&ident, &e, errors))
                         .map(|n| (ident, n));
                 }
                 Key::MaxSteps => {
-                    c.max_steps = single(&ident, value, errors);
-                    if let Some(e) = &c.max_steps {
-                        check_max_steps(e, errors);
+                    c.max_steps = single(&ident, value, errors)
+                        .and_then(|e| number(&ident, &e, errors))
+                        .map(|n| (ident, n));
+                    if let Some((_, Number::Literal(lit, 0))) = &c.max_steps {
+                        errors.at(
+                            lit,
+                            "`max_steps: 0` leaves no step for the model; use 1 or more",
+                        );
                     }
                 }
                 Key::OnViolation => c.on_violation = single(&ident, value, errors),
@@ -119,7 +132,8 @@ impl Config {
         for list in [&c.input, &c.output, &c.error].into_iter().flatten() {
             list.check(given.contains(&Key::Memory), errors);
         }
-        if let (Some((key, 0)), Some(error)) = (&c.max_processor_retries, &c.error)
+        if let (Some((key, Number::Literal(_, 0))), Some(error)) =
+            (&c.max_processor_retries, &c.error)
             && !error.entries.is_empty()
         {
             errors.at(
@@ -137,7 +151,7 @@ impl List {
             .into_iter()
             .map(|e| match memory_word(&e) {
                 Some(word) => Entry::Memory(word),
-                None => Entry::Processor(e),
+                None => Entry::Processor(unparenthesised(e)),
             })
             .collect();
         List { key, entries }
@@ -184,16 +198,19 @@ impl List {
                             "this processor comes after `memory` in `output`: it would change what streams but not what is saved; move `memory` to the end of the list",
                         );
                     }
-                    let text = quote!(#e).to_string();
+                    let text = names::tokens_text(&quote!(#e));
                     match texts.iter().find(|(t, _)| *t == text) {
-                        Some((_, first)) => errors.at(
-                            e,
-                            format!(
-                                "`{text}` is twice in `{key}` (entries {} and {}); the two would share one id and so one state; give one of them another id",
-                                first + 1,
-                                i + 1
-                            ),
-                        ),
+                        Some((_, first)) => {
+                            errors.at(
+                                e,
+                                format!(
+                                    "`{text}` is twice in `{key}`; the two would have one id and so share one state; keep one, or give one of them another id"
+                                ),
+                            );
+                            if let Entry::Processor(first) = &self.entries[*first] {
+                                errors.at(first, format!("`{text}` is first here"));
+                            }
+                        }
                         None => texts.push((text, i)),
                     }
                 }
@@ -252,41 +269,39 @@ fn memory_word(e: &Expr) -> Option<Ident> {
     }
 }
 
-/// `max_processor_retries`: a non-negative integer literal.
-fn retries(e: &Expr, errors: &mut Errors) -> Option<u32> {
+/// The expression inside its parentheses: `(Guard)` is `Guard` (in generated code, the
+/// parentheses would be unused).
+fn unparenthesised(e: Expr) -> Expr {
+    match e {
+        Expr::Paren(p) => unparenthesised(*p.expr),
+        Expr::Group(g) if matches!(peel(&g.expr), Expr::Paren(_)) => unparenthesised(*g.expr),
+        other => other,
+    }
+}
+
+/// A numeric key's value: a non-negative integer literal, or the path of a `const`.
+fn number(key: &Ident, e: &Expr, errors: &mut Errors) -> Option<Number> {
     match peel(e) {
         Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(i),
             ..
         }) => match i.base10_parse::<u32>() {
-            Ok(n) => Some(n),
+            Ok(n) => Some(Number::Literal(i.clone(), n)),
             Err(_) => {
-                errors.at(i, "`max_processor_retries` must fit in a u32");
+                errors.at(i, format!("`{key}` must fit in a u32"));
                 None
             }
         },
+        Expr::Path(p) if p.qself.is_none() => Some(Number::Const(p.clone())),
         other => {
             errors.at(
                 other,
-                "`max_processor_retries` takes a non-negative integer literal, like `max_processor_retries: 3`",
+                format!(
+                    "`{key}` takes a non-negative integer literal or a `const` item, checked at compile time, like `{key}: 3` or `{key}: MAX`; for a value known only at run time, use `Agent::builder().{key}(...)`"
+                ),
             );
             None
         }
-    }
-}
-
-/// `max_steps: 0` leaves no step; other values are checked by the builder's type.
-fn check_max_steps(e: &Expr, errors: &mut Errors) {
-    if let Expr::Lit(syn::ExprLit {
-        lit: syn::Lit::Int(i),
-        ..
-    }) = peel(e)
-        && i.base10_parse::<u32>().ok() == Some(0)
-    {
-        errors.at(
-            i,
-            "`max_steps: 0` leaves no step for the model; use 1 or more",
-        );
     }
 }
 

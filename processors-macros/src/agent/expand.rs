@@ -1,167 +1,115 @@
-//! Code generation from a checked configuration: a block that builds the agent, with
-//! compile-time checks the configuration could not make from the syntax alone (processor
-//! kinds, ids, retry hooks), each spanned at the entry it is about.
+//! Code generation from a configuration: a block that builds the agent, with the checks the
+//! syntax cannot make, left to the compiler and spanned at the entry they are about.
+//!
+//! A processor's type is never read off its spelling (`Filter { .. }` may be generic, `Strict`
+//! an imported enum variant): every entry is bound to a variable and the compiler infers its
+//! type. Two kinds of check follow:
+//!
+//! - trait checks, which hold even when the invocation has other errors: each entry is passed
+//!   through `<_ as InputProcessor>::__in_input` (or the output or error one), so a processor in
+//!   a list it has no hook for is an error at the entry, saying where it belongs;
+//! - constant checks, on what only the types know (ids, hooks, whether an entry is a function
+//!   or a memory value): associated constants of local types, used as patterns so that the
+//!   compiler evaluates them in every build, `cargo check` included. A failing check panics
+//!   with a message written here, at the entry's span.
 
-use super::config::{Config, Entry, peel};
+use super::config::{Config, Entry, List, Number, peel};
+use crate::names;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident};
 
-/// The block that builds the agent.
-pub fn agent(c: &Config) -> TokenStream {
+/// The block that builds the agent, or after `errors` the errors and the entries' trait
+/// checks (so a misplaced processor is reported in the same build).
+pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     let p = &c.private;
-    let mut lets = Vec::new();
-    let mut checks = Vec::new();
-
-    let model = c.model.as_ref().map(|m| quote!(#m));
-    let memory_var = format_ident!("__processors_memory");
-    if let Some(m) = &c.memory {
-        lets.push(quote_spanned!(m.span()=> let #memory_var: #p::Memory = #m;));
-    }
-    let memory_ty = quote!(#p::Memory);
-
-    let mut all_slots: Vec<Slot> = Vec::new();
-    let mut pipelines = Vec::new();
-    for (list, assert_fn) in [
-        (&c.input, format_ident!("assert_input")),
-        (&c.output, format_ident!("assert_output")),
-        (&c.error, format_ident!("assert_error")),
-    ] {
-        let Some(list) = list else {
-            pipelines.push(quote!(()));
-            continue;
-        };
-        let key = list.key.to_string();
-        let mut items = Vec::new();
-        let mut slots: Vec<Slot> = Vec::new();
-        for (i, entry) in list.entries.iter().enumerate() {
-            match entry {
-                Entry::Memory(word) => {
-                    items.push(
-                        quote_spanned!(word.span()=> ::core::clone::Clone::clone(&#memory_var)),
-                    );
-                    slots.push(Slot {
-                        var: memory_var.clone(),
-                        ty: Some(memory_ty.clone()),
-                        span: word.span(),
-                        text: "memory".to_owned(),
-                    });
-                }
-                Entry::Processor(e) => {
-                    let var = format_ident!("__processors_{}_{}", key, i);
-                    lets.push(quote_spanned!(e.span()=> let #var = #p::#assert_fn(#e);));
-                    items.push(quote!(#var));
-                    slots.push(Slot {
-                        var,
-                        ty: type_of(e),
-                        span: e.span(),
-                        text: quote!(#e).to_string(),
-                    });
-                }
-            }
-        }
-        // Two processors with one id in one list would share state.
-        for (j, b) in slots.iter().enumerate() {
-            for a in &slots[..j] {
-                if a.text == b.text {
-                    continue; // reported by validation
-                }
-                let message = format!(
-                    "`{}` and `{}` in `{key}` have the same processor id, so they would share one state; give one of them another id (`#[processor(id = \"...\")]`)",
-                    a.text, b.text
-                );
-                let (av, bv) = (&a.var, &b.var);
-                match (&a.ty, &b.ty) {
-                    (Some(at), Some(bt)) => checks.push(quote_spanned! {b.span=>
-                        const _: () = ::core::assert!(
-                            !#p::same_id(
-                                <#at as #p::Processor>::STATIC_ID,
-                                <#bt as #p::Processor>::STATIC_ID,
-                            ),
-                            "{}",
-                            #message
-                        );
-                    }),
-                    _ => checks.push(quote_spanned! {b.span=>
-                        {
-                            fn __processors_distinct<A: #p::Processor, B: #p::Processor>(_: &A, _: &B) {
-                                const {
-                                    ::core::assert!(!#p::same_id(A::STATIC_ID, B::STATIC_ID), "{}", #message)
-                                }
-                            }
-                            __processors_distinct(&#av, &#bv);
-                        }
-                    }),
-                }
-            }
-        }
-        pipelines.push(quote!((#(#items,)*)));
-        all_slots.extend(slots);
+    let lists = lists(c);
+    let uses = quote! {
+        #[allow(unused_imports)]
+        use #p::{ViaFunction as _, ViaValue as _};
+    };
+    let entries = lists.iter().flat_map(|l| &l.entries).map(|e| e.bind(p));
+    if let Some(errors) = errors {
+        let errors = errors.into_compile_error();
+        return quote! {{
+            #errors
+            #uses
+            #(#entries)*
+            ::core::unreachable!()
+        }};
     }
 
-    // max_processor_retries needs a processor that can ask for a retry.
-    if let Some((key, _)) = &c.max_processor_retries
-        && c.error.as_ref().is_none_or(|e| e.entries.is_empty())
-    {
-        let message = "`max_processor_retries` is set, but no processor of this agent can ask for a retry (none has `process_output_step`, `process_input_step` or `process_api_error`); remove the key or add such a processor";
-        if all_slots.is_empty() {
-            checks.push(quote_spanned!(key.span()=> const _: () = ::core::panic!("{}", #message);));
-        } else if all_slots.iter().all(|s| s.ty.is_some()) {
-            let tys = all_slots.iter().map(|s| s.ty.clone().unwrap_or_default());
-            checks.push(quote_spanned! {key.span()=>
-                const _: () = ::core::assert!(
-                    false #(|| <#tys as #p::Processor>::HOOKS.can_retry())*,
-                    "{}",
-                    #message
-                );
-            });
-        } else {
-            let gens: Vec<Ident> = (0..all_slots.len())
-                .map(|i| format_ident!("P{}", i))
-                .collect();
-            let vars = all_slots.iter().map(|s| &s.var);
-            checks.push(quote_spanned! {key.span()=>
-                {
-                    fn __processors_can_retry<#(#gens: #p::Processor),*>(#(_: &#gens),*) {
-                        const {
-                            ::core::assert!(false #(|| #gens::HOOKS.can_retry())*, "{}", #message)
-                        }
-                    }
-                    __processors_can_retry(#(&#vars),*);
-                }
-            });
-        }
-    }
-
-    let name = c.name.as_ref().map(|n| quote!(.name(#n)));
-    let instructions = c.instructions.as_ref().map(|i| quote!(.instructions(#i)));
-    let tools = c.tools.iter().map(|t| quote_spanned!(t.span()=> .tool(#t)));
+    let memory_var = memory_var();
     let memory = c
         .memory
         .as_ref()
+        .map(|m| quote_spanned!(m.span()=> let #memory_var: #p::Memory = #m;));
+    let numbers = number_checks(c);
+    let checks = checks(c, &lists);
+
+    let pipelines = ["input", "output", "error"].map(|key| {
+        let items = lists
+            .iter()
+            .find(|l| l.key == key)
+            .into_iter()
+            .flat_map(|l| &l.entries)
+            .map(|e| match &e.what {
+                What::Memory => {
+                    quote_spanned!(e.spans.0=> ::core::clone::Clone::clone(&#memory_var))
+                }
+                What::Processor(_) => e.var.to_token_stream(),
+            });
+        quote!((#(#items,)*))
+    });
+    let [input, output, error] = &pipelines;
+
+    // The model is checked where it is written, by the trait, before the builder takes it:
+    // a value that is no model is reported there once (the builder's bound, at the same
+    // span, is the same error).
+    let model_check = c.model.as_ref().map(|m| {
+        let var = Ident::new("__processors_model", m.span());
+        let this = quote_spanned!(m.span()=> _);
+        quote! {
+            let #var = #m;
+            let _ = <#this as #p::LanguageModel>::model_id(&#var);
+        }
+    });
+    let model = c
+        .model
+        .as_ref()
+        .map(|m| Ident::new("__processors_model", m.span()));
+    let name = c.name.as_ref().map(|n| quote!(.name(#n)));
+    let instructions = c.instructions.as_ref().map(|i| quote!(.instructions(#i)));
+    let tools = c.tools.iter().map(|t| quote_spanned!(t.span()=> .tool(#t)));
+    let memory_setting = c
+        .memory
+        .as_ref()
         .map(|_| quote!(.memory(::core::clone::Clone::clone(&#memory_var))));
-    let retries = c
-        .max_processor_retries
-        .as_ref()
-        .map(|(_, n)| quote!(.max_processor_retries(#n)));
-    let steps = c
-        .max_steps
-        .as_ref()
-        .map(|s| quote_spanned!(s.span()=> .max_steps(#s)));
+    let retries = c.max_processor_retries.as_ref().map(|(key, n)| {
+        let n = number_value(key, n);
+        quote!(.max_processor_retries(#n))
+    });
+    let steps = c.max_steps.as_ref().map(|(key, n)| {
+        let n = number_value(key, n);
+        quote!(.max_steps(#n))
+    });
     let on_violation = c
         .on_violation
         .as_ref()
         .map(|v| quote_spanned!(v.span()=> .on_violation(#v)));
-    let (input, output, error) = (&pipelines[0], &pipelines[1], &pipelines[2]);
     quote! {{
-        #(#lets)*
-        #(#checks)*
+        #(#numbers)*
+        #uses
+        #model_check
+        #memory
+        #(#entries)*
+        #checks
         #p::Agent::builder()
             #name
             #instructions
             #(#tools)*
-            #memory
+            #memory_setting
             #retries
             #steps
             #on_violation
@@ -172,41 +120,419 @@ pub fn agent(c: &Config) -> TokenStream {
     }}
 }
 
-/// A processor of a list, as the checks see it.
-struct Slot {
+/// The variable that holds the agent's memory.
+fn memory_var() -> Ident {
+    format_ident!("__processors_memory")
+}
+
+/// A list as the expansion sees it.
+struct ListOut<'c> {
+    /// `input`, `output` or `error`.
+    key: &'static str,
+    entries: Vec<EntryOut<'c>>,
+}
+
+/// One entry of a list.
+struct EntryOut<'c> {
+    /// The list: `input`, `output` or `error`.
+    list: &'static str,
+    /// The position in the list, from 0.
+    index: usize,
+    what: What<'c>,
+    /// The variable that holds the processor (the memory's for the word `memory`).
     var: Ident,
-    /// The processor's type, when known from the syntax.
-    ty: Option<TokenStream>,
-    span: Span,
+    /// The variable that holds the entry's kind.
+    kind: Ident,
+    /// The spans of the entry's first and last tokens.
+    spans: (Span, Span),
+    /// The entry as written, for messages.
     text: String,
 }
 
-/// The type of a processor expression when the syntax says it for sure: a unit-struct path
-/// (`Shout`, `filters::Shout`) or a struct literal (`Pii { strict: true }`). Anything else
-/// (calls, constants, enum variants, generic types) is checked through a generic function.
-fn type_of(e: &Expr) -> Option<TokenStream> {
-    fn camel(ident: &Ident) -> bool {
-        let s = ident.to_string();
-        s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().any(|c| c.is_ascii_lowercase())
+enum What<'c> {
+    /// The word `memory`.
+    Memory,
+    Processor(&'c Expr),
+}
+
+fn lists(c: &Config) -> Vec<ListOut<'_>> {
+    [
+        ("input", &c.input),
+        ("output", &c.output),
+        ("error", &c.error),
+    ]
+    .into_iter()
+    .filter_map(|(key, list)| list.as_ref().map(|l| list_out(key, l)))
+    .collect()
+}
+
+fn list_out<'c>(key: &'static str, list: &'c List) -> ListOut<'c> {
+    let entries = list
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| match entry {
+            Entry::Memory(word) => EntryOut {
+                list: key,
+                index,
+                what: What::Memory,
+                var: memory_var(),
+                kind: format_ident!("__processors_{}_{}_kind", key, index),
+                spans: (word.span(), word.span()),
+                text: "memory".to_owned(),
+            },
+            Entry::Processor(e) => EntryOut {
+                list: key,
+                index,
+                what: What::Processor(e),
+                var: format_ident!("__processors_{}_{}", key, index),
+                kind: format_ident!("__processors_{}_{}_kind", key, index),
+                spans: ends(e),
+                text: names::tokens_text(&e.to_token_stream()),
+            },
+        })
+        .collect();
+    ListOut { key, entries }
+}
+
+impl EntryOut<'_> {
+    /// The statements that bind the entry: its value, its kind, and the value checked to
+    /// belong in the list (a function is replaced by a stand-in, reported by its kind).
+    fn bind(&self, p: &TokenStream) -> TokenStream {
+        let What::Processor(e) = self.what else {
+            return TokenStream::new();
+        };
+        let (var, kind) = (&self.var, &self.kind);
+        let (marker, check) = match self.list {
+            "input" => (quote!(InputProcessor), quote!(__in_input)),
+            "output" => (quote!(OutputProcessor), quote!(__in_output)),
+            _ => (quote!(ErrorProcessor), quote!(__in_error)),
+        };
+        // The placeholder takes the entry's span: a processor of the wrong list is reported
+        // there, by the marker trait.
+        let this = quote_spanned!(self.spans.0=> _);
+        quote! {
+            let #var = #p::Entry(#e);
+            let #kind = (&#var).__kind();
+            let #var = <#this as #p::#marker>::#check(#kind.take(#var));
+        }
     }
-    fn lower(ident: &Ident) -> bool {
-        ident
-            .to_string()
-            .starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-            || ident == "crate"
-            || ident == "self"
-            || ident == "super"
+
+    /// A constant name for this entry: `OUTPUT_0`.
+    fn constant(&self, suffix: &str) -> Ident {
+        format_ident!("{}_{}{}", self.list.to_uppercase(), self.index, suffix)
     }
-    let path = match peel(e) {
-        Expr::Path(p) if p.qself.is_none() => &p.path,
-        Expr::Struct(s) if s.qself.is_none() => &s.path,
-        Expr::Paren(p) => return type_of(&p.expr),
-        _ => return None,
+}
+
+/// For each numeric key given a `const`: a `u32` constant of its value (spanned at the path,
+/// so a constant of another type, or a variable, is reported there), and the compile-time
+/// check of its value, where 0 is refused.
+fn number_checks(c: &Config) -> Vec<TokenStream> {
+    let has_error_processors = c.error.as_ref().is_some_and(|e| !e.entries.is_empty());
+    let mut items = Vec::new();
+    for (setting, refused) in [
+        (&c.max_steps, Some("which leaves no step for the model; use 1 or more")),
+        (
+            &c.max_processor_retries,
+            has_error_processors.then_some(
+                "so the error processors could never retry; remove the key (error processors then get 3 retries) or raise it",
+            ),
+        ),
+    ] {
+        let Some((key, Number::Const(path))) = setting else {
+            continue;
+        };
+        let mut constant = number_constant(key);
+        constant.set_span(path.span());
+        items.push(quote_spanned!(path.span()=> const #constant: u32 = #path;));
+        if let Some(why) = refused {
+            let text = names::tokens_text(&path.to_token_stream());
+            let message = format!("`{key}: {text}` is 0, {why}");
+            let panic = panic_at(ends(path), quote!(#message));
+            items.push(quote!(const _: () = if #constant == 0 { #panic };));
+        }
+    }
+    items
+}
+
+/// The constant that holds a numeric key's value: `__PROCESSORS_MAX_STEPS`.
+fn number_constant(key: &Ident) -> Ident {
+    format_ident!("__PROCESSORS_{}", key.to_string().to_uppercase())
+}
+
+/// A numeric key's value in the builder call: the literal, or the checked constant.
+fn number_value(key: &Ident, n: &Number) -> TokenStream {
+    match n {
+        Number::Literal(lit, _) => lit.to_token_stream(),
+        Number::Const(path) => {
+            let constant = number_constant(key);
+            quote_spanned!(path.span()=> #constant)
+        }
+    }
+}
+
+/// The constant checks, in a block of their own: each is an associated constant of a local
+/// type, generic over what it checks, matched as a pattern against a value of the inferred
+/// types.
+fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
+    let p = &c.private;
+    let phantom = quote!(::core::marker::PhantomData);
+    let mut items = Vec::new();
+    let mut matches = Vec::new();
+
+    // What each entry is: a function, a memory value.
+    let kinds: Vec<(TokenStream, &EntryOut)> = lists
+        .iter()
+        .flat_map(|l| &l.entries)
+        .filter(|e| matches!(e.what, What::Processor(_)))
+        .filter_map(|e| kind_check(c, lists, e).map(|body| (body, e)))
+        .collect();
+    if !kinds.is_empty() {
+        let consts = kinds.iter().map(|(body, e)| {
+            let name = e.constant("");
+            quote!(const #name: #phantom<K> = { #body #phantom };)
+        });
+        // The kinds as local types, so that the compiler's report of a failed check names
+        // them briefly (`Entry::<main::Function>`).
+        items.push(quote! {
+            #[allow(dead_code)]
+            struct Value;
+            #[allow(dead_code)]
+            struct Memory;
+            #[allow(dead_code)]
+            struct Function;
+            trait Kind {
+                type Local;
+            }
+            impl Kind for #p::IsValue {
+                type Local = Value;
+            }
+            impl Kind for #p::IsMemory {
+                type Local = Memory;
+            }
+            impl Kind for #p::IsFunction {
+                type Local = Function;
+            }
+            trait Is {
+                const IS_FUNCTION: bool;
+                const IS_MEMORY: bool;
+            }
+            impl Is for Value {
+                const IS_FUNCTION: bool = false;
+                const IS_MEMORY: bool = false;
+            }
+            impl Is for Memory {
+                const IS_FUNCTION: bool = false;
+                const IS_MEMORY: bool = true;
+            }
+            impl Is for Function {
+                const IS_FUNCTION: bool = true;
+                const IS_MEMORY: bool = false;
+            }
+            fn kind<K: Kind>(_: &K) -> #phantom<K::Local> {
+                #phantom
+            }
+            #[allow(dead_code)]
+            struct Entry<K>(#phantom<K>);
+            impl<K: Is> Entry<K> {
+                #(#consts)*
+            }
+        });
+        for (_, e) in &kinds {
+            let (name, kind) = (e.constant(""), &e.kind);
+            matches.push(quote!(::core::matches!(kind(&#kind), Entry::#name)));
+        }
+    }
+
+    // No two processors of a list with one id.
+    let mut pairs = Vec::new();
+    for list in lists {
+        for (j, b) in list.entries.iter().enumerate() {
+            for a in &list.entries[..j] {
+                let both_memory = matches!((&a.what, &b.what), (What::Memory, What::Memory));
+                if a.text == b.text || both_memory {
+                    continue; // reported by validation
+                }
+                pairs.push((a, b));
+            }
+        }
+    }
+    if !pairs.is_empty() {
+        let consts = pairs.iter().flat_map(|(a, b)| {
+            let at_b = format!(
+                "`{}` has the same id as `{}` before it in `{}`, `",
+                b.text, a.text, a.list
+            );
+            let at_a = format!(
+                "`{}` has the same id as `{}` after it in `{}`, `",
+                a.text, b.text, a.list
+            );
+            let tail = "`: the two would share one state; give one of them another id, like `#[processor(id = \"...\")]`";
+            [
+                (b.constant(&format!("_AND_{}", a.index)), b.spans, at_b),
+                (a.constant(&format!("_AND_{}", b.index)), a.spans, at_a),
+            ]
+            .map(|(name, span, head)| {
+                let panic = panic_at(span, quote!(text.as_str()));
+                quote! {
+                    const #name: #phantom<(A, B)> = {
+                        if #p::same_id(A::STATIC_ID, B::STATIC_ID) {
+                            let text = #p::Text::concat(&[#head, #p::id_or_empty(A::STATIC_ID), #tail]);
+                            #panic
+                        }
+                        #phantom
+                    };
+                }
+            })
+        });
+        items.push(quote! {
+            #[allow(dead_code)]
+            struct Ids<A, B>(#phantom<(A, B)>);
+            impl<A: #p::Processor, B: #p::Processor> Ids<A, B> {
+                #(#consts)*
+            }
+            fn pair<A, B>(_: &A, _: &B) -> #phantom<(A, B)> {
+                #phantom
+            }
+        });
+        for (a, b) in &pairs {
+            let (av, bv) = (&a.var, &b.var);
+            for name in [
+                b.constant(&format!("_AND_{}", a.index)),
+                a.constant(&format!("_AND_{}", b.index)),
+            ] {
+                matches.push(quote!(::core::matches!(pair(&#av, &#bv), Ids::#name)));
+            }
+        }
+    }
+
+    // `max_processor_retries` needs a processor that can ask for a retry.
+    if let Some((key, _)) = &c.max_processor_retries
+        && c.error.as_ref().is_none_or(|e| e.entries.is_empty())
+    {
+        let message = "`max_processor_retries` is set, but no processor of this agent can ask for a retry (none has `process_output_step`, `process_input_step` or `process_api_error`); remove the key or add such a processor";
+        let all: Vec<&EntryOut> = lists.iter().flat_map(|l| &l.entries).collect();
+        let panic = panic_at((key.span(), key.span()), quote!(#message));
+        if all.is_empty() {
+            items.push(quote!(const _: () = #panic;));
+        } else {
+            let params: Vec<Ident> = (0..all.len()).map(|i| format_ident!("P{}", i)).collect();
+            let vars = all.iter().map(|e| &e.var);
+            items.push(quote! {
+                #[allow(dead_code)]
+                struct Processors<#(#params),*>(#phantom<(#(#params,)*)>);
+                impl<#(#params: #p::Processor),*> Processors<#(#params),*> {
+                    const CAN_RETRY: #phantom<(#(#params,)*)> = {
+                        if !(false #(|| <#params as #p::Processor>::HOOKS.can_retry())*) {
+                            #panic
+                        }
+                        #phantom
+                    };
+                }
+                fn all<#(#params),*>(#(_: &#params),*) -> #phantom<(#(#params,)*)> {
+                    #phantom
+                }
+            });
+            matches.push(quote!(
+                ::core::matches!(all(#(&#vars),*), Processors::CAN_RETRY)
+            ));
+        }
+    }
+
+    if items.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        {
+            #(#items)*
+            #(let _ = #matches;)*
+        }
+    }
+}
+
+/// The body of the check of an entry's kind, if anything about it can be wrong.
+fn kind_check(c: &Config, lists: &[ListOut], e: &EntryOut) -> Option<TokenStream> {
+    let What::Processor(expr) = e.what else {
+        return None;
     };
-    let segs: Vec<_> = path.segments.iter().collect();
-    let (last, modules) = segs.split_last()?;
-    let plain = last.arguments.is_none() && modules.iter().all(|s| s.arguments.is_none());
-    (plain && camel(&last.ident) && modules.iter().all(|s| lower(&s.ident))).then(|| quote!(#path))
+    let mut checks = Vec::new();
+    let function = format!(
+        "{}, not a processor: use {}",
+        match path_ident(expr) {
+            Some(_) => format!("`{}` is a function", e.text),
+            None => "this is a function".to_owned(),
+        },
+        match generated_type(expr) {
+            Some(ty) => format!("`{ty}`, the type `#[processor]` generated for `{}`", e.text),
+            None => "the type `#[processor]` generated for it".to_owned(),
+        }
+    );
+    checks.push(("IS_FUNCTION", function));
+    if c.memory.is_none() {
+        checks.push((
+            "IS_MEMORY",
+            format!(
+                "`{}` is a memory value in `{}`, but the agent has no `memory:` key; give it as `memory: {}` and write the word `memory` where it goes in the list",
+                e.text, e.list, e.text
+            ),
+        ));
+    } else if e.list == "output" {
+        let last = lists
+            .iter()
+            .find(|l| l.key == "output")
+            .is_some_and(|l| l.entries.len() == e.index + 1);
+        if !last {
+            checks.push((
+                "IS_MEMORY",
+                format!(
+                    "`{}` is memory, followed by other processors in `output`: they would change what streams but not what is saved; move it to the end of the list",
+                    e.text
+                ),
+            ));
+        }
+    }
+    let checks = checks.into_iter().map(|(flag, message)| {
+        let flag = format_ident!("{flag}");
+        let panic = panic_at(e.spans, quote!(#message));
+        quote!(if K::#flag { #panic })
+    });
+    Some(quote!(#(#checks)*))
+}
+
+/// A panic with `message` (a `&str` expression) reported from the first span to the last: the
+/// macro's path takes the first, its arguments the last, and the compiler underlines both and
+/// what lies between.
+fn panic_at((first, last): (Span, Span), message: TokenStream) -> TokenStream {
+    let panic = quote_spanned!(first=> ::core::panic!);
+    let args = quote_spanned!(last=> ("{}", #message));
+    quote!(#panic #args)
+}
+
+/// The spans of the first and the last token of `tokens`.
+fn ends(tokens: &impl ToTokens) -> (Span, Span) {
+    let tokens: Vec<proc_macro2::TokenTree> = tokens.to_token_stream().into_iter().collect();
+    let first = tokens.first().map_or_else(Span::call_site, |t| t.span());
+    let last = tokens.last().map_or(first, |t| t.span());
+    (first, last)
+}
+
+/// The identifier a path expression ends with (`redact` in `filters::redact`).
+fn path_ident(e: &Expr) -> Option<&Ident> {
+    match peel(e) {
+        Expr::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
+        _ => None,
+    }
+}
+
+/// For a path to a function (`filters::redact`), the path of the type `#[processor]` generates
+/// for it (`filters::Redact`).
+fn generated_type(e: &Expr) -> Option<String> {
+    let Expr::Path(p) = peel(e) else { return None };
+    let mut path = p.path.clone();
+    let last = path.segments.last_mut()?;
+    let name = names::upper_camel(&syn::ext::IdentExt::unraw(&last.ident).to_string());
+    last.ident = syn::parse_str(&name).ok()?;
+    Some(names::tokens_text(&path.to_token_stream()))
 }
 
 #[cfg(test)]
@@ -214,24 +540,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn types_read_off_the_syntax() {
-        let t = |e: TokenStream| type_of(&syn::parse2(e).unwrap()).map(|t| t.to_string());
-        assert_eq!(t(quote!(Redact)), Some("Redact".into()));
+    fn the_generated_type_of_a_function_path() {
+        let t = |e: TokenStream| generated_type(&syn::parse2(e).unwrap());
+        assert_eq!(t(quote!(redact)), Some("Redact".into()));
         assert_eq!(
-            t(quote!(crate::x::Limiter)),
-            Some("crate :: x :: Limiter".into())
+            t(quote!(filters::redact_pii)),
+            Some("filters::RedactPii".into())
         );
-        assert_eq!(t(quote!(Pii { strict: true })), Some("Pii".into()));
-        assert_eq!(
-            t(quote!(TokenLimiter::new(4))),
-            None,
-            "a constructor may return another type"
-        );
-        assert_eq!(t(quote!(make_limiter(4))), None);
-        assert_eq!(t(quote!(limits::make(4))), None);
-        assert_eq!(t(quote!(redact)), None);
-        assert_eq!(t(quote!(PII)), None, "a constant");
-        assert_eq!(t(quote!(Mode::Strict)), None, "an enum variant");
-        assert_eq!(t(quote!(Limiter::<4>)), None, "generic arguments");
+        assert_eq!(t(quote!(r#loop)), Some("Loop".into()));
+        assert_eq!(t(quote!(self_)), None, "`Self` is a keyword");
+        assert_eq!(t(quote!(make(4))), None);
     }
 }

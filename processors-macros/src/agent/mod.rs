@@ -20,8 +20,8 @@ pub fn expand(input: TokenStream) -> TokenStream {
         Config::from_fields(input.fields, &mut errors)
     });
     match (errors.finish(), config) {
-        (Ok(()), Some(config)) => expand::agent(&config),
-        (result, _) => {
+        (result, Some(config)) => expand::agent(&config, result.err()),
+        (result, None) => {
             let errors = result.err().map(syn::Error::into_compile_error);
             // A value of the right kind, so code using the agent reports nothing more.
             quote!({ #errors ::core::unreachable!() })
@@ -166,5 +166,55 @@ mod tests {
             ]
         );
         assert!(errors_of(quote!(model: m, name: ["a", "b"].join("-"))).is_empty());
+    }
+
+    #[test]
+    fn entries_are_typed_by_the_compiler_not_by_their_spelling() {
+        let block = expanded(quote!(
+            model: m, output: [Filter { words: vec!["x"] }, Strict, (Guard)]
+        ));
+        let text = block.to_token_stream().to_string();
+        for entry in ["Filter { words : vec ! [\"x\"] }", "Strict", "Guard"] {
+            assert!(
+                text.contains(&format!(":: processors :: __private :: Entry ({entry})")),
+                "{entry} is bound through the probe, its parentheses gone: {text}"
+            );
+        }
+        assert!(
+            !text.contains("Filter as"),
+            "no type is read off an entry's spelling"
+        );
+        assert!(
+            text.contains("const OUTPUT_2_AND_0"),
+            "ids are compared by the compiler"
+        );
+    }
+
+    #[test]
+    fn the_checks_of_entries_stay_when_the_invocation_has_other_mistakes() {
+        let block = expanded(quote!(model: m, input: [Shout], colour: 1));
+        assert_eq!(compile_errors_in(&block).len(), 1);
+        let text = block.to_token_stream().to_string();
+        assert!(
+            text.contains("as :: processors :: __private :: InputProcessor > :: __in_input"),
+            "the placement check is emitted, so it is reported in the same build: {text}"
+        );
+        assert!(!text.contains("__build_checked"), "no agent is built");
+    }
+
+    #[test]
+    fn numeric_keys_take_literals_and_constants() {
+        let block = expanded(quote!(model: m, max_steps: limits::STEPS, max_processor_retries: 2));
+        assert!(compile_errors_in(&block).is_empty());
+        let text = block.to_token_stream().to_string();
+        assert!(text.contains("const __PROCESSORS_MAX_STEPS : u32 = limits :: STEPS ;"));
+        assert!(text.contains(". max_steps (__PROCESSORS_MAX_STEPS)"));
+        assert!(text.contains(". max_processor_retries (2)"));
+        let errors = errors_of(quote!(model: m, max_steps: steps + 1));
+        assert!(
+            errors[0]
+                .starts_with("`max_steps` takes a non-negative integer literal or a `const` item"),
+            "{errors:?}"
+        );
     }
 }

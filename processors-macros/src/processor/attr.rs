@@ -197,12 +197,21 @@ impl Options {
                     ),
                 ),
                 (None, _) => {
-                    let candidates = Hook::ALL.map(Hook::short).into_iter().chain(KEYS);
+                    // A misspelt method name (`process_ouput_stream`) suggests the hook's
+                    // short name, as the attribute spells hooks.
+                    let suggestion = match names::closest(&name, Hook::ALL.map(Hook::method)) {
+                        Some(method) if name.starts_with("process_") => Hook::from_method(method)
+                            .map(|h| format!(" (did you mean `{}`?)", h.short()))
+                            .unwrap_or_default(),
+                        _ => names::did_you_mean(
+                            &name,
+                            Hook::ALL.map(Hook::short).into_iter().chain(KEYS),
+                        ),
+                    };
                     errors.at(
                         &word,
                         format!(
-                            "unknown hook or option `{name}`{}; hooks: {}; options: {}",
-                            names::did_you_mean(&name, candidates),
+                            "unknown hook or option `{name}`{suggestion}; hooks: {}; options: {}",
                             Hook::list_short(),
                             KEYS.join(", "),
                         ),

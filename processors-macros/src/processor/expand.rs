@@ -2,24 +2,45 @@
 //! traits and compile-time checks; or, after errors, stub impls that keep one mistake from
 //! causing more.
 
-use super::model::{HookFn, Param, Processor, Source};
+use super::model::{ConfigField, HookFn, Id, Param, Processor, Source};
 use crate::hooks::{Hook, Side};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ReturnType, Type};
+use syn::{Generics, Ident, ReturnType, Type};
 
 pub fn processor(p: &Processor) -> TokenStream {
     let private = &p.private;
     let item = source(p);
-    let self_ty = p.self_ty();
+    let Some(self_ty) = p.self_ty() else {
+        return item;
+    };
     let (impl_g, _, where_c) = p.generics.split_for_impl();
-    let id = &p.id;
     let state = match &p.state {
         Some(ty) => quote!(#ty),
         None => quote!(()),
     };
     let constants = p.hooks.iter().map(|h| h.hook.constant());
+    let (id_const, static_id, id_fn) = match &p.id {
+        Id::Static(id) => (
+            Some(quote! {
+                impl #impl_g #self_ty #where_c {
+                    /// The processor's id.
+                    pub const ID: &str = #id;
+                }
+            }),
+            quote!(::core::option::Option::Some(#id)),
+            quote!(#id),
+        ),
+        Id::Method(m) => {
+            let ty = match &m.sig.output {
+                ReturnType::Type(_, ty) => ty.span(),
+                ReturnType::Default => m.sig.ident.span(),
+            };
+            let call = quote_spanned!(ty=> <#self_ty>::id(self));
+            (None, quote!(::core::option::Option::None), call)
+        }
+    };
     let data_parts = p.process_data_parts.then(|| {
         quote! {
             fn process_data_parts(&self) -> bool {
@@ -27,36 +48,27 @@ pub fn processor(p: &Processor) -> TokenStream {
             }
         }
     });
-    let history = p.stream_history.then(|| {
-        quote! {
-            fn keeps_stream_history(&self) -> bool {
-                true
-            }
-        }
-    });
+    let history = stream_history(p);
     let methods = p.hooks.iter().map(|h| hook_method(p, h));
-    let markers = Side::ALL
+    let present: Vec<Side> = Side::ALL
         .into_iter()
         .filter(|side| p.hooks.iter().any(|h| h.hook.side() == *side))
-        .map(|side| {
-            let marker = side.marker();
-            quote!(impl #impl_g #private::#marker for #self_ty #where_c {})
-        });
+        .collect();
+    let markers = Side::ALL
+        .into_iter()
+        .map(|side| marker(p, &self_ty, side, &present));
     let checks = p.hooks.iter().filter_map(|h| params_taken_once(p, h));
     quote! {
         #item
 
-        impl #impl_g #self_ty #where_c {
-            /// The processor's id.
-            pub const ID: &'static str = #id;
-        }
+        #id_const
 
         impl #impl_g #private::Processor for #self_ty #where_c {
             type State = #state;
             const HOOKS: #private::Hooks = #private::Hooks::NONE #(.with(#private::Hooks::#constants))*;
-            const STATIC_ID: ::core::option::Option<&'static str> = ::core::option::Option::Some(#id);
+            const STATIC_ID: ::core::option::Option<&'static str> = #static_id;
             fn id(&self) -> &str {
-                #id
+                #id_fn
             }
             #data_parts
             #history
@@ -68,20 +80,90 @@ pub fn processor(p: &Processor) -> TokenStream {
     }
 }
 
+/// The impl of a side's marker trait: plain when the processor has a hook of the side, else
+/// one that never holds, whose unmet bound says where the processor belongs.
+fn marker(p: &Processor, self_ty: &TokenStream, side: Side, present: &[Side]) -> TokenStream {
+    let private = &p.private;
+    let marker = side.marker();
+    let (impl_g, _, where_c) = p.generics.split_for_impl();
+    if present.contains(&side) {
+        return quote!(impl #impl_g #private::#marker for #self_ty #where_c {});
+    }
+    let Some(home) = Side::home(present) else {
+        return TokenStream::new();
+    };
+    // `&'__processors Self` never implements the trait; the lifetime keeps the bound from
+    // being checked where it is written.
+    let mut generics = p.generics.clone();
+    generics.params.insert(0, syn::parse_quote!('__processors));
+    generics
+        .make_where_clause()
+        .predicates
+        .push(syn::parse_quote! {
+            &'__processors #self_ty: #private::#home<#self_ty>
+        });
+    let (impl_g, _, where_c) = generics.split_for_impl();
+    quote!(impl #impl_g #private::#marker for #self_ty #where_c {})
+}
+
+/// `keeps_stream_history`: set by the `stream_history` option, or by an `output_stream`
+/// parameter that reads the history (`&[Chunk]`, by its type, so through aliases too).
+fn stream_history(p: &Processor) -> Option<TokenStream> {
+    let private = &p.private;
+    if p.stream_history {
+        return Some(quote! {
+            fn keeps_stream_history(&self) -> bool {
+                true
+            }
+        });
+    }
+    let generics = generic_names(&p.generics);
+    let types: Vec<&Type> = p
+        .hooks
+        .iter()
+        .filter(|h| h.hook == Hook::OutputStream)
+        .flat_map(|h| &h.params)
+        .filter_map(|param| match param {
+            Param::Extract(ty) if !names_any(ty.to_token_stream(), &generics) => Some(*ty),
+            _ => None,
+        })
+        .collect();
+    if types.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        fn keeps_stream_history(&self) -> bool {
+            #[allow(unused_imports)]
+            use #private::TakesNothing as _;
+            #private::reads_stream_history(0 #(| #private::Takes::<#types>::PARTS)*)
+        }
+    })
+}
+
 /// The user's item, the errors, and stub impls in place of the real ones, so code using the
 /// processor reports nothing more.
 pub fn fallback(p: &Processor, errors: syn::Error) -> TokenStream {
     let private = &p.private;
     let errors = errors.into_compile_error();
     let item = source(p);
-    let self_ty = p.self_ty();
-    let (impl_g, _, where_c) = p.generics.split_for_impl();
-    let id = &p.id;
+    let Some(self_ty) = p.self_ty() else {
+        return quote!(#errors #item);
+    };
+    // Borrowing processors are reported; the stubs name them with `'static` lifetimes.
+    let (generics, self_ty) = match p.borrows {
+        true => (without_lifetimes(&p.generics), static_lifetimes(self_ty)),
+        false => (p.generics.clone(), self_ty),
+    };
+    let (impl_g, _, where_c) = generics.split_for_impl();
+    let id = match &p.id {
+        Id::Static(id) => id.as_str(),
+        Id::Method(_) => "processor",
+    };
     quote! {
         #errors
         #item
         impl #impl_g #self_ty #where_c {
-            pub const ID: &'static str = #id;
+            pub const ID: &str = #id;
         }
         impl #impl_g #private::Processor for #self_ty #where_c {
             type State = ();
@@ -90,35 +172,96 @@ pub fn fallback(p: &Processor, errors: syn::Error) -> TokenStream {
                 #id
             }
         }
-        impl #impl_g #private::HasInputHook for #self_ty #where_c {}
-        impl #impl_g #private::HasOutputHook for #self_ty #where_c {}
-        impl #impl_g #private::HasErrorHook for #self_ty #where_c {}
+        impl #impl_g #private::InputProcessor for #self_ty #where_c {}
+        impl #impl_g #private::OutputProcessor for #self_ty #where_c {}
+        impl #impl_g #private::ErrorProcessor for #self_ty #where_c {}
     }
 }
 
-/// The user's item as written, and for a function the unit struct that stands for it.
+/// The user's item as written (a function without its `#[config]` attributes), and for a
+/// function the struct that stands for it.
 fn source(p: &Processor) -> TokenStream {
     match &p.source {
-        Source::Fn { item, name } => {
+        Source::Fn { item, name, config } => {
+            let mut item = (*item).clone();
+            without_config_attributes(&mut item.sig);
+            let Some(name) = name else {
+                return item.to_token_stream();
+            };
             let vis = &item.vis;
             let docs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
+            let strukt = match config.is_empty() {
+                true => quote! {
+                    #[derive(
+                        ::core::fmt::Debug,
+                        ::core::clone::Clone,
+                        ::core::marker::Copy,
+                        ::core::default::Default,
+                        ::core::cmp::PartialEq,
+                        ::core::cmp::Eq,
+                        ::core::hash::Hash,
+                    )]
+                    #vis struct #name;
+                },
+                false => config_struct(vis, name, config),
+            };
             quote! {
                 #item
 
                 #(#docs)*
-                #[derive(
-                    ::core::fmt::Debug,
-                    ::core::clone::Clone,
-                    ::core::marker::Copy,
-                    ::core::default::Default,
-                    ::core::cmp::PartialEq,
-                    ::core::cmp::Eq,
-                    ::core::hash::Hash,
-                )]
-                #vis struct #name;
+                #strukt
             }
         }
-        Source::Impl(imp) => imp.to_token_stream(),
+        Source::Impl(imp) => {
+            // `#[config]` on a method is reported; removed, it is not reported again. A hook
+            // method takes `&self` because the hook does, used or not.
+            let mut imp = (*imp).clone();
+            for item in &mut imp.items {
+                if let syn::ImplItem::Fn(m) = item {
+                    without_config_attributes(&mut m.sig);
+                    if Hook::from_method(&m.sig.ident.to_string()).is_some() {
+                        m.attrs
+                            .push(syn::parse_quote!(#[allow(clippy::unused_self)]));
+                    }
+                }
+            }
+            imp.to_token_stream()
+        }
+    }
+}
+
+/// Removes the `#[config]` attributes of a signature's parameters.
+fn without_config_attributes(sig: &mut syn::Signature) {
+    for arg in &mut sig.inputs {
+        if let syn::FnArg::Typed(pt) = arg {
+            pt.attrs.retain(|a| !a.path().is_ident("config"));
+        }
+    }
+}
+
+/// The struct of a function with `#[config]` parameters: one field each, and `new`.
+fn config_struct(vis: &syn::Visibility, name: &Ident, config: &[ConfigField]) -> TokenStream {
+    let fields = config.iter().map(|c| {
+        let (field, ty) = (c.name, &c.field);
+        quote!(#vis #field: #ty)
+    });
+    let params = config.iter().map(|c| {
+        let (field, ty) = (c.name, &c.field);
+        quote!(#field: #ty)
+    });
+    let names = config.iter().map(|c| c.name);
+    quote! {
+        #vis struct #name {
+            #(#fields,)*
+        }
+
+        impl #name {
+            /// The processor, with its configuration.
+            #[must_use]
+            #vis const fn new(#(#params),*) -> Self {
+                Self { #(#names),* }
+            }
+        }
     }
 }
 
@@ -126,7 +269,6 @@ fn source(p: &Processor) -> TokenStream {
 /// user's function, convert what it returns.
 fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
     let private = &p.private;
-    let id = &p.id;
     let hook = h.hook;
     let method = hook.method_ident();
     let (args, parts, extractor) = (hook.args(), hook.parts(), hook.extractor());
@@ -135,29 +277,49 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
     let names: Vec<Ident> = (0..h.params.len())
         .map(|i| format_ident!("__processors_p{i}"))
         .collect();
-    let binds = h.params.iter().zip(&names).map(|(param, name)| match param {
-        Param::State(ty) => quote_spanned! {ty.span()=>
-            let #name = match __processors_parts.state.take() {
-                ::core::option::Option::Some(s) => <#ty as #private::StateType<#state>>::cast(s),
-                ::core::option::Option::None => {
-                    return ::core::result::Result::Err(#private::param_taken(#id, "state"));
-                }
-            };
-        },
-        Param::Extract(ty) => {
-            let text = ty.to_token_stream().to_string();
-            quote_spanned! {ty.span()=>
-                let #name = match <#ty as #private::#extractor<'_, #state>>::extract(
-                    &mut __processors_parts,
-                ) {
-                    ::core::option::Option::Some(v) => v,
-                    ::core::option::Option::None => {
-                        return ::core::result::Result::Err(#private::param_taken(#id, #text));
-                    }
-                };
-            }
+    let taken = |what: &str| {
+        quote! {
+            return ::core::result::Result::Err(#private::param_taken(
+                #private::Processor::id(self),
+                #what,
+            ));
         }
-    });
+    };
+    let binds = h
+        .params
+        .iter()
+        .zip(&names)
+        .map(|(param, name)| match param {
+            Param::State(ty) => {
+                let taken = taken("state");
+                quote_spanned! {ty.span()=>
+                    let ::core::option::Option::Some(#name) = __processors_parts.state.take() else {
+                        #taken
+                    };
+                    let #name = <#ty as #private::StateType<#state>>::cast(#name);
+                }
+            }
+            Param::Config(i) => {
+                let field = &p.config()[*i];
+                let (ident, ty) = (field.name, field.ty);
+                match field.by_value {
+                    true => quote_spanned! {ty.span()=>
+                        let #name = <#ty as #private::ConfigValue>::copied(&self.#ident);
+                    },
+                    false => quote!(let #name = &self.#ident;),
+                }
+            }
+            Param::Extract(ty) => {
+                let taken = taken(&crate::names::tokens_text(&ty.to_token_stream()));
+                quote_spanned! {ty.span()=>
+                    let ::core::option::Option::Some(#name) =
+                        <#ty as #private::#extractor<'_, #state>>::extract(&mut __processors_parts)
+                    else {
+                        #taken
+                    };
+                }
+            }
+        });
     let call = match &p.source {
         Source::Fn { item, .. } => {
             let f = &item.sig.ident;
@@ -192,7 +354,7 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
         return quote! {
             const OUTPUT_STREAM_IS_SYNC: bool = true;
 
-            #[allow(unused_mut)]
+            #[allow(unused_mut, clippy::let_unit_value)]
             #[inline]
             fn process_output_stream_now(
                 &self,
@@ -213,14 +375,19 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
             }
         };
     }
+    // A hook that holds something not `Send` across an `.await` is reported at its `async`.
+    let send = h.sig.asyncness.map_or_else(Span::call_site, |a| a.span);
+    let future = quote_spanned! {send=>
+        impl ::core::future::Future<
+            Output = ::core::result::Result<#out, #private::ProcessorError>,
+        > + ::core::marker::Send
+    };
     quote! {
-        #[allow(clippy::manual_async_fn, unused_mut)]
+        #[allow(clippy::manual_async_fn, unused_mut, clippy::let_unit_value)]
         fn #method(
             &self,
             __processors_args: #private::#args<'_, #state>,
-        ) -> impl ::core::future::Future<
-            Output = ::core::result::Result<#out, #private::ProcessorError>,
-        > + ::core::marker::Send {
+        ) -> #future {
             async move {
                 #body
             }
@@ -234,16 +401,7 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
 /// run-time check, as a constant item cannot name them.
 fn params_taken_once(p: &Processor, h: &HookFn) -> Option<TokenStream> {
     let private = &p.private;
-    let generics: Vec<Ident> = p
-        .generics
-        .params
-        .iter()
-        .map(|g| match g {
-            syn::GenericParam::Type(t) => t.ident.clone(),
-            syn::GenericParam::Const(c) => c.ident.clone(),
-            syn::GenericParam::Lifetime(l) => l.lifetime.ident.clone(),
-        })
-        .collect();
+    let generics = generic_names(&p.generics);
     let types: Vec<&Type> = h
         .params
         .iter()
@@ -281,6 +439,54 @@ fn params_taken_once(p: &Processor, h: &HookFn) -> Option<TokenStream> {
             #(#asserts)*
         };
     })
+}
+
+/// The names of the impl's generic parameters.
+fn generic_names(generics: &Generics) -> Vec<Ident> {
+    generics
+        .params
+        .iter()
+        .map(|g| match g {
+            syn::GenericParam::Type(t) => t.ident.clone(),
+            syn::GenericParam::Const(c) => c.ident.clone(),
+            syn::GenericParam::Lifetime(l) => l.lifetime.ident.clone(),
+        })
+        .collect()
+}
+
+/// `generics` without its lifetimes, and without a where clause that could name them.
+fn without_lifetimes(generics: &Generics) -> Generics {
+    let mut generics = generics.clone();
+    generics.params = generics
+        .params
+        .into_iter()
+        .filter(|g| !matches!(g, syn::GenericParam::Lifetime(_)))
+        .collect();
+    generics.where_clause = None;
+    generics
+}
+
+/// `tokens` with every lifetime `'static`.
+fn static_lifetimes(tokens: TokenStream) -> TokenStream {
+    let mut out = Vec::new();
+    let mut after_quote = false;
+    for tt in tokens {
+        let tt = match tt {
+            TokenTree::Ident(id) if after_quote => {
+                TokenTree::Ident(Ident::new("static", id.span()))
+            }
+            TokenTree::Group(g) => {
+                let mut group =
+                    proc_macro2::Group::new(g.delimiter(), static_lifetimes(g.stream()));
+                group.set_span(g.span());
+                TokenTree::Group(group)
+            }
+            other => other,
+        };
+        after_quote = matches!(&tt, TokenTree::Punct(p) if p.as_char() == '\'');
+        out.push(tt);
+    }
+    out.into_iter().collect()
 }
 
 /// The spans of the first and the last token of `ty`.

@@ -84,6 +84,17 @@ mod tests {
             .collect()
     }
 
+    /// The where clause of an impl, as text.
+    fn bound_of(imp: &syn::ItemImpl) -> String {
+        let predicates = &imp
+            .generics
+            .where_clause
+            .as_ref()
+            .expect("a where clause")
+            .predicates;
+        predicates.to_token_stream().to_string()
+    }
+
     fn has_await(f: &syn::ImplItemFn) -> bool {
         f.block.to_token_stream().to_string().contains(". await")
     }
@@ -117,7 +128,11 @@ mod tests {
             assoc_const(processor, "STATIC_ID"),
             ":: core :: option :: Option :: Some (\"redact-pii\")"
         );
-        assert_eq!(methods(processor), ["id", "process_output_stream"]);
+        assert_eq!(
+            methods(processor),
+            ["id", "keeps_stream_history", "process_output_stream"],
+            "whether a parameter reads the stream history is left to its type"
+        );
         let hook = processor
             .items
             .iter()
@@ -127,8 +142,19 @@ mod tests {
             })
             .unwrap();
         assert!(has_await(hook), "an async function is awaited");
-        assert_eq!(impls_of(&file, "HasOutputHook", "RedactPii").len(), 1);
-        assert!(impls_of(&file, "HasInputHook", "RedactPii").is_empty());
+        assert!(
+            impl_of(&file, "OutputProcessor", "RedactPii")
+                .generics
+                .where_clause
+                .is_none()
+        );
+        for other in ["InputProcessor", "ErrorProcessor"] {
+            assert_eq!(
+                bound_of(impl_of(&file, other, "RedactPii")),
+                "& '__processors RedactPii : :: processors :: __private :: BelongsInOutput < RedactPii >",
+                "a marker of another list never holds, saying where the processor belongs"
+            );
+        }
         assert_eq!(id_of(&file, "RedactPii"), "\"redact-pii\"");
     }
 
@@ -194,9 +220,18 @@ mod tests {
             methods(processor),
             ["id", "process_input", "process_output_step"]
         );
-        assert_eq!(impls_of(&file, "HasInputHook", "HTTPGuard").len(), 1);
-        assert_eq!(impls_of(&file, "HasOutputHook", "HTTPGuard").len(), 1);
-        assert!(impls_of(&file, "HasErrorHook", "HTTPGuard").is_empty());
+        for side in ["InputProcessor", "OutputProcessor"] {
+            assert!(
+                impl_of(&file, side, "HTTPGuard")
+                    .generics
+                    .where_clause
+                    .is_none()
+            );
+        }
+        assert!(
+            bound_of(impl_of(&file, "ErrorProcessor", "HTTPGuard"))
+                .ends_with("BelongsInInputAndOutput < HTTPGuard >")
+        );
         assert_eq!(id_of(&file, "HTTPGuard"), "\"http-guard\"");
     }
 
@@ -275,10 +310,12 @@ mod tests {
                 .any(|i| matches!(i, Item::Fn(f) if f.sig.ident == "shout")),
             "the function is still emitted"
         );
-        for marker in ["HasInputHook", "HasOutputHook", "HasErrorHook"] {
-            assert_eq!(
-                impls_of(&file, marker, "Shout").len(),
-                1,
+        for marker in ["InputProcessor", "OutputProcessor", "ErrorProcessor"] {
+            assert!(
+                impl_of(&file, marker, "Shout")
+                    .generics
+                    .where_clause
+                    .is_none(),
                 "stub impls limit fallout"
             );
         }
@@ -294,5 +331,235 @@ mod tests {
         );
         assert_eq!(compile_errors(&file).len(), 1);
         assert!(matches!(&file.items[1], Item::Struct(s) if s.ident == "Shout"));
+    }
+
+    #[test]
+    fn config_parameters_become_fields_and_a_constructor() {
+        let file = expanded(
+            quote!(output_stream),
+            quote!(
+                pub fn max_len(
+                    chunk: &Chunk,
+                    #[config] limit: usize,
+                    #[config] words: &[String],
+                    #[config] prefix: &str,
+                ) -> StreamAction {
+                    todo!()
+                }
+            ),
+        );
+        assert!(compile_errors(&file).is_empty());
+        let Some(Item::Fn(f)) = file.items.first() else {
+            panic!("the function comes first")
+        };
+        assert!(
+            f.sig.inputs.iter().all(|a| match a {
+                syn::FnArg::Typed(pt) => pt.attrs.is_empty(),
+                syn::FnArg::Receiver(_) => false,
+            }),
+            "`#[config]` is removed from the function"
+        );
+        let strukt = file
+            .items
+            .iter()
+            .find_map(|i| match i {
+                Item::Struct(s) if s.ident == "MaxLen" => Some(s),
+                _ => None,
+            })
+            .expect("the struct");
+        let fields: Vec<String> = strukt
+            .fields
+            .iter()
+            .map(|f| f.to_token_stream().to_string())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "pub limit : usize",
+                "pub words : :: std :: vec :: Vec < String >",
+                "pub prefix : :: std :: string :: String"
+            ]
+        );
+        let constructor = impls_of(&file, "", "MaxLen")
+            .into_iter()
+            .flat_map(|imp| &imp.items)
+            .find_map(|i| match i {
+                ImplItem::Fn(f) if f.sig.ident == "new" => Some(f),
+                _ => None,
+            })
+            .expect("`MaxLen::new`");
+        assert!(constructor.sig.constness.is_some());
+        assert_eq!(constructor.sig.inputs.len(), 3);
+        let hook = impl_of(&file, "Processor", "MaxLen")
+            .to_token_stream()
+            .to_string();
+        assert!(
+            hook.contains("ConfigValue > :: copied (& self . limit)"),
+            "{hook}"
+        );
+        assert!(hook.contains("= & self . words ;"), "{hook}");
+    }
+
+    #[test]
+    fn a_config_parameter_on_a_method_is_an_error() {
+        let file = expanded(
+            quote!(),
+            quote!(
+                impl Guard {
+                    fn process_input(&self, #[config] limit: usize) {}
+                }
+            ),
+        );
+        let errors = compile_errors(&file);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("`#[config]` is for processor functions"));
+    }
+
+    #[test]
+    fn an_id_method_is_the_id() {
+        let file = expanded(
+            quote!(),
+            quote!(
+                impl Limiter {
+                    fn id(&self) -> &str {
+                        &self.id
+                    }
+                    fn process_input(&self) {}
+                }
+            ),
+        );
+        assert!(compile_errors(&file).is_empty());
+        let processor = impl_of(&file, "Processor", "Limiter");
+        assert_eq!(
+            assoc_const(processor, "STATIC_ID"),
+            ":: core :: option :: Option :: None"
+        );
+        let id = processor
+            .items
+            .iter()
+            .find_map(|i| match i {
+                ImplItem::Fn(f) if f.sig.ident == "id" => Some(f),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            id.block.to_token_stream().to_string(),
+            "{ < Limiter > :: id (self) }"
+        );
+        assert!(
+            impls_of(&file, "", "Limiter").len() == 1,
+            "no `ID` constant: the id is per value"
+        );
+    }
+
+    #[test]
+    fn an_id_method_and_an_id_option_are_one_id_too_many() {
+        let file = expanded(
+            quote!(id = "limiter"),
+            quote!(
+                impl Limiter {
+                    fn id(&self) -> &str {
+                        "x"
+                    }
+                    fn process_input(&self) {}
+                }
+            ),
+        );
+        let errors = compile_errors(&file);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("the id is set twice"));
+    }
+
+    #[test]
+    fn a_name_that_makes_no_struct_name_asks_for_one() {
+        for name in [quote!(_2nd_pass), quote!(self_)] {
+            let file = expanded(
+                quote!(output_stream, id = "pass"),
+                quote!(
+                    fn #name(chunk: &Chunk) {}
+                ),
+            );
+            let errors = compile_errors(&file);
+            assert_eq!(errors.len(), 1, "{errors:?}");
+            assert!(
+                errors[0].contains("name it with `name = ...`"),
+                "{errors:?}"
+            );
+            assert!(
+                impls_of(&file, "Processor", "Self").is_empty(),
+                "nothing is generated for a struct without a name"
+            );
+        }
+        let file = expanded(
+            quote!(output_stream, id = "pass", name = SecondPass),
+            quote!(
+                fn _2nd_pass(chunk: &Chunk) {}
+            ),
+        );
+        assert!(compile_errors(&file).is_empty());
+    }
+
+    #[test]
+    fn a_borrowing_processor_is_reported_once_and_its_stubs_are_static() {
+        let file = expanded(
+            quote!(),
+            quote!(
+                impl<'a> Filter<'a> {
+                    fn process_input(&self) {}
+                }
+            ),
+        );
+        let errors = compile_errors(&file);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("a processor is `'static`"));
+        assert_eq!(impls_of(&file, "Processor", "Filter < 'static >").len(), 1);
+    }
+
+    #[test]
+    fn borrowed_state_and_impl_trait_parameters_are_reported() {
+        let file = expanded(
+            quote!(output_step),
+            quote!(
+                fn check(state: &mut Vec<&str>, text: impl AsRef<str>) {}
+            ),
+        );
+        let errors = compile_errors(&file);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].starts_with("per-request state is `'static`"));
+        assert!(errors[1].starts_with("a hook parameter has one type"));
+    }
+
+    #[test]
+    fn a_history_parameter_keeps_the_history() {
+        let file = expanded(
+            quote!(output_stream),
+            quote!(
+                fn sentences(chunk: &Chunk, history: &[Chunk]) {}
+            ),
+        );
+        let processor = impl_of(&file, "Processor", "Sentences");
+        assert!(methods(processor).contains(&"keeps_stream_history".to_owned()));
+        let body = processor.to_token_stream().to_string();
+        assert!(
+            body.contains("reads_stream_history (0 | :: processors :: __private :: Takes :: < & Chunk > :: PARTS | :: processors :: __private :: Takes :: < & [Chunk] > :: PARTS)"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_hook_method_name_suggests_the_hook() {
+        let file = expanded(
+            quote!(process_ouput_stream),
+            quote!(
+                fn f() {}
+            ),
+        );
+        let errors = compile_errors(&file);
+        assert!(
+            errors[0].starts_with(
+                "unknown hook or option `process_ouput_stream` (did you mean `output_stream`?)"
+            ),
+            "{errors:?}"
+        );
     }
 }

@@ -6,10 +6,10 @@ use crate::errors::Errors;
 use crate::hooks::Hook;
 use crate::names;
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{FnArg, Generics, Ident, ItemFn, ItemImpl, LitStr, Pat, Signature, Type};
+use syn::{FnArg, Generics, Ident, ItemFn, ItemImpl, LitStr, Pat, ReturnType, Signature, Type};
 
 pub struct Processor<'a> {
     /// `<crate>::__private`: where generated code takes its names from.
@@ -17,7 +17,10 @@ pub struct Processor<'a> {
     pub source: Source<'a>,
     /// The generics of the generated impls (an impl block's; none for a function).
     pub generics: Generics,
-    pub id: String,
+    /// Whether the impl block borrows (has lifetimes other than `'static`), which is reported;
+    /// the fallback's stubs then name the type with `'static` lifetimes.
+    pub borrows: bool,
+    pub id: Id<'a>,
     /// `type State`: the attribute's `state = T`, else the first hook's `state: &mut T`.
     /// The other hooks' state parameters are checked against it by the compiler.
     pub state: Option<Type>,
@@ -26,15 +29,43 @@ pub struct Processor<'a> {
     pub stream_history: bool,
 }
 
+/// The processor's id.
+pub enum Id<'a> {
+    /// Known at compile time: the attribute's `id`, or derived from the name.
+    Static(String),
+    /// Given by the impl block's `fn id(&self) -> &str`, per value.
+    Method(&'a syn::ImplItemFn),
+}
+
 /// The item the processor is made of.
 pub enum Source<'a> {
-    /// A function implementing one hook, and the unit struct generated for it.
-    Fn { item: &'a ItemFn, name: Ident },
+    /// A function implementing one hook, and the struct generated for it: a unit struct, or
+    /// one field per `#[config]` parameter. `name` is `None` when no valid name derives from
+    /// the function's (which is reported).
+    Fn {
+        item: &'a ItemFn,
+        name: Option<Ident>,
+        config: Vec<ConfigField<'a>>,
+    },
     /// An inherent impl block whose methods named after hooks are the hooks.
     Impl(&'a ItemImpl),
 }
 
+/// A `#[config]` parameter: a field of the generated struct, passed to every call.
+pub struct ConfigField<'a> {
+    /// The parameter's name, which names the field.
+    pub name: &'a Ident,
+    /// The field's type: `T` for a parameter `&T` or `T`, `String` for `&str`, `Vec<T>` for
+    /// `&[T]`.
+    pub field: Type,
+    /// The parameter's type as written.
+    pub ty: &'a Type,
+    /// Passed as a copy (a parameter `T`) rather than a reference (`&T`).
+    pub by_value: bool,
+}
+
 /// A user function implementing a hook.
+#[derive(Clone)]
 pub struct HookFn<'a> {
     pub hook: Hook,
     pub sig: &'a Signature,
@@ -42,9 +73,12 @@ pub struct HookFn<'a> {
 }
 
 /// A parameter of a hook function, apart from `&self`.
+#[derive(Clone, Copy)]
 pub enum Param<'a> {
     /// `state: &mut T`, holding `T`: the processor's per-request state.
     State(&'a Type),
+    /// A `#[config]` parameter: the field of that index.
+    Config(usize),
     /// Any other type, taken out of the hook's arguments through its extractor trait.
     Extract(&'a Type),
 }
@@ -82,12 +116,11 @@ impl<'a> Processor<'a> {
 
     fn from_fn(f: &'a ItemFn, options: Options, errors: &mut Errors) -> Self {
         let sig = &f.sig;
-        let fn_name = sig.ident.unraw().to_string();
         let name = options
             .name
             .clone()
-            .unwrap_or_else(|| Ident::new(&names::upper_camel(&fn_name), sig.ident.span()));
-        let id = id(&options, &sig.ident, errors);
+            .or_else(|| struct_name(&sig.ident, errors));
+        let id = Id::Static(id(&options, &sig.ident, errors));
         // After other mistakes in the attribute (a misspelt hook, say), they explain.
         if options.hook.is_none() && errors.is_empty() {
             errors.span(
@@ -107,17 +140,23 @@ impl<'a> Processor<'a> {
         if !sig.generics.params.is_empty() {
             errors.at(&sig.generics, "a processor function cannot be generic");
         }
+        let mut config = Vec::new();
+        let params = params(sig, Some(&mut config), errors);
         let hooks = options
             .hook
             .iter()
             .map(|(hook, _)| HookFn {
                 hook: *hook,
                 sig,
-                params: params(sig, errors),
+                params: params.clone(),
             })
             .collect();
         Self::new(
-            Source::Fn { item: f, name },
+            Source::Fn {
+                item: f,
+                name,
+                config,
+            },
             Generics::default(),
             id,
             hooks,
@@ -139,16 +178,29 @@ impl<'a> Processor<'a> {
                 "`name` names the struct generated for a function; an impl block already has its type",
             );
         }
-        let type_name = match &*imp.self_ty {
-            Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
+        let borrows = check_static(imp, errors);
+        let id_method = imp.items.iter().find_map(|item| match item {
+            syn::ImplItem::Fn(m) if m.sig.ident == "id" => Some(m),
             _ => None,
-        };
-        let id = match type_name {
-            Some(name) => id(&options, name, errors),
-            None => options
-                .id
-                .as_ref()
-                .map_or_else(|| "processor".to_owned(), LitStr::value),
+        });
+        let id = match id_method {
+            Some(m) => {
+                check_id_method(m, options.id.as_ref(), errors);
+                Id::Method(m)
+            }
+            None => {
+                let type_name = match &*imp.self_ty {
+                    Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
+                    _ => None,
+                };
+                Id::Static(match type_name {
+                    Some(name) => id(&options, name, errors),
+                    None => options
+                        .id
+                        .as_ref()
+                        .map_or_else(|| "processor".to_owned(), LitStr::value),
+                })
+            }
         };
         let mut hooks: Vec<HookFn> = Vec::new();
         for item in &imp.items {
@@ -169,7 +221,7 @@ impl<'a> Processor<'a> {
             hooks.push(HookFn {
                 hook,
                 sig: &m.sig,
-                params: params(&m.sig, errors),
+                params: params(&m.sig, None, errors),
             });
         }
         if hooks.is_empty() && errors.is_empty() {
@@ -181,20 +233,22 @@ impl<'a> Processor<'a> {
                 ),
             );
         }
-        Self::new(
+        let mut p = Self::new(
             Source::Impl(imp),
             imp.generics.clone(),
             id,
             hooks,
             options,
             errors,
-        )
+        );
+        p.borrows = borrows;
+        p
     }
 
     fn new(
         source: Source<'a>,
         generics: Generics,
-        id: String,
+        id: Id<'a>,
         hooks: Vec<HookFn<'a>>,
         options: Options,
         errors: &mut Errors,
@@ -212,12 +266,16 @@ impl<'a> Processor<'a> {
         }
         let first_state = hooks.iter().flat_map(|h| &h.params).find_map(|p| match p {
             Param::State(ty) => Some((*ty).clone()),
-            Param::Extract(_) => None,
+            Param::Config(_) | Param::Extract(_) => None,
         });
+        if let Some(state) = &options.state {
+            check_owned(state, STATE_BORROWS, errors);
+        }
         Processor {
             private: options.private(),
             source,
             generics,
+            borrows: false,
             id,
             state: options.state.or(first_state),
             hooks,
@@ -226,15 +284,131 @@ impl<'a> Processor<'a> {
         }
     }
 
-    /// The type the generated impls are for.
-    pub fn self_ty(&self) -> TokenStream {
+    /// The type the generated impls are for; `None` for a function whose struct has no
+    /// valid name.
+    pub fn self_ty(&self) -> Option<TokenStream> {
         match &self.source {
-            Source::Fn { name, .. } => quote!(#name),
+            Source::Fn { name, .. } => name.as_ref().map(|name| quote!(#name)),
             Source::Impl(imp) => {
                 let ty = &imp.self_ty;
-                quote!(#ty)
+                Some(quote!(#ty))
             }
         }
+    }
+
+    /// The `#[config]` fields (none for an impl block).
+    pub fn config(&self) -> &[ConfigField<'a>] {
+        match &self.source {
+            Source::Fn { config, .. } => config,
+            Source::Impl(_) => &[],
+        }
+    }
+}
+
+/// The struct name derived from a function's: `redact_pii` → `RedactPii`; `None`, reported,
+/// when that is no identifier (`_2nd_pass` → `2ndPass`, `self_` → `Self`).
+fn struct_name(fn_name: &Ident, errors: &mut Errors) -> Option<Ident> {
+    let derived = names::upper_camel(&fn_name.unraw().to_string());
+    let why = if derived.is_empty() {
+        "is empty".to_owned()
+    } else if derived.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("would be `{derived}`, which starts with a digit")
+    } else if syn::parse_str::<Ident>(&derived).is_err() {
+        format!("would be `{derived}`, a keyword")
+    } else {
+        return Some(Ident::new(&derived, fn_name.span()));
+    };
+    errors.at(
+        fn_name,
+        format!(
+            "the name of the struct `#[processor]` generates for this function {why}; name it with `name = ...`, like `#[processor(output_stream, name = MyProcessor)]`"
+        ),
+    );
+    None
+}
+
+/// What the messages about borrowed data say: a processor and its state live longer than any
+/// borrow a hook could make.
+const PROCESSOR_BORROWS: &str = "a processor is `'static`: the agent keeps it for as long as it lives and shares it between runs, so it cannot borrow; hold owned data (`String`, `Vec<T>`, `Arc<T>`) or `&'static` references";
+const STATE_BORROWS: &str = "per-request state is `'static`: the runner creates it for a request and keeps it between hooks, so it cannot borrow; hold owned data, like `Vec<String>` rather than `Vec<&str>`";
+const CONFIG_BORROWS: &str = "configuration is a field of the processor, which is `'static`, so it cannot borrow; take owned data, like `words: &[String]` (a `Vec<String>` field) rather than `&[&str]`";
+
+/// Reports, once, a lifetime of the impl block (other than `'static`); whether there was one.
+fn check_static(imp: &ItemImpl, errors: &mut Errors) -> bool {
+    let lifetime = imp
+        .generics
+        .lifetimes()
+        .next()
+        .map(|lt| lt.lifetime.to_token_stream());
+    match lifetime.or_else(|| borrowed(&imp.self_ty)) {
+        Some(tokens) => {
+            errors.at(tokens, PROCESSOR_BORROWS);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Reports the first borrow in `ty`; whether there was none.
+fn check_owned(ty: &Type, message: &str, errors: &mut Errors) -> bool {
+    match borrowed(ty) {
+        Some(tokens) => {
+            errors.at(tokens, message);
+            false
+        }
+        None => true,
+    }
+}
+
+/// The first borrow in `ty`: a reference or a lifetime other than `'static`.
+fn borrowed(ty: &Type) -> Option<TokenStream> {
+    let is_static = |lt: &Option<syn::Lifetime>| lt.as_ref().is_some_and(|l| l.ident == "static");
+    match ty {
+        Type::Reference(r) if !is_static(&r.lifetime) => Some(r.to_token_stream()),
+        Type::Reference(r) => borrowed(&r.elem),
+        Type::Slice(s) => borrowed(&s.elem),
+        Type::Array(a) => borrowed(&a.elem),
+        Type::Paren(p) => borrowed(&p.elem),
+        Type::Group(g) => borrowed(&g.elem),
+        Type::Tuple(t) => t.elems.iter().find_map(borrowed),
+        Type::Path(p) => p.path.segments.iter().find_map(|s| match &s.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|a| match a {
+                syn::GenericArgument::Type(t) => borrowed(t),
+                syn::GenericArgument::Lifetime(l) if l.ident != "static" => {
+                    Some(l.to_token_stream())
+                }
+                _ => None,
+            }),
+            _ => None,
+        }),
+        Type::TraitObject(t) => t.bounds.iter().find_map(|b| match b {
+            syn::TypeParamBound::Lifetime(l) if l.ident != "static" => Some(l.to_token_stream()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Checks an impl block's `fn id`, which sets the id per value.
+fn check_id_method(m: &syn::ImplItemFn, option: Option<&LitStr>, errors: &mut Errors) {
+    if let Some(lit) = option {
+        errors.at(
+            lit,
+            "the id is set twice: by `id = ...` and by the impl block's `fn id`; keep one (`id = ...` for an id every value shares, `fn id(&self) -> &str` for one per value)",
+        );
+        errors.at(&m.sig.ident, "`fn id` sets the id here");
+    }
+    let sig = &m.sig;
+    let shaped = matches!(sig.receiver(), Some(r) if r.reference.is_some() && r.mutability.is_none())
+        && sig.inputs.len() == 1
+        && sig.asyncness.is_none()
+        && sig.generics.params.is_empty()
+        && !matches!(sig.output, ReturnType::Default);
+    if !shaped {
+        errors.at(
+            &sig.ident,
+            "in a `#[processor]` impl block, `fn id` is the processor's id: write it `fn id(&self) -> &str`",
+        );
     }
 }
 
@@ -290,15 +464,45 @@ fn hook_method(m: &syn::ImplItemFn, errors: &mut Errors) -> Option<Hook> {
     Some(hook)
 }
 
-/// The parameters of a hook function; `state: T` where `T` is not `&mut _` is reported.
-fn params<'a>(sig: &'a Signature, errors: &mut Errors) -> Vec<Param<'a>> {
+/// The parameters of a hook function. `state: T` where `T` is not `&mut _` is reported, and so
+/// are `impl Trait` types and borrowed state. `#[config]` parameters go to `config` (a
+/// function's); on a method, where there is no `config`, they are reported.
+fn params<'a>(
+    sig: &'a Signature,
+    mut config: Option<&mut Vec<ConfigField<'a>>>,
+    errors: &mut Errors,
+) -> Vec<Param<'a>> {
     let mut params = Vec::new();
     for arg in &sig.inputs {
         let FnArg::Typed(pt) = arg else { continue };
+        if let Some(tokens) = impl_trait(&pt.ty) {
+            errors.at(
+                tokens,
+                "a hook parameter has one type, the one the hook provides, so it cannot be `impl Trait`: name the type (like `text: &str`); the hook's parameter types are listed in the `#[processor]` documentation",
+            );
+            continue;
+        }
+        if let Some(attr) = pt.attrs.iter().find(|a| a.path().is_ident("config")) {
+            match config.as_deref_mut() {
+                Some(fields) => {
+                    if let Some(field) = config_field(pt, errors) {
+                        params.push(Param::Config(fields.len()));
+                        fields.push(field);
+                    }
+                }
+                None => errors.at(
+                    attr,
+                    "`#[config]` is for processor functions; the hook methods of an impl block read configuration from `&self`",
+                ),
+            }
+            continue;
+        }
         let is_state = matches!(&*pt.pat, Pat::Ident(i) if i.ident == "state");
         match &*pt.ty {
             Type::Reference(r) if is_state && r.mutability.is_some() => {
-                params.push(Param::State(&r.elem));
+                if check_owned(&r.elem, STATE_BORROWS, errors) {
+                    params.push(Param::State(&r.elem));
+                }
             }
             other if is_state => errors.at(
                 other,
@@ -308,6 +512,74 @@ fn params<'a>(sig: &'a Signature, errors: &mut Errors) -> Vec<Param<'a>> {
         }
     }
     params
+}
+
+/// The first `impl Trait` in `ty`.
+fn impl_trait(ty: &Type) -> Option<&syn::TypeImplTrait> {
+    match ty {
+        Type::ImplTrait(t) => Some(t),
+        Type::Reference(r) => impl_trait(&r.elem),
+        Type::Slice(s) => impl_trait(&s.elem),
+        Type::Array(a) => impl_trait(&a.elem),
+        Type::Paren(p) => impl_trait(&p.elem),
+        Type::Group(g) => impl_trait(&g.elem),
+        Type::Tuple(t) => t.elems.iter().find_map(impl_trait),
+        Type::Path(p) => p.path.segments.iter().find_map(|s| match &s.arguments {
+            syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|a| match a {
+                syn::GenericArgument::Type(t) => impl_trait(t),
+                _ => None,
+            }),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// The field of a `#[config]` parameter, `name: &T` or `name: T`.
+fn config_field<'a>(pt: &'a syn::PatType, errors: &mut Errors) -> Option<ConfigField<'a>> {
+    let Pat::Ident(pat) = &*pt.pat else {
+        errors.at(
+            &pt.pat,
+            "a `#[config]` parameter is named (`limit: usize`): its name is the field's",
+        );
+        return None;
+    };
+    let (field, by_value) = match &*pt.ty {
+        Type::Reference(r) if r.mutability.is_some() => {
+            errors.at(
+                r.mutability,
+                "configuration is shared by every run of the processor, so it is read-only: take `&T` or, for a `Copy` type, `T`",
+            );
+            return None;
+        }
+        Type::Reference(r) => {
+            let field: Type = match &*r.elem {
+                Type::Path(p) if p.qself.is_none() && p.path.is_ident("str") => {
+                    syn::parse_quote!(::std::string::String)
+                }
+                Type::Slice(s) => {
+                    let elem = &s.elem;
+                    syn::parse_quote!(::std::vec::Vec<#elem>)
+                }
+                other => other.clone(),
+            };
+            if r.lifetime.is_some() {
+                errors.at(&r.lifetime, CONFIG_BORROWS);
+                return None;
+            }
+            (field, false)
+        }
+        other => (other.clone(), true),
+    };
+    if !check_owned(&field, CONFIG_BORROWS, errors) {
+        return None;
+    }
+    Some(ConfigField {
+        name: &pat.ident,
+        field,
+        ty: &pt.ty,
+        by_value,
+    })
 }
 
 fn kind(item: &syn::Item) -> &'static str {

@@ -74,6 +74,7 @@ macro_rules! hook_parts {
         }
 
         $(
+            #[diagnostic::do_not_recommend]
             impl<$a, S: ?Sized> $trait<$a, S> for $pty {
                 #[inline]
                 fn extract($p: &mut $parts<$a, S>) -> Option<Self> {
@@ -159,5 +160,43 @@ impl<E: Into<ProcessorError>> HookReturn<Option<Value>> for Result<(), E> {
     #[inline]
     fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
         self.map(|()| None).map_err(Into::into)
+    }
+}
+
+/// The state type every hook of one processor shares. Implemented only for the state type
+/// itself, so a hook whose `state` parameter names another type is an error at that type, and
+/// two spellings of one type (`Vec<u8>`, `std::vec::Vec<u8>`) are the same type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the state type of this processor, `{S}`",
+    label = "expected `{S}`",
+    note = "a processor has one state type, shared by all its hooks: the attribute's `state = ...`, or else the type of the first hook's `state` parameter"
+)]
+pub trait StateType<S> {
+    /// The processor's state as the hook's parameter.
+    fn cast(state: &mut S) -> &mut Self;
+}
+
+impl<S> StateType<S> for S {
+    #[inline(always)]
+    fn cast(state: &mut S) -> &mut S {
+        state
+    }
+}
+
+/// A `#[config]` parameter taken by value: a copy of the processor's field, made for every call.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not `Copy`, so a `#[config]` parameter cannot take it by value",
+    label = "take it by reference: `&{Self}`",
+    note = "a `#[config]` parameter `T` is a copy of the processor's field, made for every call; `&T` reads the field itself"
+)]
+pub trait ConfigValue: Sized {
+    /// A copy of the field.
+    fn copied(field: &Self) -> Self;
+}
+
+impl<T: Copy> ConfigValue for T {
+    #[inline(always)]
+    fn copied(field: &T) -> T {
+        *field
     }
 }

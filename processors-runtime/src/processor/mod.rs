@@ -12,6 +12,7 @@ mod from_fn;
 mod hooks;
 mod pipeline;
 mod report;
+mod shared;
 pub(crate) mod state;
 mod table;
 
@@ -186,25 +187,111 @@ pub trait Processor: Send + Sync + 'static {
 }
 
 /// A processor that belongs in an agent's `input` list.
+///
+/// `#[processor]` implements it for a processor with an input hook; a processor without one
+/// gets an impl that can never hold, so that putting it in `input` is an error that says
+/// where it belongs.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an input processor",
     label = "this processor has no input hook",
-    note = "an input processor implements `process_input`, `process_input_step` or `process_llm_request`; a processor with only output hooks belongs in `output`"
+    note = "an input processor implements `process_input`, `process_input_step` or `process_llm_request`; a processor goes in the lists of the hooks it has: `output` for output hooks, `error` for `process_api_error`"
 )]
-pub trait InputProcessor: Processor {}
+pub trait InputProcessor: Processor {
+    /// The processor, checked to belong in `input` (`agent!` calls it on each entry).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn __in_input(self) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
+}
 
 /// A processor that belongs in an agent's `output` list.
+///
+/// `#[processor]` implements it as [`InputProcessor`] describes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an output processor",
     label = "this processor has no output hook",
-    note = "an output processor implements `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` or `process_llm_response`; a processor with only input hooks belongs in `input`"
+    note = "an output processor implements `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` or `process_llm_response`; a processor goes in the lists of the hooks it has: `input` for input hooks, `error` for `process_api_error`"
 )]
-pub trait OutputProcessor: Processor {}
+pub trait OutputProcessor: Processor {
+    /// The processor, checked to belong in `output` (`agent!` calls it on each entry).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn __in_output(self) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
+}
 
 /// A processor that belongs in an agent's `error` list.
+///
+/// `#[processor]` implements it as [`InputProcessor`] describes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an error processor",
     label = "this processor has no `process_api_error` hook",
-    note = "an error processor implements `process_api_error`"
+    note = "an error processor implements `process_api_error`; a processor goes in the lists of the hooks it has: `input` for input hooks, `output` for output hooks"
 )]
-pub trait ErrorProcessor: Processor {}
+pub trait ErrorProcessor: Processor {
+    /// The processor, checked to belong in `error` (`agent!` calls it on each entry).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn __in_error(self) -> Self
+    where
+        Self: Sized,
+    {
+        self
+    }
+}
+
+/// Where a processor belongs, by the hooks it has: for a processor made by `#[processor]`, the
+/// marker trait of each list it does not belong in depends on one of these traits (for
+/// `&'_ P`, which never implements it), so that putting it in that list is an error that
+/// says where it belongs instead.
+pub mod placement {
+    /// Declares the traits, one per set of lists.
+    macro_rules! homes {
+        ($($(#[$doc:meta])* $name:ident: $message:literal, $label:literal;)*) => { $(
+            $(#[$doc])*
+            #[diagnostic::on_unimplemented(
+                message = $message,
+                label = $label,
+                note = "a processor goes in the lists of the hooks it has: `input` for `process_input`, `process_input_step` and `process_llm_request`; `output` for `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` and `process_llm_response`; `error` for `process_api_error`"
+            )]
+            pub trait $name<P: ?Sized> {}
+        )* };
+    }
+
+    /// An `agent!` list entry that is a value: a processor, if it is in a list it belongs in.
+    #[derive(Debug, Clone, Copy)]
+    pub struct IsValue;
+
+    /// An `agent!` list entry that is a `Memory` value rather than the word `memory`: it
+    /// needs the agent's `memory:` key, and in `output` it comes last.
+    #[derive(Debug, Clone, Copy)]
+    pub struct IsMemory;
+
+    /// An `agent!` list entry that is a function: the function `#[processor]` was put on,
+    /// where the type it generated belongs.
+    #[derive(Debug, Clone, Copy)]
+    pub struct IsFunction;
+
+    homes! {
+        /// Only input hooks.
+        BelongsInInput: "`{P}` belongs in `input`: it has only input hooks", "move it to `input`";
+        /// Only output hooks.
+        BelongsInOutput: "`{P}` belongs in `output`: it has only output hooks", "move it to `output`";
+        /// Only `process_api_error`.
+        BelongsInError: "`{P}` belongs in `error`: its only hook is `process_api_error`", "move it to `error`";
+        /// Input and output hooks, no `process_api_error`.
+        BelongsInInputAndOutput: "`{P}` belongs in `input` and `output`: it has no `process_api_error`", "remove it from `error`";
+        /// Input hooks and `process_api_error`, no output hook.
+        BelongsInInputAndError: "`{P}` belongs in `input` and `error`: it has no output hook", "remove it from `output`";
+        /// Output hooks and `process_api_error`, no input hook.
+        BelongsInOutputAndError: "`{P}` belongs in `output` and `error`: it has no input hook", "remove it from `input`";
+    }
+}

@@ -1,0 +1,104 @@
+//! Code the macros generate is clean under `clippy::pedantic` and the compiler's stricter lints,
+//! on its own tokens and on the user's it is spanned at. The CI's `cargo clippy --all-targets`
+//! builds this file, so a lint in generated code fails it; the test itself runs the agent.
+#![deny(clippy::pedantic, warnings)]
+#![deny(
+    unused_parens,
+    unused_qualifications,
+    unused_results,
+    trivial_casts,
+    unused_lifetimes
+)]
+
+use processors::prelude::*;
+use std::sync::Arc;
+
+/// Rejects empty answers, asking for a retry.
+#[processor(output_step)]
+fn not_empty(text: &str, abort: Abort) -> Result<(), ProcessorError> {
+    if text.is_empty() {
+        return Err(abort.reason("say something").retry(true).into());
+    }
+    Ok(())
+}
+
+/// Counts the chunks it sees, up to `limit`, and can read the history.
+#[processor(output_stream)]
+fn count(chunk: &Chunk, history: &[Chunk], state: &mut usize, #[config] limit: usize) {
+    let _ = (chunk, history.len());
+    *state = (*state + 1).min(limit);
+}
+
+/// Upper-cases streamed text.
+#[processor(output_stream, id = "shout")]
+fn shout(chunk: &Chunk) -> StreamAction {
+    match chunk.text_delta() {
+        Some(t) => chunk.clone().map_text(|_| t.to_uppercase()).into(),
+        None => StreamAction::Pass,
+    }
+}
+
+/// Reads the input, the message list and the request context.
+#[processor(input)]
+fn look(messages: Vec<Message>, list: &MessageList, context: &RequestContext, step: RetryCount) {
+    let _ = (messages, list, context, step);
+}
+
+/// Retries rejected requests.
+#[processor(api_error)]
+fn retry_all(error: &ApiError) -> ApiErrorAction {
+    let _ = error;
+    ApiErrorAction::Retry
+}
+
+/// Replaces tool results that name a secret.
+#[processor(tool_result)]
+fn hide(call: &ToolCall, result: &Value) -> Value {
+    if call.tool_name.contains("secret") {
+        Value::Null
+    } else {
+        result.clone()
+    }
+}
+
+/// A processor with several hooks and a per-value id.
+struct Guard {
+    id: String,
+}
+
+#[processor]
+impl Guard {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn process_input_step(&self, step: StepNumber, state: &mut Vec<String>) {
+        futures::future::ready(()).await;
+        state.push(format!("{}:{}", self.id, step.0));
+    }
+
+    fn process_output_result(&self, state: &mut Vec<String>) {
+        state.clear();
+    }
+}
+
+const RETRIES: u32 = 2;
+const STEPS: u32 = 4;
+
+#[test]
+fn an_agent_of_every_kind_of_entry_runs() {
+    let store = InMemoryStore::new();
+    let agent = agent! {
+        name: "lints",
+        instructions: "Be brief.",
+        model: ScriptedModel::new([Turn::text("ok")]),
+        memory: Memory::new(store),
+        input: [memory, Look, (Guard { id: "guard".to_owned() })],
+        output: [(Shout), Arc::new(Count::new(8)), NotEmpty, Hide, memory],
+        error: [RetryAll],
+        max_processor_retries: RETRIES,
+        max_steps: STEPS,
+    };
+    let result = futures::executor::block_on(agent.generate("hi")).expect("a run");
+    assert_eq!(result.text, "OK");
+}
