@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ChunkKind::ToolCall(ToolCall {
                 tool_name, args, ..
             }) => writeln!(out, "[calling {tool_name} {args}]")?,
-            ChunkKind::ToolResult(ToolResult { result, .. }) => writeln!(out, "[result {result}]")?,
+            ChunkKind::ToolResult(r) => writeln!(out, "[result {}]", r.result)?,
             ChunkKind::Error { message } => writeln!(out, "\n[error: {message}]")?,
             _ => {}
         }

@@ -106,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ChunkKind::ToolCall(ToolCall {
                 tool_name, args, ..
             }) => println!("[calls {tool_name} {args}]"),
-            ChunkKind::ToolResult(ToolResult { result, .. }) => println!("[result {result}]"),
+            ChunkKind::ToolResult(r) => println!("[result {}]", r.result),
             ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
             _ => {}
         }

@@ -998,7 +998,7 @@ on_every_path!(b37_tool_result_changed_before_history, |path| {
     let result_chunk = chunks
         .iter()
         .find_map(|c| match &c.kind {
-            ChunkKind::ToolResult(ToolResult { result, .. }) => Some(result.clone()),
+            ChunkKind::ToolResult(r) => Some(r.result.clone()),
             _ => None,
         })
         .unwrap();

@@ -150,8 +150,8 @@ pub enum ChunkKind {
     },
     /// A complete tool call.
     ToolCall(ToolCall),
-    /// A tool's result.
-    ToolResult(ToolResult),
+    /// A tool's result (boxed: chunks stay small on the per-chunk path).
+    ToolResult(Box<ToolResult>),
     /// A tool failed.
     ToolError {
         /// The call's id.

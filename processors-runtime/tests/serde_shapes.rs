@@ -31,12 +31,12 @@ fn every_kind() -> Vec<ChunkKind> {
             tool_name: "w".into(),
             args: json!({"city": "Oslo"}),
         }),
-        ChunkKind::ToolResult(ToolResult {
+        ChunkKind::ToolResult(Box::new(ToolResult {
             tool_call_id: "c".into(),
             tool_name: "w".into(),
             result: json!(21),
             is_error: false,
-        }),
+        })),
         ChunkKind::ToolError {
             tool_call_id: "c".into(),
             tool_name: "w".into(),

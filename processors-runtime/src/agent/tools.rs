@@ -43,7 +43,7 @@ pub(crate) async fn execute<O: Pipeline>(
                     result: hooks::tool_result(output, s, call, value).await?,
                     is_error: false,
                 };
-                (ChunkKind::ToolResult(result.clone()), result)
+                (ChunkKind::ToolResult(Box::new(result.clone())), result)
             }
             Err(error) => {
                 let (tool_call_id, tool_name) = id();
