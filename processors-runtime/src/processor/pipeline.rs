@@ -238,24 +238,10 @@ fn apply<P: StreamCall + ?Sized>(
             Flow::Continue
         }
         Ok(StreamAction::Drop) => Flow::Drop,
-        Ok(StreamAction::Many(chunks)) => {
-            let mut chunks = chunks.into_iter();
-            let Some(first) = chunks.next() else {
-                return Flow::Drop;
-            };
-            *chunk = first;
-            // The others follow from the next processor on (inside a workflow, from the next
-            // processor after it).
-            match &mut cx.pending {
-                Some(pending) => pending.extend(chunks.map(|c| (pos + 1, c.kind))),
-                None => cx.written.extend(chunks.map(|c| c.kind)),
-            }
-            Flow::Continue
-        }
+        Ok(StreamAction::Many(chunks)) => emit_many(cx, chunk, pos, chunks),
         Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
         Err(ProcessorError::Warning(a)) => {
-            cx.report
-                .violation(&a.into_tripwire(p.call_id()), ViolationKind::Warn);
+            warn(cx, a, p.call_id());
             Flow::Continue
         }
         Err(ProcessorError::Failed(e)) => {
@@ -267,6 +253,29 @@ fn apply<P: StreamCall + ?Sized>(
             Flow::Emit
         }
     }
+}
+
+/// Puts the first of several chunks in place of the one processed; the others follow from
+/// the next processor on (inside a workflow, from the next processor after it).
+#[cold]
+fn emit_many(cx: &mut StreamCx<'_>, chunk: &mut Chunk, pos: usize, chunks: Vec<Chunk>) -> Flow {
+    let mut chunks = chunks.into_iter();
+    let Some(first) = chunks.next() else {
+        return Flow::Drop;
+    };
+    *chunk = first;
+    match &mut cx.pending {
+        Some(pending) => pending.extend(chunks.map(|c| (pos + 1, c.kind))),
+        None => cx.written.extend(chunks.map(|c| c.kind)),
+    }
+    Flow::Continue
+}
+
+/// Reports a processor's warning; the chunk goes on.
+#[cold]
+fn warn(cx: &StreamCx<'_>, a: Abort, id: &str) {
+    cx.report
+        .violation(&a.into_tripwire(id), ViolationKind::Warn);
 }
 
 /// Runs a processor that never waits on a chunk, without a future.
