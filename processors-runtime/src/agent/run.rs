@@ -15,7 +15,7 @@ use crate::processor::{Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
 use crate::runner::hooks::{self, Response, Step};
 use crate::runner::outbox::{Handoff, Outbox, catch_up};
 use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, pump, replay};
-use crate::runner::{Halt, HookError, Scope};
+use crate::runner::{Halt, Scope};
 use crate::step::{RunSummary, StepResult};
 use crate::tripwire::TripWire;
 
@@ -48,21 +48,9 @@ impl From<Halt> for Stop {
     }
 }
 
-impl From<HookError> for Stop {
-    fn from(e: HookError) -> Self {
-        Stop::Failed(e.into())
-    }
-}
-
 impl From<AgentError> for Stop {
     fn from(e: AgentError) -> Self {
         Stop::Failed(e)
-    }
-}
-
-impl From<BuildError> for Stop {
-    fn from(e: BuildError) -> Self {
-        Stop::Failed(e.into())
     }
 }
 
