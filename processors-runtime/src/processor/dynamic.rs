@@ -64,7 +64,8 @@ pub trait DynProcessor: Send + Sync + 'static {
     fn dyn_new_state(&self) -> Box<dyn Any + Send>;
     /// The state's type and its name.
     fn dyn_state_type(&self) -> (TypeId, &'static str);
-    /// The processor's own type.
+    /// The type whose hooks run: the processor's own, or the pointee's for `Arc<P>` and
+    /// `&'static P`.
     fn dyn_type_id(&self) -> TypeId;
     for_each_hook!(dyn_hook_decls);
     /// [`Processor::OUTPUT_STREAM_IS_SYNC`].
@@ -112,7 +113,7 @@ impl<P: Processor> DynProcessor for P {
         (TypeId::of::<P::State>(), std::any::type_name::<P::State>())
     }
     fn dyn_type_id(&self) -> TypeId {
-        TypeId::of::<P>()
+        self.__type_id()
     }
     fn dyn_output_stream_is_sync(&self) -> bool {
         P::OUTPUT_STREAM_IS_SYNC

@@ -77,6 +77,14 @@ pub trait Processor: Send + Sync + 'static {
     /// The processor's id: names it in errors, trip wires and traces, and keys its state.
     fn id(&self) -> &str;
 
+    /// The type whose hooks run: `Self`, and for a pointer (`Arc<P>`, `&'static P`) the
+    /// pointee's. Lets the runtime recognise a processor of its own (the agent's memory)
+    /// behind a pointer. Not meant to be overridden.
+    #[doc(hidden)]
+    fn __type_id(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<Self>()
+    }
+
     /// Whether `data-*` chunks reach `process_output_stream` (they do not by default).
     fn process_data_parts(&self) -> bool {
         false
