@@ -54,7 +54,7 @@ macro_rules! dyn_hook_impls {
 pub trait DynProcessor: Send + Sync + 'static {
     /// [`Processor::id`].
     fn dyn_id(&self) -> &str;
-    /// [`Processor::HOOKS`].
+    /// [`Processor::hooks`].
     fn dyn_hooks(&self) -> Hooks;
     /// [`Processor::process_data_parts`].
     fn dyn_process_data_parts(&self) -> bool;
@@ -98,7 +98,7 @@ impl<P: Processor> DynProcessor for P {
         self.id()
     }
     fn dyn_hooks(&self) -> Hooks {
-        P::HOOKS
+        self.hooks()
     }
     fn dyn_process_data_parts(&self) -> bool {
         self.process_data_parts()

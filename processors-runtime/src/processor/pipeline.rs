@@ -111,7 +111,7 @@ pub trait StreamCall: Send + Sync {
 impl<P: Processor> StreamCall for P {
     #[inline]
     fn call_hooks(&self) -> Hooks {
-        P::HOOKS
+        self.hooks()
     }
     fn call_id(&self) -> &str {
         self.id()
