@@ -13,9 +13,9 @@ use crate::processor::state::StateMap;
 use crate::processor::{
     Abort, ApiErrorAction, ApiErrorArgs, DynProcessor, ErrorProcessor, Flow, Hook, Hooks,
     InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
-    LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
-    OutputStepArgs, OutputStreamArgs, Processor, ProcessorError, ProcessorRef, Reporter,
-    StepConfig, StepOverrides, StreamAction, StreamCx, ToolResultArgs, boxed,
+    LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs, OutputStepArgs,
+    OutputStreamArgs, Processor, ProcessorError, ProcessorRef, Reporter, StepConfig, StepOverrides,
+    StreamAction, StreamCx, ToolResultArgs, boxed,
 };
 use crate::step::{RunSummary, StepResult};
 use futures::StreamExt;
@@ -319,45 +319,48 @@ impl Workflow {
             .iter()
             .filter_map(|&i| ws.slots.get(i).copied())
             .collect();
-        let shared = slots.iter().enumerate().any(|(k, s)| slots[..k].contains(s));
-        let results: Vec<(Result<bool, Halt>, H::Carry)> = if shared || slots.len() != branches.len()
-        {
-            // Branches that share a state (one id) run one after another, each seeing the
-            // state the one before it left.
-            let mut out = Vec::with_capacity(branches.len());
-            for &i in branches {
-                let mut copy = carry.clone();
-                let r = self.call_at(h, i, &mut copy, ws, report).await;
-                out.push((r, copy));
-            }
-            out
-        } else {
-            let mut taken: Vec<Box<dyn Any + Send>> =
-                slots.iter().map(|&s| ws.states.take(s)).collect();
-            // Built in a loop, not by a closure: the future stays `Send` for every lifetime.
-            let mut jobs = Vec::with_capacity(branches.len());
-            for (&i, state) in branches.iter().zip(taken.iter_mut()) {
-                let mut copy = carry.clone();
-                let p = self.processors.get(i);
-                jobs.push(async move {
-                    let r = match p {
-                        Some(p) if p.dyn_hooks().contains(H::HOOK) => {
-                            h.call(&**p, &mut **state, &mut copy, report).await
-                        }
-                        _ => Ok(false),
-                    };
-                    (r, copy)
-                });
-            }
-            let out = futures::stream::iter(jobs)
-                .buffered(self.concurrency)
-                .collect::<Vec<_>>()
-                .await;
-            for (&s, value) in slots.iter().zip(taken) {
-                ws.states.put(s, value);
-            }
-            out
-        };
+        let shared = slots
+            .iter()
+            .enumerate()
+            .any(|(k, s)| slots[..k].contains(s));
+        let results: Vec<(Result<bool, Halt>, H::Carry)> =
+            if shared || slots.len() != branches.len() {
+                // Branches that share a state (one id) run one after another, each seeing the
+                // state the one before it left.
+                let mut out = Vec::with_capacity(branches.len());
+                for &i in branches {
+                    let mut copy = carry.clone();
+                    let r = self.call_at(h, i, &mut copy, ws, report).await;
+                    out.push((r, copy));
+                }
+                out
+            } else {
+                let mut taken: Vec<Box<dyn Any + Send>> =
+                    slots.iter().map(|&s| ws.states.take(s)).collect();
+                // Built in a loop, not by a closure: the future stays `Send` for every lifetime.
+                let mut jobs = Vec::with_capacity(branches.len());
+                for (&i, state) in branches.iter().zip(taken.iter_mut()) {
+                    let mut copy = carry.clone();
+                    let p = self.processors.get(i);
+                    jobs.push(async move {
+                        let r = match p {
+                            Some(p) if p.dyn_hooks().contains(H::HOOK) => {
+                                h.call(&**p, &mut **state, &mut copy, report).await
+                            }
+                            _ => Ok(false),
+                        };
+                        (r, copy)
+                    });
+                }
+                let out = futures::stream::iter(jobs)
+                    .buffered(self.concurrency)
+                    .collect::<Vec<_>>()
+                    .await;
+                for (&s, value) in slots.iter().zip(taken) {
+                    ws.states.put(s, value);
+                }
+                out
+            };
         let mut stop = false;
         for (k, (r, copy)) in results.into_iter().enumerate() {
             let r = r?;
@@ -841,7 +844,12 @@ impl StepHook for ApiErrorHook<'_> {
             retry_count: self.retry_count,
             report,
         };
-        let out = call(p.dyn_id(), Hook::ApiError, report, p.dyn_process_api_error(args));
+        let out = call(
+            p.dyn_id(),
+            Hook::ApiError,
+            report,
+            p.dyn_process_api_error(args),
+        );
         c.retry = out.await? == Some(ApiErrorAction::Retry);
         Ok(c.retry)
     }
@@ -926,7 +934,6 @@ impl Workflow {
         }
     }
 }
-
 
 impl Processor for Workflow {
     type State = WorkflowState;
