@@ -28,7 +28,7 @@ pub use from_fn::{
 };
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
-pub(crate) use pipeline::{Flow, StreamCx, stream_one};
+pub(crate) use pipeline::{Flow, StreamCx, StreamStat, stream_one};
 pub(crate) use report::{Reporter, ViolationHandler};
 pub use report::{Violation, ViolationKind};
 

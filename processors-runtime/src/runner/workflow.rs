@@ -879,6 +879,8 @@ impl Workflow {
             pending: None,
             report: args.report,
             current: 0,
+            // The workflow is counted as one processor of the chain around it.
+            stats: None,
         };
         let mut chunk = args.chunk.clone();
         for step in &self.steps {
@@ -929,7 +931,7 @@ impl Workflow {
     /// Runs the processor at `i` on a chunk.
     async fn stream_at(&self, i: usize, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
         match self.processors.get(i) {
-            Some(p) => crate::processor::stream_one(&**p, cx, chunk, i).await,
+            Some(p) => crate::processor::stream_one::<false, _>(&**p, cx, chunk, i).await,
             None => Flow::Continue,
         }
     }
