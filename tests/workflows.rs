@@ -440,6 +440,10 @@ on_every_path!(b59_api_error_inside_a_workflow_retries, |path| {
 // ---------------------------------------------------------------------------------------------
 // A workflow's hooks and placement
 
+fn hooks_of<P: Processor>(_: &P) -> Hooks {
+    P::HOOKS
+}
+
 /// A processor with `process_output_result` alone.
 struct ResultOnly;
 
@@ -456,6 +460,19 @@ impl OutputProcessor for ResultOnly {}
 fn b60_a_workflows_hooks_are_its_processors() {
     let flow = Workflow::new("out").then(ResultOnly);
     assert_eq!(flow.hooks(), Hooks::OUTPUT_RESULT);
+    assert_eq!(hooks_of(&flow), Hooks::OUTPUT_RESULT, "known from its type");
+    let erased = flow.clone().erased();
+    assert_eq!(
+        (hooks_of(&erased), erased.hooks()),
+        (Hooks::ALL, Hooks::OUTPUT_RESULT)
+    );
+    let branches = Workflow::new("b").parallel((ResultOnly, Probe::new("p")), 0);
+    assert_eq!(hooks_of(&branches), Hooks::ALL.with(Hooks::OUTPUT_RESULT));
+    let refs = Workflow::new("r").parallel([boxed(ResultOnly)], 0);
+    assert_eq!(
+        (hooks_of(&refs), refs.hooks()),
+        (Hooks::ALL, Hooks::OUTPUT_RESULT)
+    );
     assert_eq!(boxed(flow.clone()).dyn_hooks(), Hooks::OUTPUT_RESULT);
     let err = Agent::builder()
         .model(ScriptedModel::new([]))
@@ -478,8 +495,10 @@ fn b60_a_workflows_hooks_are_its_processors() {
 }
 
 #[tokio::test]
-async fn b60_a_misplaced_workflow_in_agent_macro_fails_the_call_with_a_clear_error() {
-    let flow = Workflow::new("out").then(ResultOnly);
+async fn b60_a_misplaced_workflow_known_at_run_time_fails_the_call_with_a_clear_error() {
+    // Erased, its steps are known at run time only; typed, `agent!` refuses it at compile
+    // time (tests/ui/fail/agent_workflow_in_a_list_of_no_step.rs).
+    let flow = Workflow::new("out").then(ResultOnly).erased();
     let agent = agent! {
         model: ScriptedModel::new([Turn::text("never")]),
         input: [flow],

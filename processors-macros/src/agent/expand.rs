@@ -346,6 +346,50 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
         }
     }
 
+    // Each processor has a hook of its list. A processor whose marker trait says where it
+    // belongs (as `#[processor]` generates them) is refused by the trait first; this catches
+    // the rest, such as a workflow whose steps' processors belong elsewhere.
+    let placed: Vec<&EntryOut> = lists
+        .iter()
+        .flat_map(|l| &l.entries)
+        .filter(|e| matches!(e.what, What::Processor(_)))
+        .collect();
+    if !placed.is_empty() {
+        let consts = placed.iter().map(|e| {
+            let name = e.constant("_PLACED");
+            let belongs = match e.list {
+                "input" => quote!(is_input),
+                "output" => quote!(is_output),
+                _ => quote!(is_error),
+            };
+            let head = format!("`{}` has no hook of the `{}` list: ", e.text, e.list);
+            let panic = panic_at(e.spans, quote!(text.as_str()));
+            quote! {
+                const #name: #phantom<P> = {
+                    if !<P as #p::Processor>::HOOKS.#belongs() {
+                        let text = #p::Text::concat(&[#head, <P as #p::Processor>::HOOKS.home()]);
+                        #panic
+                    }
+                    #phantom
+                };
+            }
+        });
+        items.push(quote! {
+            #[allow(dead_code)]
+            struct Placed<P>(#phantom<P>);
+            impl<P: #p::Processor> Placed<P> {
+                #(#consts)*
+            }
+            fn placed<P>(_: &P) -> #phantom<P> {
+                #phantom
+            }
+        });
+        for e in &placed {
+            let (name, var) = (e.constant("_PLACED"), &e.var);
+            matches.push(quote!(::core::matches!(placed(&#var), Placed::#name)));
+        }
+    }
+
     // No two processors of a list with one id.
     let mut pairs = Vec::new();
     for list in lists {

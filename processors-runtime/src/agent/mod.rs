@@ -503,7 +503,7 @@ pub(crate) fn check_lists(
                     id: p.dyn_id().to_owned(),
                     list,
                     hooks,
-                    hint: home_of(hooks),
+                    hint: hooks.home(),
                 });
             }
         }
@@ -517,19 +517,6 @@ pub(crate) fn check_lists(
         return Err(BuildError::MemoryNotLast);
     }
     Ok(())
-}
-
-/// Where a processor with `hooks` belongs.
-fn home_of(hooks: Hooks) -> &'static str {
-    if hooks.is_input() {
-        "it belongs in `input`"
-    } else if hooks.is_output() {
-        "it belongs in `output`"
-    } else if hooks.is_error() {
-        "it belongs in `error`"
-    } else {
-        "it has no hook, so it belongs in no list"
-    }
 }
 
 impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {

@@ -143,6 +143,21 @@ impl Hooks {
         self.0 & Self::OUTPUT_SIDE != 0
     }
 
+    /// Where a processor with these hooks belongs, as said in error messages:
+    /// "it belongs in `output` and `error`".
+    pub const fn home(self) -> &'static str {
+        match (self.is_input(), self.is_output(), self.is_error()) {
+            (true, true, true) => "it belongs in `input`, `output` and `error`",
+            (true, true, false) => "it belongs in `input` and `output`",
+            (true, false, true) => "it belongs in `input` and `error`",
+            (false, true, true) => "it belongs in `output` and `error`",
+            (true, false, false) => "it belongs in `input`",
+            (false, true, false) => "it belongs in `output`",
+            (false, false, true) => "it belongs in `error`",
+            (false, false, false) => "it has no hook, so it belongs in no list",
+        }
+    }
+
     /// Whether the set has `process_api_error`: such a processor belongs in an `error` list.
     pub const fn is_error(self) -> bool {
         self.contains(Hook::ApiError)

@@ -17,7 +17,10 @@ pub(crate) mod state;
 mod table;
 
 pub use crate::chunk::DataWriter;
-pub use crate::runner::workflow::{Workflow, WorkflowInput, WorkflowState};
+pub use crate::runner::workflow::{
+    AndParallel, AndThen, Branches, NoSteps, StepHooks, Steps, Workflow, WorkflowInput,
+    WorkflowState,
+};
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use error::{Abort, ProcessorError};

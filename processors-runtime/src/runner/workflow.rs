@@ -22,6 +22,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use std::any::Any;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// What a branch condition sees: what the hook being run works on.
@@ -105,16 +106,118 @@ enum Step {
 ///     .build();
 /// assert!(agent.is_ok());
 /// ```
-#[derive(Clone)]
-pub struct Workflow {
+///
+/// **Hooks known at compile time.** The type of a workflow says which processors its steps
+/// hold (`H`), so its [`HOOKS`](Processor::HOOKS) are theirs and `agent!` checks where it goes
+/// as it does for any processor. Branches given as shared pointers (`[boxed(a), boxed(b)]`)
+/// are known only at run time: such a workflow declares every hook, and is checked when the
+/// agent is built. Give parallel branches as a tuple (`(a, b)`) to keep them known.
+pub struct Workflow<H = Steps> {
     id: String,
     processors: Vec<ProcessorRef>,
     steps: Vec<Step>,
     hooks: Hooks,
     concurrency: usize,
+    _steps: PhantomData<fn() -> H>,
 }
 
-impl std::fmt::Debug for Workflow {
+impl<H> Clone for Workflow<H> {
+    fn clone(&self) -> Self {
+        Workflow {
+            id: self.id.clone(),
+            processors: self.processors.clone(),
+            steps: self.steps.clone(),
+            hooks: self.hooks,
+            concurrency: self.concurrency,
+            _steps: PhantomData,
+        }
+    }
+}
+
+/// What a workflow's type knows of the hooks of its steps.
+pub trait StepHooks: 'static {
+    /// The union of the hooks of the processors of the steps.
+    const HOOKS: Hooks;
+}
+
+/// Steps known only at run time (or none yet): every hook, narrowed at run time by
+/// [`Processor::hooks`].
+#[derive(Debug, Clone, Copy)]
+pub struct Steps;
+
+impl StepHooks for Steps {
+    const HOOKS: Hooks = Hooks::ALL;
+}
+
+/// No step yet.
+#[derive(Debug, Clone, Copy)]
+pub struct NoSteps;
+
+impl StepHooks for NoSteps {
+    const HOOKS: Hooks = Hooks::NONE;
+}
+
+/// The steps `S`, then a step with the processor `P`.
+#[derive(Debug, Clone, Copy)]
+pub struct AndThen<S, P>(PhantomData<fn() -> (S, P)>);
+
+impl<S: StepHooks, P: Processor> StepHooks for AndThen<S, P> {
+    const HOOKS: Hooks = S::HOOKS.with(P::HOOKS);
+}
+
+/// The steps `S`, then parallel branches `B`.
+#[derive(Debug, Clone, Copy)]
+pub struct AndParallel<S, B>(PhantomData<fn() -> (S, B)>);
+
+impl<S: StepHooks, B: Branches> StepHooks for AndParallel<S, B> {
+    const HOOKS: Hooks = S::HOOKS.with(B::HOOKS);
+}
+
+/// The branches of a parallel step: a tuple of processors (their hooks known at compile
+/// time), or shared pointers (`[ProcessorRef; N]`, `Vec<ProcessorRef>`: known at run time).
+pub trait Branches: 'static {
+    /// The union of the branches' hooks.
+    const HOOKS: Hooks;
+    /// The branches, as shared processors.
+    fn into_refs(self) -> Vec<ProcessorRef>;
+}
+
+impl<const N: usize> Branches for [ProcessorRef; N] {
+    const HOOKS: Hooks = Hooks::ALL;
+    fn into_refs(self) -> Vec<ProcessorRef> {
+        self.into()
+    }
+}
+
+impl Branches for Vec<ProcessorRef> {
+    const HOOKS: Hooks = Hooks::ALL;
+    fn into_refs(self) -> Vec<ProcessorRef> {
+        self
+    }
+}
+
+macro_rules! tuple_branches {
+    ($(($($T:ident $i:tt),+))*) => { $(
+        impl<$($T: Processor),+> Branches for ($($T,)+) {
+            const HOOKS: Hooks = Hooks::NONE$(.with($T::HOOKS))+;
+            fn into_refs(self) -> Vec<ProcessorRef> {
+                vec![$(boxed(self.$i)),+]
+            }
+        }
+    )* };
+}
+
+tuple_branches! {
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, I 7)
+}
+
+impl<H> std::fmt::Debug for Workflow<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Workflow")
             .field("id", &self.id)
@@ -134,7 +237,7 @@ pub struct WorkflowState {
     histories: Vec<Vec<Chunk>>,
 }
 
-impl Workflow {
+impl Workflow<NoSteps> {
     /// An empty workflow with this id.
     pub fn new(id: impl Into<String>) -> Self {
         Workflow {
@@ -142,14 +245,35 @@ impl Workflow {
             processors: Vec::new(),
             steps: Vec::new(),
             hooks: Hooks::NONE,
-            concurrency: Self::DEFAULT_CONCURRENCY,
+            concurrency: DEFAULT_CONCURRENCY,
+            _steps: PhantomData,
+        }
+    }
+}
+
+/// How many parallel branches of a workflow run at once unless said otherwise.
+const DEFAULT_CONCURRENCY: usize = 8;
+
+impl<H: StepHooks> Workflow<H> {
+    /// The same workflow with another type of steps.
+    fn retype<G>(self) -> Workflow<G> {
+        Workflow {
+            id: self.id,
+            processors: self.processors,
+            steps: self.steps,
+            hooks: self.hooks,
+            concurrency: self.concurrency,
+            _steps: PhantomData,
         }
     }
 
-    /// How many parallel branches run at once unless said otherwise.
-    pub const DEFAULT_CONCURRENCY: usize = 8;
+    /// Forgets what the type says of the steps (a workflow to keep with others of any steps,
+    /// as in a `Vec`): it then declares every hook and is checked at run time.
+    pub fn erased(self) -> Workflow<Steps> {
+        self.retype()
+    }
 
-    /// Runs at most `n` parallel branches at once (at least 1).
+    /// Runs at most `n` parallel branches at once (at least 1; 8 unless set).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
         self
@@ -162,41 +286,45 @@ impl Workflow {
     }
 
     /// Runs `p` next.
-    pub fn then(mut self, p: impl Processor) -> Self {
+    pub fn then<P: Processor>(mut self, p: P) -> Workflow<AndThen<H, P>> {
         let i = self.add(boxed(p));
         self.steps.push(Step::Then(i));
-        self
+        self.retype()
     }
 
     /// Runs every branch on its own copy of the input, concurrently, and keeps the output of
     /// `branches[select]`; an abort in any branch stops the workflow. An out-of-range `select`
     /// keeps the last branch.
-    pub fn parallel(
+    pub fn parallel<B: Branches>(
         mut self,
-        branches: impl IntoIterator<Item = ProcessorRef>,
+        branches: B,
         select: usize,
-    ) -> Self {
-        let branches: Vec<usize> = branches.into_iter().map(|p| self.add(p)).collect();
+    ) -> Workflow<AndParallel<H, B>> {
+        let branches: Vec<usize> = branches
+            .into_refs()
+            .into_iter()
+            .map(|p| self.add(p))
+            .collect();
         if !branches.is_empty() {
             let select = select.min(branches.len() - 1);
             self.steps.push(Step::Parallel { branches, select });
         }
-        self
+        self.retype()
     }
 
     /// Runs `p` when `condition` holds; consecutive `branch` calls form one branch step where
     /// the first matching condition wins.
-    pub fn branch(
+    pub fn branch<P: Processor>(
         mut self,
         condition: impl Fn(&WorkflowInput<'_>) -> bool + Send + Sync + 'static,
-        p: impl Processor,
-    ) -> Self {
+        p: P,
+    ) -> Workflow<AndThen<H, P>> {
         let arm: (Condition, usize) = (Arc::new(condition), self.add(boxed(p)));
         match self.steps.last_mut() {
             Some(Step::Branch(arms)) => arms.push(arm),
             _ => self.steps.push(Step::Branch(vec![arm])),
         }
-        self
+        self.retype()
     }
 
     /// Transforms the messages of message hooks (chunks pass unchanged).
@@ -204,7 +332,9 @@ impl Workflow {
         self.steps.push(Step::Map(Arc::new(f)));
         self
     }
+}
 
+impl<W> Workflow<W> {
     /// Binds every processor to its state slot, on the first hook call of a request.
     fn bind(&self, state: &mut WorkflowState) -> Result<(), HookError> {
         if state.slots.len() == self.processors.len() {
@@ -252,7 +382,7 @@ trait StepHook: Sync {
     ) -> impl Future<Output = Result<bool, Halt>> + Send + 'a;
 }
 
-impl Workflow {
+impl<W> Workflow<W> {
     /// Runs a hook through the steps.
     async fn drive<H: StepHook>(
         &self,
@@ -855,7 +985,7 @@ impl StepHook for ApiErrorHook<'_> {
     }
 }
 
-impl Workflow {
+impl<W> Workflow<W> {
     /// Runs a chunk through the steps, with the stream chain's rules for each processor.
     async fn run_stream(
         &self,
@@ -937,11 +1067,11 @@ impl Workflow {
     }
 }
 
-impl Processor for Workflow {
+impl<H: StepHooks> Processor for Workflow<H> {
     type State = WorkflowState;
-    /// Every hook: what runs is narrowed to the hooks of the processors inside by
-    /// [`hooks`](Processor::hooks).
-    const HOOKS: Hooks = Hooks::ALL;
+    /// The hooks of the steps' processors, as far as the type knows them (every hook for
+    /// branches known at run time); [`hooks`](Processor::hooks) is exact.
+    const HOOKS: Hooks = H::HOOKS;
 
     fn id(&self) -> &str {
         &self.id
@@ -1146,11 +1276,11 @@ impl Processor for Workflow {
     }
 }
 
-// A workflow declares every hook; where it belongs depends on what is inside it, which the
-// agent checks when it is built (and each call checks again).
+// Where a workflow belongs depends on its steps: `agent!` checks its `HOOKS` at compile time,
+// the builder its `hooks()` when the agent is built (and each call checks again).
 #[diagnostic::do_not_recommend]
-impl InputProcessor for Workflow {}
+impl<H: StepHooks> InputProcessor for Workflow<H> {}
 #[diagnostic::do_not_recommend]
-impl OutputProcessor for Workflow {}
+impl<H: StepHooks> OutputProcessor for Workflow<H> {}
 #[diagnostic::do_not_recommend]
-impl ErrorProcessor for Workflow {}
+impl<H: StepHooks> ErrorProcessor for Workflow<H> {}
