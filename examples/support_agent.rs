@@ -2,11 +2,15 @@
 //! a tool, a stream redactor, a retrying guardrail and a provider-error handler; offline on
 //! the scripted model.
 //!
-//! Run with `cargo run --example support_agent`.
+//! Run with `cargo run --example support_agent`; `-- --trace run.html` also writes the run's
+//! timeline as a page (each step, each processor's hook calls, each chunk's way through the
+//! stream processors).
 
 use futures::StreamExt;
 use processors::prelude::*;
+use processors::trace::Recorder;
 use serde_json::json;
+use tracing::instrument::WithSubscriber;
 
 /// Collapses runs of whitespace in the new input.
 #[processor(input)]
@@ -97,22 +101,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         max_steps: 4,
     };
 
+    let trace_to = trace_path()?;
+    let recorder = Recorder::new();
     let options = GenerateOptions::new()
         .request_context(RequestContext::new().with_thread("thread-1", "customer-9"));
-    let mut stream = agent.stream_with("  where   is order A-17? ", options);
-    while let Some(chunk) = stream.next().await {
-        match &chunk.kind {
-            ChunkKind::TextDelta { text, .. } => print!("{text}"),
-            ChunkKind::ToolCall(ToolCall {
-                tool_name, args, ..
-            }) => println!("[calls {tool_name} {args}]"),
-            ChunkKind::ToolResult(r) => println!("[result {}]", r.result),
-            ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
-            _ => {}
+    let run = async {
+        let mut stream = agent.stream_with("  where   is order A-17? ", options);
+        while let Some(chunk) = stream.next().await {
+            print_chunk(&chunk);
         }
-    }
-    let result = stream.finish().await?;
+        stream.finish().await
+    };
+    let result = match &trace_to {
+        Some(_) => run.with_subscriber(recorder.clone()).await?,
+        None => run.await?,
+    };
     println!("\nanswer: {}", result.text);
+
     for step in &result.steps {
         if let Some(t) = &step.tripwire {
             println!(
@@ -131,5 +136,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         saved.len(),
         saved.last().map(Message::text)
     );
+    if let Some(path) = trace_to {
+        std::fs::write(&path, recorder.timeline().to_html())?;
+        println!("timeline written to {path}");
+    }
     Ok(())
+}
+
+/// The path after `--trace`, if given.
+fn trace_path() -> Result<Option<String>, String> {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        None => Ok(None),
+        Some("--trace") => args
+            .next()
+            .map(Some)
+            .ok_or_else(|| "--trace needs a file name, like `--trace run.html`".to_owned()),
+        Some(other) => Err(format!("unknown argument `{other}`; use `--trace FILE`")),
+    }
+}
+
+fn print_chunk(chunk: &Chunk) {
+    match &chunk.kind {
+        ChunkKind::TextDelta { text, .. } => print!("{text}"),
+        ChunkKind::ToolCall(ToolCall {
+            tool_name, args, ..
+        }) => println!("[calls {tool_name} {args}]"),
+        ChunkKind::ToolResult(r) => println!("[result {}]", r.result),
+        ChunkKind::StepFinish { finish_reason, .. } => println!("  <{finish_reason:?}>"),
+        _ => {}
+    }
 }

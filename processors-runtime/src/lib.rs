@@ -17,6 +17,7 @@ pub mod processor;
 pub mod runner;
 pub mod step;
 pub mod tool;
+pub mod trace;
 pub mod tripwire;
 
 pub use agent::{Agent, AgentError, GenerateOptions, GenerateResult};

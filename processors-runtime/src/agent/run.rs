@@ -212,7 +212,14 @@ impl Run {
                 .step(agent, lists, limits, driver)
                 .instrument(span.clone())
                 .await;
-            span.in_scope(|| driver.trace_step(self.next_number().saturating_sub(1)));
+            // The step the attempt ended as (provider-error retries before it were steps of
+            // their own; a rejected step is recorded by `reject`).
+            let number = match &stepped {
+                Ok(_) => self.next_number().saturating_sub(1),
+                Err(_) => self.next_number(),
+            };
+            span.record("step", number);
+            span.in_scope(|| driver.trace_step(number));
             let reason = match stepped {
                 Ok(reason) => {
                     span.record("finish_reason", reason.as_str());

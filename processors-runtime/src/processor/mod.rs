@@ -30,8 +30,8 @@ pub use from_fn::{
     llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
 };
 pub use hooks::{Hook, Hooks};
+pub(crate) use pipeline::{CHUNK_TARGET, Flow, StreamCx, StreamStats, stream_one};
 pub use pipeline::{DynPipeline, Pipeline};
-pub(crate) use pipeline::{Flow, StreamCx, StreamStat, stream_one};
 pub(crate) use report::{Reporter, ViolationHandler};
 pub use report::{Violation, ViolationKind};
 

@@ -95,8 +95,19 @@ pub struct StreamCx<'r> {
     /// The position of the processor running, to name it when it panics.
     pub(crate) current: usize,
     /// Per-position counts and time of the chain's stream hooks, when tracing asks for them.
-    pub(crate) stats: Option<&'r mut Vec<StreamStat>>,
+    pub(crate) stats: Option<&'r mut StreamStats>,
 }
+
+/// What the measuring chain keeps: a [`StreamStat`] per position, and whether each chunk's
+/// way through each processor is reported too (at `TRACE`, target `processors::chunks`).
+#[derive(Debug, Default)]
+pub(crate) struct StreamStats {
+    pub(crate) per: Vec<StreamStat>,
+    pub(crate) chunks: bool,
+}
+
+/// The tracing target of the per-chunk events.
+pub(crate) const CHUNK_TARGET: &str = "processors::chunks";
 
 /// What one processor of the stream chain did in a step: the chunks it took, what became of
 /// them, and the time spent in its hook. Kept only when a tracing subscriber listens at
@@ -119,10 +130,11 @@ fn record(cx: &mut StreamCx<'_>, pos: usize, started: std::time::Instant, outcom
     let Some(stats) = cx.stats.as_deref_mut() else {
         return;
     };
-    if stats.len() <= pos {
-        stats.resize(pos + 1, StreamStat::default());
+    let per = &mut stats.per;
+    if per.len() <= pos {
+        per.resize(pos + 1, StreamStat::default());
     }
-    let s = &mut stats[pos];
+    let s = &mut per[pos];
     s.chunks += 1;
     s.nanos += u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     match outcome {
@@ -133,6 +145,41 @@ fn record(cx: &mut StreamCx<'_>, pos: usize, started: std::time::Instant, outcom
         StreamOutcome::Aborted => s.aborted += 1,
         StreamOutcome::Failed => s.failed += 1,
     }
+}
+
+/// A chunk as the per-chunk events show it: its type and its text, if it has some.
+fn describe(chunk: &Chunk) -> (std::borrow::Cow<'static, str>, Option<String>) {
+    (
+        chunk.kind.type_name(),
+        chunk.text_delta().map(str::to_owned),
+    )
+}
+
+/// Reports one chunk's way through one processor.
+#[cold]
+#[inline(never)]
+fn trace_chunk(
+    id: &str,
+    pos: usize,
+    before: (std::borrow::Cow<'static, str>, Option<String>),
+    after: &Chunk,
+    outcome: StreamOutcome,
+) {
+    let (kind, text) = before;
+    let text_out = match outcome {
+        StreamOutcome::Replaced => after.text_delta().map(str::to_owned),
+        _ => None,
+    };
+    tracing::trace!(
+        target: CHUNK_TARGET,
+        processor = id,
+        position = pos,
+        chunk = %kind,
+        text = text.as_deref(),
+        text_out = text_out.as_deref(),
+        outcome = outcome.name(),
+        "chunk through a stream processor"
+    );
 }
 
 /// What a stream hook's result does to its chunk.
@@ -147,6 +194,17 @@ enum StreamOutcome {
 }
 
 impl StreamOutcome {
+    fn name(self) -> &'static str {
+        match self {
+            StreamOutcome::Passed => "pass",
+            StreamOutcome::Replaced => "replaced",
+            StreamOutcome::Dropped => "dropped",
+            StreamOutcome::Warned => "warned",
+            StreamOutcome::Aborted => "aborted",
+            StreamOutcome::Failed => "failed",
+        }
+    }
+
     fn of(result: &Result<StreamAction, ProcessorError>) -> Self {
         match result {
             Ok(StreamAction::Pass) => StreamOutcome::Passed,
@@ -373,6 +431,7 @@ fn measured_now<P: StreamCall + ?Sized>(
     pos: usize,
 ) -> Flow {
     let started = std::time::Instant::now();
+    let before = traces_chunks(cx).then(|| describe(chunk));
     let Some(args) = args_for(p, cx, chunk, pos) else {
         return Flow::Continue;
     };
@@ -380,7 +439,15 @@ fn measured_now<P: StreamCall + ?Sized>(
     let outcome = StreamOutcome::of(&result);
     let flow = apply(p, cx, chunk, pos, result);
     record(cx, pos, started, outcome);
+    if let Some(before) = before {
+        trace_chunk(p.call_id(), pos, before, chunk, outcome);
+    }
     flow
+}
+
+/// Whether each chunk's way through each processor is reported.
+fn traces_chunks(cx: &StreamCx<'_>) -> bool {
+    cx.stats.as_ref().is_some_and(|s| s.chunks)
 }
 
 /// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
@@ -395,6 +462,7 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
         return stream_one_now::<MEASURE, P>(p, cx, chunk, pos);
     }
     let started = MEASURE.then(std::time::Instant::now);
+    let before = (MEASURE && traces_chunks(cx)).then(|| describe(chunk));
     let Some(args) = args_for(p, cx, chunk, pos) else {
         return Flow::Continue;
     };
@@ -403,6 +471,9 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
         let outcome = StreamOutcome::of(&result);
         let flow = apply(p, cx, chunk, pos, result);
         record(cx, pos, started, outcome);
+        if let Some(before) = before {
+            trace_chunk(p.call_id(), pos, before, chunk, outcome);
+        }
         return flow;
     }
     apply(p, cx, chunk, pos, result)

@@ -10,7 +10,7 @@ use super::{Halt, HookError, Scope};
 use crate::chunk::{Chunk, ChunkKind};
 use crate::message::{Part, ToolCall};
 use crate::model::{ApiError, ModelStream};
-use crate::processor::{DynPipeline, Flow, Hook, Pipeline, StreamCx, StreamStat};
+use crate::processor::{CHUNK_TARGET, DynPipeline, Flow, Hook, Pipeline, StreamCx, StreamStats};
 
 /// The tracing target of the per-step stream hook summaries.
 pub(crate) const STREAM_TARGET: &str = "processors::stream";
@@ -147,7 +147,7 @@ pub(crate) struct StreamDriver<'a, O> {
     sync: bool,
     /// Whether the stream hooks are counted and timed for tracing ([`Self::trace_step`]).
     measure: bool,
-    stats: Vec<StreamStat>,
+    stats: StreamStats,
     pub(crate) acc: StepAcc,
 }
 
@@ -163,7 +163,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             pending: VecDeque::new(),
             active,
             measure: false,
-            stats: Vec::new(),
+            stats: StreamStats::default(),
             acc: StepAcc::default(),
         }
     }
@@ -171,14 +171,16 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
     /// Starts counting and timing the chain's stream hooks for a step when a tracing
     /// subscriber listens for them; without one, nothing is measured.
     pub(crate) fn measure_step(&mut self) {
-        self.measure =
-            self.active && tracing::enabled!(target: STREAM_TARGET, tracing::Level::DEBUG);
+        let chunks = tracing::enabled!(target: CHUNK_TARGET, tracing::Level::TRACE);
+        self.measure = self.active
+            && (chunks || tracing::enabled!(target: STREAM_TARGET, tracing::Level::DEBUG));
+        self.stats.chunks = chunks;
     }
 
     /// Reports what each stream processor did in the step, one event per processor (no span
     /// or event per chunk), and starts over.
     pub(crate) fn trace_step(&mut self, step_number: u32) {
-        if !std::mem::take(&mut self.measure) || self.stats.is_empty() {
+        if !std::mem::take(&mut self.measure) || self.stats.per.is_empty() {
             return;
         }
         let mut list = Vec::new();
@@ -186,7 +188,13 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             StreamList::Static(p) => p.collect(&mut list),
             StreamList::Dynamic(p) => p.collect(&mut list),
         }
-        for (pos, s) in self.stats.iter().enumerate().filter(|(_, s)| s.chunks > 0) {
+        for (pos, s) in self
+            .stats
+            .per
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.chunks > 0)
+        {
             tracing::debug!(
                 target: STREAM_TARGET,
                 processor = list.get(pos).map_or("?", |p| p.dyn_id()),
@@ -202,7 +210,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
                 "stream hook calls of the step"
             );
         }
-        self.stats.clear();
+        self.stats.per.clear();
     }
 
     /// The error of a processor that panicked at position `current` of the chain.

@@ -1,0 +1,223 @@
+//! A run you can look at: the recorder's timeline, as JSON and as a page, rendered in a real
+//! browser.
+
+mod common;
+
+use common::*;
+use processors::prelude::*;
+use processors::trace::{EntryKind, Recorder, Timeline};
+use std::path::PathBuf;
+use std::process::Command;
+use tracing::instrument::WithSubscriber;
+
+/// A run with two steps (a tool call, then an answer), a stream processor that replaces one
+/// delta and drops another, an input processor, and a guard that rejects the first answer.
+async fn recorded_run() -> (Timeline, GenerateResult) {
+    let m = ScriptedModel::new([
+        Turn::empty().tool_call("call-1", "weather", serde_json::json!({"city": "Oslo"})),
+        Turn::deltas(["<b>first</b>"]),
+        Turn::deltas(["sunny", " secret", " today"]),
+    ]);
+    let agent = Agent::builder()
+        .name("weather-desk")
+        .model(m)
+        .tool(echo_tool("weather"))
+        .max_processor_retries(1)
+        .input(Probe::new("tag").input(|a| {
+            let mut ms = a.messages.clone();
+            ms[0].set_text("tagged");
+            Ok(ms.into())
+        }))
+        .output(Probe::new("redact").stream(|a| {
+            Ok(match a.chunk.text_delta() {
+                Some(" secret") => StreamAction::Drop,
+                Some("sunny") => a.chunk.clone().map_text(|_| "SUNNY".to_owned()).into(),
+                _ => StreamAction::Pass,
+            })
+        }))
+        .output(Probe::new("judge").output_step(|a| {
+            if a.text.contains("first") {
+                return Err(a.abort().reason("too bold").retry(true).into());
+            }
+            Ok(().into())
+        }))
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let result = agent
+        .generate("hi")
+        .with_subscriber(recorder.clone())
+        .await
+        .unwrap();
+    (recorder.timeline(), result)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_has_the_run_its_steps_hooks_chunks_tools_and_retries() {
+    let (t, r) = recorded_run().await;
+    assert_eq!(r.text, "SUNNY today");
+    let run: Vec<_> = t.runs().collect();
+    assert_eq!(run.len(), 1);
+    assert_eq!(run[0].field("run_id").as_deref(), Some(r.run_id.as_str()));
+    assert_eq!(run[0].field("outcome").as_deref(), Some("completed"));
+    let steps: Vec<_> = t
+        .steps()
+        .map(|s| (s.field("step").unwrap(), s.field("finish_reason").unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("0".into(), "tool-calls".into()),
+            ("1".into(), "retry".into()),
+            ("2".into(), "stop".into())
+        ]
+    );
+    let last = t.steps().last().unwrap();
+    let chunks: Vec<_> = t
+        .within(last.index)
+        .filter(|e| e.target == "processors::chunks")
+        .filter(|e| e.field("processor").as_deref() == Some("redact"))
+        .filter_map(|e| Some((e.field("text")?, e.field("outcome")?, e.field("text_out"))))
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            (
+                "sunny".to_owned(),
+                "replaced".to_owned(),
+                Some("SUNNY".to_owned())
+            ),
+            (" secret".to_owned(), "dropped".to_owned(), None),
+            (" today".to_owned(), "pass".to_owned(), None),
+        ]
+    );
+    let tools: Vec<_> = t.spans("tool").map(|e| e.field("name").unwrap()).collect();
+    assert_eq!(tools, ["weather"]);
+    let retry = t
+        .entries
+        .iter()
+        .find(|e| e.kind == EntryKind::Event && e.name.starts_with("step rejected"))
+        .expect("a retry event");
+    assert_eq!(retry.field("reason").as_deref(), Some("too bold"));
+    let tag = t
+        .spans("processor")
+        .find(|e| {
+            e.field("id").as_deref() == Some("tag")
+                && e.field("hook").as_deref() == Some("process_input")
+        })
+        .unwrap();
+    assert_eq!(tag.field("outcome").as_deref(), Some("replaced"));
+    assert!(tag.end_us.is_some());
+
+    let json = t.to_json();
+    assert_eq!(json["entries"].as_array().unwrap().len(), t.entries.len());
+    let page = t.to_html();
+    for id in ["step-0", "step-1", "step-2"] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "{id} missing");
+    }
+    assert!(
+        page.contains("&lt;b&gt;first&lt;/b&gt;"),
+        "chunk text is escaped"
+    );
+    assert!(!page.contains("<b>first</b>"));
+    assert!(!page.contains("<script"), "the page runs no script");
+}
+
+/// The browser, when the machine has one (`scripts/chromium.sh` installs it).
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let out = Command::new("which").arg(name).output().ok()?;
+            out.status
+                .success()
+                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        })
+}
+
+fn headless(browser: &PathBuf, profile: &std::path::Path) -> Command {
+    let mut c = Command::new(browser);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_renders_in_a_browser_with_every_step_and_no_console_error() {
+    // The test's setup installs the browser when the machine has none.
+    let browser = chromium().or_else(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/chromium.sh");
+        let installed = Command::new("bash").arg(script).status().ok()?;
+        installed.success().then(chromium).flatten()
+    });
+    let Some(browser) = browser else {
+        if std::env::var_os("PROCESSORS_SKIP_BROWSER").is_some() {
+            eprintln!("skipped: no browser, and PROCESSORS_SKIP_BROWSER is set");
+            return;
+        }
+        panic!(
+            "no chromium on this machine and `scripts/chromium.sh` could not install Debian's; install one, or set PROCESSORS_SKIP_BROWSER=1 to skip this test"
+        );
+    };
+    let (t, _) = recorded_run().await;
+    let dir = std::env::temp_dir().join(format!("processors-page-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("run.html");
+    std::fs::write(&page, t.to_html()).unwrap();
+    let url = format!("file://{}", page.display());
+
+    let dom = headless(&browser, &dir.join("profile"))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom_text = String::from_utf8_lossy(&dom.stdout);
+    for step in ["Step 0", "Step 1", "Step 2"] {
+        assert!(dom_text.contains(step), "the rendered page lacks {step}");
+    }
+    assert!(dom_text.contains("weather-desk"));
+    let log = String::from_utf8_lossy(&dom.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") && l.contains("ERROR")),
+        "console errors: {log}"
+    );
+
+    let shot = dir.join("run.png");
+    let out = headless(&browser, &dir.join("profile"))
+        .arg("--window-size=1200,2400")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    // A blank page of this size compresses to a few kilobytes; the timeline does not.
+    assert!(
+        png.len() > 50_000,
+        "the screenshot looks blank ({} bytes)",
+        png.len()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
