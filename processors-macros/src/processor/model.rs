@@ -166,7 +166,7 @@ impl<'a> Processor<'a> {
     }
 
     fn from_impl(imp: &'a ItemImpl, options: Options, errors: &mut Errors) -> Self {
-        if let Some((_, path, _)) = &imp.trait_ {
+        if let Some((path, _)) = &imp.trait_ {
             errors.at(
                 path,
                 "#[processor] goes on an inherent impl block (`impl MyProcessor { ... }`), not on a trait impl",
@@ -399,7 +399,7 @@ fn check_id_method(m: &syn::ImplItemFn, option: Option<&LitStr>, errors: &mut Er
         errors.at(&m.sig.ident, "`fn id` sets the id here");
     }
     let sig = &m.sig;
-    let shaped = matches!(sig.receiver(), Some(r) if r.reference.is_some() && r.mutability.is_none())
+    let shaped = matches!(sig.receiver(), Some(r) if matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)))
         && sig.inputs.len() == 1
         && sig.asyncness.is_none()
         && sig.generics.params.is_empty()
@@ -448,7 +448,7 @@ fn hook_method(m: &syn::ImplItemFn, errors: &mut Errors) -> Option<Hook> {
         return None;
     };
     match m.sig.receiver() {
-        Some(r) if r.reference.is_some() && r.mutability.is_none() => {}
+        Some(r) if matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) => {}
         Some(r) => errors.at(
             r,
             "a hook method takes `&self`; keep per-request data in `state: &mut YourState`",
