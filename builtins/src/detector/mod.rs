@@ -84,10 +84,15 @@
 //! [`ScriptedModel`]: processors_runtime::model::ScriptedModel
 
 mod moderation;
+mod prompt_injection;
 mod timeout;
 mod verdict;
 
 pub use moderation::{Moderation, ModerationBuilder, ModerationState};
+pub use prompt_injection::{
+    InjectionStrategy, PromptInjectionDetector, PromptInjectionDetectorBuilder,
+    PromptInjectionState,
+};
 
 use futures::StreamExt;
 use processors_runtime::chunk::{ChunkKind, Usage};
@@ -580,4 +585,34 @@ pub(crate) fn flag(
 /// The categories' list, one per line, for a prompt.
 pub(crate) fn bullet_list(items: &[String]) -> String {
     items.iter().map(|c| format!("- {c}\n")).collect()
+}
+
+/// The reason for flagged content.
+pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord]) -> String {
+    let mut cats: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.flagged.iter().map(String::as_str))
+        .collect();
+    cats.sort_unstable();
+    cats.dedup();
+    format!("{} was flagged for {}", at.what(), cats.join(", "))
+}
+
+/// One warning for several verdicts (flagged, or failed to judge).
+pub(crate) fn warning(rep: &Reporting<'_>, records: &[JudgeRecord]) -> Option<ProcessorError> {
+    let refs: Vec<&JudgeRecord> = records.iter().collect();
+    if records.iter().any(|r| !r.flagged.is_empty()) {
+        let flagged: Vec<&JudgeRecord> = refs
+            .iter()
+            .copied()
+            .filter(|r| !r.flagged.is_empty())
+            .collect();
+        return Some(
+            Abort::new()
+                .reason(flagged_reason(rep.at, &flagged))
+                .metadata(rep.metadata(&refs))
+                .warn(),
+        );
+    }
+    rep.failure(&refs)
 }

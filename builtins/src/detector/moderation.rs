@@ -3,7 +3,7 @@
 
 use super::{
     DetectorError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, Where, bullet_list,
-    check_threshold, flag, judged_text, verdict,
+    check_threshold, flag, flagged_reason, judged_text, verdict, warning,
 };
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
@@ -333,36 +333,6 @@ impl Moderation {
             _ => held,
         })
     }
-}
-
-/// The reason for flagged content.
-fn flagged_reason(at: Where, records: &[&JudgeRecord]) -> String {
-    let mut cats: Vec<&str> = records
-        .iter()
-        .flat_map(|r| r.flagged.iter().map(String::as_str))
-        .collect();
-    cats.sort_unstable();
-    cats.dedup();
-    format!("{} was flagged for {}", at.what(), cats.join(", "))
-}
-
-/// One warning for several verdicts (flagged, or failed to judge).
-fn warning(rep: &Reporting<'_>, records: &[JudgeRecord]) -> Option<ProcessorError> {
-    let refs: Vec<&JudgeRecord> = records.iter().collect();
-    if records.iter().any(|r| !r.flagged.is_empty()) {
-        let flagged: Vec<&JudgeRecord> = refs
-            .iter()
-            .copied()
-            .filter(|r| !r.flagged.is_empty())
-            .collect();
-        return Some(
-            Abort::new()
-                .reason(flagged_reason(rep.at, &flagged))
-                .metadata(rep.metadata(&refs))
-                .warn(),
-        );
-    }
-    rep.failure(&refs)
 }
 
 #[processor(crate = processors_runtime, id = "moderation")]

@@ -92,6 +92,20 @@ pub(crate) fn scores(
     Ok(out)
 }
 
+/// An optional string field; present but not a string is malformed.
+pub(crate) fn opt_str<'a>(
+    verdict: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, JudgeError> {
+    match verdict.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(JudgeError::Malformed(format!(
+            "`{key}` is {other}, not a string"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
