@@ -84,11 +84,13 @@
 //! [`ScriptedModel`]: processors_runtime::model::ScriptedModel
 
 mod moderation;
+mod pii;
 mod prompt_injection;
 mod timeout;
 mod verdict;
 
 pub use moderation::{Moderation, ModerationBuilder, ModerationState};
+pub use pii::{PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy, Redaction};
 pub use prompt_injection::{
     InjectionStrategy, PromptInjectionDetector, PromptInjectionDetectorBuilder,
     PromptInjectionState,
