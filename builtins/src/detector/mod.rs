@@ -83,12 +83,16 @@
 //!
 //! [`ScriptedModel`]: processors_runtime::model::ScriptedModel
 
+mod language;
 mod moderation;
 mod pii;
 mod prompt_injection;
 mod timeout;
 mod verdict;
 
+pub use language::{
+    LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
+};
 pub use moderation::{Moderation, ModerationBuilder, ModerationState};
 pub use pii::{PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy, Redaction};
 pub use prompt_injection::{
