@@ -1,6 +1,6 @@
-//! Built-in processors: guards, limits, transforms and context modifiers that need no model
-//! call, each written with `#[processor]`, so each can be listed in `agent!` and is placed by
-//! the compiler.
+//! Built-in processors: guards, limits, transforms and context modifiers, each written with
+//! `#[processor]`, so each can be listed in `agent!` and is placed by the compiler. Most need
+//! no model call; the [`detector`]s ask a judging model.
 //!
 //! | built-in | hooks | what it does |
 //! |---|---|---|
@@ -18,6 +18,10 @@
 //! | [`HistoryWindow`] | LLM request | sends only the last turns or a token budget of the conversation, pair-safe |
 //! | [`EnvironmentContext`] | input | tells the model its working directory, git branch, date and OS |
 //! | [`AtFileExpansion`] | input | expands `@path` references into file contents, under a root only |
+//! | [`Moderation`] | input, output stream, output result | asks a judge whether content is harmful; blocks, flags or drops it |
+//! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
+//! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
+//! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
 //!
 //!
 //! A guard stack, input and output:

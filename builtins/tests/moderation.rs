@@ -477,6 +477,7 @@ fn judge_usage_is_recorded_apart_from_the_main_models() {
     assert_eq!(places, ["input", "output-stream", "output-stream"]);
     assert_eq!(ledger.usage().total_tokens, 330);
     assert_eq!(records[0].scores["violence"], 0.1);
+    assert!(records.iter().all(|r| r.detector == "moderation"));
 }
 
 #[test]

@@ -340,8 +340,9 @@ impl Judge {
     }
 
     /// The record of a call, before its outcome is known.
-    fn record(&self, at: Where, asked: &Asked) -> JudgeRecord {
+    fn record(&self, detector: &str, at: Where, asked: &Asked) -> JudgeRecord {
         JudgeRecord {
+            detector: detector.to_owned(),
             at: at.tag().to_owned(),
             model: format!("{}/{}", self.model.provider(), self.model.model_id()),
             latency_ms: u64::try_from(asked.latency.as_millis()).unwrap_or(u64::MAX),
@@ -370,6 +371,8 @@ pub(crate) struct Asked {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct JudgeRecord {
+    /// The detector's processor id.
+    pub detector: String,
     /// The hook: `input`, `output-stream` or `output-result`.
     pub at: String,
     /// The judging model, `provider/model`.
@@ -503,7 +506,7 @@ impl Reporting<'_> {
         cx: &RequestContext,
         parse: impl FnOnce(&Map<String, Value>, &mut JudgeRecord) -> Result<(), JudgeError>,
     ) -> JudgeRecord {
-        let mut record = self.judge.record(self.at, &asked);
+        let mut record = self.judge.record(self.id, self.at, &asked);
         record.message_id = message_id.map(str::to_owned);
         let outcome = asked.verdict.and_then(|v| parse(&v, &mut record));
         if let Err(e) = &outcome {
