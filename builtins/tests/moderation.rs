@@ -78,7 +78,7 @@ fn input_that_passes_reaches_the_model_unchanged() {
 }
 
 #[test]
-fn a_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
+fn b91_a_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
     for (score, flagged) in [(0.7, true), (0.699, false)] {
         let m = Moderation::builder(Judge::new(judge(
             move |_| json!({ "categories": { "hate": score } }),
@@ -140,7 +140,7 @@ fn input_filter_removes_only_the_flagged_messages() {
 }
 
 #[test]
-fn several_input_messages_are_judged_concurrently_within_the_bound_in_order() {
+fn b94_several_input_messages_are_judged_concurrently_within_the_bound_in_order() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -171,7 +171,7 @@ fn several_input_messages_are_judged_concurrently_within_the_bound_in_order() {
 }
 
 #[test]
-fn a_malformed_verdict_warns_by_default_and_never_passes_silently() {
+fn b90_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
     for answer in [
         "I think it is fine.",
         "```json\n{\"verdict\": \"ok\"}\n```",
@@ -204,7 +204,7 @@ fn a_malformed_verdict_warns_by_default_and_never_passes_silently() {
 }
 
 #[test]
-fn a_verdict_in_code_fences_with_prose_is_read() {
+fn b90_a_verdict_in_code_fences_with_prose_is_read() {
     let answer = "Here is my assessment:\n```json\n{\"categories\": {\"violence\": 0.95}}\n```\nLet me know!";
     let agent = Agent::builder()
         .model(main_model())
@@ -219,7 +219,7 @@ fn a_verdict_in_code_fences_with_prose_is_read() {
 }
 
 #[test]
-fn on_judge_error_block_fails_closed_and_fail_open_passes_quietly() {
+fn b92_on_judge_error_block_fails_closed_and_fail_open_passes_quietly() {
     let failing = || ScriptedModel::new([Turn::error(ApiError::new(503, "overloaded"))]);
     let violations = Violations::new();
     let agent = Agent::builder()
@@ -278,7 +278,7 @@ fn a_judge_that_errors_warns_with_the_provider_error() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_judge_that_never_answers_times_out_on_tokio_time() {
+async fn b93_a_judge_that_never_answers_times_out_on_tokio_time() {
     let violations = Violations::new();
     let agent = Agent::builder()
         .model(main_model())
@@ -302,7 +302,7 @@ async fn a_judge_that_never_answers_times_out_on_tokio_time() {
 }
 
 #[test]
-fn a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
+fn b93_a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
     let agent = Agent::builder()
         .model(main_model())
         .input(
@@ -327,7 +327,7 @@ fn a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
 }
 
 #[test]
-fn the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context() {
+fn b95_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context() {
     let judge = judge(violence);
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::deltas([
@@ -351,7 +351,7 @@ fn the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context() {
 }
 
 #[test]
-fn stream_block_stops_before_any_of_the_flagged_window_reaches_the_client() {
+fn b95_stream_block_stops_before_any_of_the_flagged_window_reaches_the_client() {
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::deltas([
             "Sure. ", "Then ", "kill ", "it.",
@@ -453,7 +453,7 @@ fn result_block_reports_the_verdict() {
 }
 
 #[test]
-fn judge_usage_is_recorded_apart_from_the_main_models() {
+fn b97_judge_usage_is_recorded_apart_from_the_main_models() {
     let ledger = JudgeLedger::new();
     let agent = Agent::builder()
         .model(ScriptedModel::new([

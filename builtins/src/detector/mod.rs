@@ -280,7 +280,9 @@ impl Judge {
             prompt: vec![
                 Message::system(instructions),
                 Message::user(format!(
-                    "<content>\n{content}\n</content>\n\nAnswer with the JSON object only."
+                    "<content>\n{}\n</content>\n\nAnswer with the JSON object only.",
+                    // Content cannot close the block it is quoted in.
+                    content.replace("</content>", "</ content>")
                 )),
             ],
             settings: ModelSettings {
