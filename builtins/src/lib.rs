@@ -22,6 +22,7 @@
 //! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
 //! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
 //! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
+//! | [`StructuredOutput`] | output step | makes the answer JSON of a Rust type: retries with the schema as feedback, or converts it with a model call; the typed value on the result |
 //!
 //!
 //! A guard stack, input and output:

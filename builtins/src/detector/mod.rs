@@ -1,5 +1,7 @@
-//! Detectors that ask a model: the shared core ([`Judge`]) and the detectors built on it,
-//! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`] and [`LanguageDetector`].
+//! Processors that ask a model: the shared core ([`Judge`]) and the detectors built on it,
+//! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`] and [`LanguageDetector`];
+//! and [`StructuredOutput`], which checks the answer against a Rust type and may ask a model
+//! to convert it.
 //!
 //! A detector sends the text it checks to a judging model (any [`LanguageModel`]: a small
 //! hosted one through `processors-providers`, a local one, or a [`ScriptedModel`] in tests)
@@ -87,6 +89,7 @@ mod language;
 mod moderation;
 mod pii;
 mod prompt_injection;
+mod structured;
 mod timeout;
 mod verdict;
 
@@ -99,6 +102,7 @@ pub use prompt_injection::{
     InjectionStrategy, PromptInjectionDetector, PromptInjectionDetectorBuilder,
     PromptInjectionState,
 };
+pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
 use futures::StreamExt;
 use processors_runtime::chunk::{ChunkKind, Usage};
@@ -271,8 +275,8 @@ impl Judge {
         &*self.model
     }
 
-    /// Asks the judge about `content` under `instructions`: the verdict object, or why there
-    /// is none, with the call's latency and usage.
+    /// Asks the judge about `content` under `instructions`: its answer, or why there is
+    /// none, with the call's latency and usage.
     pub(crate) async fn ask(&self, instructions: &str, content: &str) -> Asked {
         let started = Instant::now();
         let mut usage = Usage::default();
@@ -313,14 +317,14 @@ impl Judge {
                     _ => {}
                 }
             }
-            verdict::object(&answer)
+            Ok(answer)
         };
-        let verdict = match timeout::within(self.timeout, call).await {
+        let answer = match timeout::within(self.timeout, call).await {
             Some(v) => v,
             None => Err(JudgeError::Timeout(self.timeout)),
         };
         Asked {
-            verdict,
+            answer,
             latency: started.elapsed(),
             usage,
         }
@@ -363,7 +367,7 @@ const MAX_ANSWER: usize = 1 << 20;
 
 /// A judge's answer.
 pub(crate) struct Asked {
-    pub(crate) verdict: Result<Map<String, Value>, JudgeError>,
+    pub(crate) answer: Result<String, JudgeError>,
     pub(crate) latency: Duration,
     pub(crate) usage: Usage,
 }
@@ -469,6 +473,7 @@ impl JudgeLedger {
 pub(crate) enum Where {
     Input,
     Stream,
+    Step,
     Result,
 }
 
@@ -477,6 +482,7 @@ impl Where {
         match self {
             Where::Input => "input",
             Where::Stream => "output-stream",
+            Where::Step => "output-step",
             Where::Result => "output-result",
         }
     }
@@ -485,7 +491,7 @@ impl Where {
     pub(crate) fn what(self) -> &'static str {
         match self {
             Where::Input => "the input",
-            Where::Stream | Where::Result => "the answer",
+            Where::Stream | Where::Step | Where::Result => "the answer",
         }
     }
 }
@@ -508,9 +514,23 @@ impl Reporting<'_> {
         cx: &RequestContext,
         parse: impl FnOnce(&Map<String, Value>, &mut JudgeRecord) -> Result<(), JudgeError>,
     ) -> JudgeRecord {
+        self.read_answer(asked, message_id, log, cx, |answer, r| {
+            parse(&verdict::object(answer)?, r)
+        })
+    }
+
+    /// [`read`](Self::read) for an answer that is not a verdict object.
+    pub(crate) fn read_answer(
+        &self,
+        asked: Asked,
+        message_id: Option<&str>,
+        log: &mut JudgeLog,
+        cx: &RequestContext,
+        parse: impl FnOnce(&str, &mut JudgeRecord) -> Result<(), JudgeError>,
+    ) -> JudgeRecord {
         let mut record = self.judge.record(self.id, self.at, &asked);
         record.message_id = message_id.map(str::to_owned);
-        let outcome = asked.verdict.and_then(|v| parse(&v, &mut record));
+        let outcome = asked.answer.and_then(|a| parse(&a, &mut record));
         if let Err(e) = &outcome {
             record.error = Some(e.to_string());
             record.scores.clear();
