@@ -97,7 +97,9 @@ pub mod unicode_normalizer;
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
 pub use cost_guard::CostGuard;
-pub use detector::{Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector};
+pub use detector::{
+    Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector, StructuredOutput,
+};
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;

@@ -96,11 +96,16 @@ mod verdict;
 pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
 };
-pub use moderation::{Moderation, ModerationBuilder, ModerationState};
-pub use pii::{PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy, Redaction};
+pub use moderation::{
+    DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,
+};
+pub use pii::{
+    DEFAULT_TYPES as PII_TYPES, PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy,
+    Redaction,
+};
 pub use prompt_injection::{
-    InjectionStrategy, PromptInjectionDetector, PromptInjectionDetectorBuilder,
-    PromptInjectionState,
+    DEFAULT_CATEGORIES as INJECTION_CATEGORIES, InjectionStrategy, PromptInjectionDetector,
+    PromptInjectionDetectorBuilder, PromptInjectionState,
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 

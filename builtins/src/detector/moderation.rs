@@ -44,7 +44,7 @@ pub struct ModerationBuilder {
 }
 
 impl ModerationBuilder {
-    /// Judges these categories instead of [`DEFAULT_CATEGORIES`].
+    /// Judges these categories instead of [`MODERATION_CATEGORIES`](super::MODERATION_CATEGORIES).
     pub fn categories<I: IntoIterator<Item = S>, S: Into<String>>(mut self, categories: I) -> Self {
         self.categories = categories
             .into_iter()

@@ -87,7 +87,7 @@ pub struct PiiDetectorBuilder {
 }
 
 impl PiiDetectorBuilder {
-    /// Looks for these kinds instead of [`DEFAULT_TYPES`].
+    /// Looks for these kinds instead of [`PII_TYPES`](super::PII_TYPES).
     pub fn types<I: IntoIterator<Item = S>, S: Into<String>>(mut self, types: I) -> Self {
         self.types = types
             .into_iter()

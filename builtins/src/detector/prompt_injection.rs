@@ -48,7 +48,7 @@ pub struct PromptInjectionDetectorBuilder {
 }
 
 impl PromptInjectionDetectorBuilder {
-    /// Judges these categories instead of [`DEFAULT_CATEGORIES`].
+    /// Judges these categories instead of [`INJECTION_CATEGORIES`](super::INJECTION_CATEGORIES).
     pub fn categories<I: IntoIterator<Item = S>, S: Into<String>>(mut self, categories: I) -> Self {
         self.categories = categories
             .into_iter()
