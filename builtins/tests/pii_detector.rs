@@ -350,3 +350,29 @@ fn a_failing_judge_on_the_stream_lets_the_text_go_with_a_warning() {
         v[0].reason
     );
 }
+
+#[test]
+fn with_regex_filter_first_known_shapes_never_reach_the_judge() {
+    use processors_builtins::RegexFilter;
+    use processors_builtins::regex_filter::Preset;
+    let judge = judge(finder);
+    let model = main_model();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(RegexFilter::builder().preset(Preset::Pii).build().unwrap())
+        .input(detector(
+            judge.clone(),
+            PiiStrategy::Redact(Redaction::Placeholder),
+        ))
+        .build()
+        .unwrap();
+    block_on(agent.generate(format!("I am {EMAIL}, call {PHONE}"))).unwrap();
+    // The pattern filter redacted both; the judge saw only placeholders.
+    let asked = contents(&judge);
+    assert_eq!(asked.len(), 1);
+    assert!(
+        !asked[0].contains("jane") && !asked[0].contains("415"),
+        "{asked:?}"
+    );
+    assert_eq!(model.requests()[0].prompt[0].text(), asked[0]);
+}

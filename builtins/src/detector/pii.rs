@@ -207,6 +207,11 @@ impl PiiDetectorBuilder {
 /// The judge names each value and its kind; every occurrence of the value in the text is
 /// handled. Trip wires and warnings name the kinds and counts, never the values.
 ///
+/// For values with a known shape (emails, phone numbers, cards, keys), list a
+/// [`RegexFilter`](crate::RegexFilter) before the detector: it redacts them at no cost, also
+/// across deltas, so they never reach the judge (often a third party), which then looks only
+/// for what patterns cannot find (names, addresses).
+///
 /// On the stream, text deltas are held and judged every
 /// [`chunk_window`](PiiDetectorBuilder::chunk_window) deltas; the judged text goes on
 /// (redacted) except its last [`hold`](PiiDetectorBuilder::hold) characters (cut at a space,
