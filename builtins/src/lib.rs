@@ -22,6 +22,8 @@
 //! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
 //! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
 //! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
+//! | [`Classifier`] | input | asks a judge which of your classes the request is in, for the processors after it |
+//! | [`ModelSelection`] | input step | picks each step's model by the request's class |
 //! | [`StructuredOutput`] | output step | makes the answer JSON of a Rust type: retries with the schema as feedback, or converts it with a model call; the typed value on the result |
 //!
 //!
@@ -98,7 +100,8 @@ pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
 pub use cost_guard::CostGuard;
 pub use detector::{
-    Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector, StructuredOutput,
+    Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
+    PromptInjectionDetector, StructuredOutput,
 };
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;

@@ -1,7 +1,8 @@
 //! Processors that ask a model: the shared core ([`Judge`]) and the detectors built on it,
 //! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`] and [`LanguageDetector`];
-//! and [`StructuredOutput`], which checks the answer against a Rust type and may ask a model
-//! to convert it.
+//! [`Classifier`], which classifies the request for [`ModelSelection`]; and
+//! [`StructuredOutput`], which checks the answer against a Rust type and may ask a model to
+//! convert it.
 //!
 //! A detector sends the text it checks to a judging model (any [`LanguageModel`]: a small
 //! hosted one through `processors-providers`, a local one, or a [`ScriptedModel`] in tests)
@@ -85,6 +86,7 @@
 //!
 //! [`ScriptedModel`]: processors_runtime::model::ScriptedModel
 
+mod classifier;
 mod language;
 mod moderation;
 mod pii;
@@ -93,6 +95,9 @@ mod structured;
 mod timeout;
 mod verdict;
 
+pub use classifier::{
+    Classification, Classifier, ClassifierBuilder, ClassifierState, ModelSelection,
+};
 pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
 };
