@@ -394,6 +394,25 @@ fn text_flagged_across_two_deltas_is_caught_by_the_overlapping_window() {
 }
 
 #[test]
+fn a_filtered_window_is_not_the_context_of_the_next_one() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "kill ", "a nice ", "day",
+        ])]))
+        .output(
+            Moderation::builder(Judge::new(judge(violence)))
+                .chunk_window(1)
+                .strategy(Strategy::Filter)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let (chunks, _) = stream(&agent, "hi", GenerateOptions::new());
+    assert_eq!(deltas(&chunks), ["a nice ", "day"]);
+}
+
+#[test]
 fn stream_warn_passes_the_text_and_reports_once() {
     let violations = Violations::new();
     let agent = agent! {

@@ -327,11 +327,14 @@ impl Moderation {
                 &mut warnings,
             )
             .await?;
+        let dropped = matches!(acts.first(), Some(Act::Drop));
+        if dropped || warnings.iter().any(|r| !r.flagged.is_empty()) {
+            // Flagged text is dealt with: it is not the context of the next window, which
+            // would otherwise be flagged for it again.
+            state.previous.clear();
+        }
         state.pending.extend(warnings);
-        Ok(match acts.first() {
-            Some(Act::Drop) => Vec::new(),
-            _ => held,
-        })
+        Ok(if dropped { Vec::new() } else { held })
     }
 }
 
