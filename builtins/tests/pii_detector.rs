@@ -237,6 +237,39 @@ fn stream_warn_passes_the_text_and_reports_with_a_later_chunk() {
 }
 
 #[test]
+fn stream_warn_reports_a_value_once_although_it_is_judged_twice() {
+    let violations = Violations::new();
+    let judge = judge(finder);
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "Mail jane.doe@example.com",
+            " or call us later today, we are open.",
+        ])]))
+        .output(
+            PiiDetector::builder(Judge::new(judge.clone()))
+                .strategy(PiiStrategy::Warn)
+                .chunk_window(1)
+                .hold(30)
+                .build()
+                .unwrap(),
+        )
+        .on_violation(violations.hook())
+        .build()
+        .unwrap();
+    stream(&agent, "contact?", GenerateOptions::new());
+    // The email was in the held text of the first judging and judged again in the second.
+    let asked = contents(&judge);
+    assert!(asked.len() >= 2 && asked[1].contains(EMAIL), "{asked:?}");
+    let v = violations.all();
+    assert_eq!(v.len(), 1, "{v:?}");
+    let verdicts = v[0].metadata.as_ref().unwrap()["verdicts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(verdicts, 1);
+}
+
+#[test]
 fn the_result_is_checked_when_the_stream_was_not() {
     let judge = judge(finder);
     let agent = Agent::builder()

@@ -516,7 +516,7 @@ impl PiiDetector {
                 .into()),
             PiiStrategy::Warn => {
                 warnings.push(record);
-                Ok(Vec::new())
+                Ok(found)
             }
             PiiStrategy::Filter | PiiStrategy::Redact(_) => Ok(found),
         }
@@ -546,6 +546,7 @@ impl PiiDetector {
                 continue;
             }
             fates[i] = match self.inner.strategy {
+                PiiStrategy::Warn => Fate::Keep,
                 PiiStrategy::Filter => Fate::Drop,
                 _ => {
                     let mut m = m.clone();
@@ -584,7 +585,6 @@ impl PiiDetector {
                 &mut warnings,
             )
             .await?;
-        state.pending.extend(warnings);
         let spans = spans(&text, &found);
         let cut = match complete {
             true => text.len(),
@@ -596,6 +596,11 @@ impl PiiDetector {
         };
         state.held = text[cut..].to_owned();
         let in_release = spans.iter().any(|s| s.end <= cut);
+        if self.inner.strategy == PiiStrategy::Warn && !in_release {
+            // What was found is all in the held text: reported when it goes on.
+            warnings.retain(|r| r.error.is_some());
+        }
+        state.pending.extend(warnings);
         Ok(match (self.inner.strategy, in_release) {
             (PiiStrategy::Filter, true) => String::new(),
             _ => self.redact(&text, cut, &spans, &found),
