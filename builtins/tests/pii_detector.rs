@@ -256,7 +256,8 @@ fn stream_warn_reports_a_value_once_although_it_is_judged_twice() {
         .on_violation(violations.hook())
         .build()
         .unwrap();
-    stream(&agent, "contact?", GenerateOptions::new());
+    let (_, result) = stream(&agent, "contact?", GenerateOptions::new());
+    assert!(result.unwrap().tripwire.is_none());
     // The email was in the held text of the first judging and judged again in the second.
     let asked = contents(&judge);
     assert!(asked.len() >= 2 && asked[1].contains(EMAIL), "{asked:?}");
