@@ -337,6 +337,21 @@ fn kinds_not_asked_for_are_ignored() {
 }
 
 #[test]
+fn a_value_of_one_character_is_ignored() {
+    let model = main_model();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(detector(
+            judge(|_| json!({ "entities": [{ "type": "name", "value": "a", "confidence": 1.0 }] })),
+            PiiStrategy::Redact(Redaction::Placeholder),
+        ))
+        .build()
+        .unwrap();
+    block_on(agent.generate("a banana and a cat")).unwrap();
+    assert_eq!(model.requests()[0].prompt[0].text(), "a banana and a cat");
+}
+
+#[test]
 fn malformed_entities_follow_on_error() {
     for answer in [
         r#"{"entities": "none"}"#,

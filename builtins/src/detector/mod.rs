@@ -244,7 +244,8 @@ impl Judge {
         Self::shared(Arc::new(model))
     }
 
-    /// Judges with a shared model (as `providers::resolve` returns it).
+    /// Judges with a shared model, such as one named by its id:
+    /// `Judge::shared(processors::providers::resolve("openai/gpt-4o-mini")?)`.
     pub fn shared(model: Arc<dyn LanguageModel>) -> Self {
         Judge {
             model,

@@ -360,7 +360,8 @@ fn entities(
                 ));
             }
         };
-        if value.is_empty() || !types.contains(&kind) {
+        // A value of one character (a judge's slip) would redact it everywhere.
+        if value.trim().chars().count() < 2 || !types.contains(&kind) {
             continue;
         }
         let best = record.scores.entry(kind.clone()).or_insert(0.0);
