@@ -481,6 +481,26 @@ fn builder_refuses_missing_model_and_misplaced_memory() {
     assert_eq!(err, Some(BuildError::MemoryWithoutMemory("input")));
 }
 
+#[test]
+fn builder_recognises_memory_behind_a_pointer() {
+    use processors::agent::BuildError;
+    static MEMORY: std::sync::LazyLock<Memory> =
+        std::sync::LazyLock::new(|| Memory::new(InMemoryStore::new()));
+    let m = ScriptedModel::new([]);
+    let memory = Memory::new(InMemoryStore::new());
+    let err = base(&m)
+        .memory(memory.clone())
+        .output(Arc::new(memory.clone()))
+        .output(Probe::new("late"))
+        .build()
+        .err();
+    assert_eq!(err, Some(BuildError::MemoryNotLast));
+    let err = base(&m).input(Arc::new(memory)).build().err();
+    assert_eq!(err, Some(BuildError::MemoryWithoutMemory("input")));
+    let err = base(&m).input_ref(boxed(&*MEMORY)).build().err();
+    assert_eq!(err, Some(BuildError::MemoryWithoutMemory("input")));
+}
+
 /// A processor with only `process_output_result`.
 struct OutputOnly(&'static str);
 
@@ -1012,3 +1032,61 @@ on_every_path!(
         assert_eq!(texts, ["hi", "saved answer"]);
     }
 );
+
+/// Records how many times `save_messages` is called.
+#[derive(Clone, Default)]
+struct CountingStore {
+    inner: InMemoryStore,
+    saves: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl MemoryStore for CountingStore {
+    fn get_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
+        self.inner.get_thread(thread_id)
+    }
+    fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.inner.save_thread(thread)
+    }
+    fn list_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        self.inner.list_messages(thread_id, limit)
+    }
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        resource_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        self.inner.list_messages_by_resource(resource_id)
+    }
+    fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.save_messages(messages)
+    }
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.inner.delete_messages(ids)
+    }
+}
+
+#[tokio::test]
+async fn memory_behind_an_arc_in_a_list_is_the_agents_memory_and_saves_once() {
+    let store = CountingStore::default();
+    let shared = Arc::new(Memory::new(store.clone()));
+    let agent = agent! {
+        model: ScriptedModel::new([Turn::text("one"), Turn::text("two")]),
+        memory: Arc::clone(&shared),
+        output: [Probe::new("tail"), shared],
+    };
+    agent.generate_with("first", thread()).await.unwrap();
+    assert_eq!(
+        store.saves.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the turn is saved by the memory in the list alone"
+    );
+    agent.generate_with("second", thread()).await.unwrap();
+    assert_eq!(store.inner.list_messages("t", None).await.unwrap().len(), 4);
+}

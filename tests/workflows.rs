@@ -1,10 +1,14 @@
-//! Behaviour 42: a workflow of processors behaves as one processor, on every dispatch path.
+//! Behaviours 42 and 56-61: a workflow of processors behaves as one processor, on every
+//! dispatch path, for every hook.
 
 mod common;
 
 use common::*;
+use processors::agent::BuildError;
 use processors::prelude::*;
 use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn model(turns: impl IntoIterator<Item = Turn>) -> ScriptedModel {
     ScriptedModel::new(turns)
@@ -246,5 +250,344 @@ on_every_path!(
             prompt.last().map(Message::text).as_deref(),
             Some("hi [1] [2]")
         );
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Every hook inside a workflow
+
+fn tool_then_text(text: &str) -> [Turn; 2] {
+    [
+        Turn::empty().tool_call("call-1", "weather", json!({"city": "Oslo"})),
+        Turn::text(text),
+    ]
+}
+
+on_every_path!(b56_input_step_inside_a_workflow_chains_settings, |path| {
+    let m = model([Turn::text("from the first model")]);
+    let chosen = ScriptedModel::new([Turn::text("from the chosen model")]).named("chosen");
+    let chosen_ref: Arc<dyn LanguageModel> = Arc::new(chosen.clone());
+    let log = Log::new();
+    let l = log.clone();
+    let flow = Workflow::new("step-settings")
+        .then(Probe::new("choose").input_step(move |_| {
+            Ok(StepOverrides::new()
+                .model(chosen_ref.clone())
+                .tool_choice(ToolChoice::None))
+        }))
+        .then(Probe::new("see").input_step(move |a| {
+            l.push(format!(
+                "{} {:?}",
+                a.config.model.model_id(),
+                a.config.tool_choice
+            ));
+            a.message_list
+                .add_system(Message::system("from inside"), Some("flow"));
+            Ok(().into())
+        }));
+    let agent = build_agent!(path, model: m, input: [flow]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(
+        log.entries(),
+        ["chosen None"],
+        "the second saw the first's settings"
+    );
+    assert_eq!(r.text, "from the chosen model");
+    assert_eq!((m.calls(), chosen.calls()), (0, 1));
+    let req = &chosen.requests()[0];
+    assert_eq!(req.tool_choice, ToolChoice::None);
+    assert!(texts_of(&req.prompt, Role::System).contains(&"from inside".to_owned()));
+});
+
+on_every_path!(
+    b56_a_retry_asked_from_a_workflows_input_step_reruns_it,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let flow = Workflow::new("gate").then(Probe::new("once").input_step(|a| {
+            if a.retry_count == 0 {
+                return Err(a.abort().reason("again").retry(true).into());
+            }
+            Ok(().into())
+        }));
+        let agent = build_agent!(path, model: m, max_processor_retries: 1, input: [flow]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(r.text, "ok");
+        assert_eq!(
+            m.calls(),
+            1,
+            "the retry re-ran the step's input hooks, not the model"
+        );
+    }
+);
+
+on_every_path!(b57_llm_request_and_response_inside_a_workflow, |path| {
+    let m = model([Turn::text("from the model")]);
+    let log = Log::new();
+    let (l1, l2) = (log.clone(), log.clone());
+    let cached = LlmResponse {
+        chunks: vec![
+            ChunkKind::TextStart { id: "t".into() },
+            ChunkKind::TextDelta {
+                id: "t".into(),
+                text: "from the cache".into(),
+            },
+            ChunkKind::TextEnd { id: "t".into() },
+            ChunkKind::Finish {
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+            },
+        ],
+    };
+    let input = Workflow::new("cache-in")
+        .then(
+            Probe::new("cache").llm_request(move |_| Ok(LlmRequestAction::Respond(cached.clone()))),
+        )
+        .then(Probe::new("after").llm_request(move |_| {
+            l1.push("later llm_request ran");
+            Ok(().into())
+        }));
+    let output = Workflow::new("cache-out").then(Probe::new("seen").llm_response(move |a| {
+        l2.push(format!("from_cache={}", a.from_cache));
+        Ok(())
+    }));
+    let agent = build_agent!(path, model: m, input: [input], output: [output]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.text, "from the cache");
+    assert_eq!(
+        m.calls(),
+        0,
+        "the workflow's answer short-circuited the model"
+    );
+    assert_eq!(log.entries(), ["later llm_request ran", "from_cache=true"]);
+});
+
+on_every_path!(b57_llm_request_prompt_rewrite_inside_a_workflow, |path| {
+    let m = model([Turn::text("ok")]);
+    let flow = Workflow::new("rewrite").then(Probe::new("shorten").llm_request(|a| {
+        let mut prompt = a.request.prompt.clone();
+        prompt.retain(|msg| msg.role != Role::System);
+        Ok(LlmRequestAction::Prompt(prompt))
+    }));
+    let agent = build_agent!(path, model: m, input: [flow]);
+    generate(&*agent, "hi").await;
+    assert!(texts_of(&m.requests()[0].prompt, Role::System).is_empty());
+});
+
+on_every_path!(
+    b58_tool_result_inside_a_workflow_chains_and_branches,
+    |path| {
+        let m = model(tool_then_text("done"));
+        let flow = Workflow::new("scrub")
+        .then(Probe::new("tag").tool_result(|a| {
+            Ok(Some(json!({"tagged": a.tool_call.tool_name, "was": a.result["ok"]})))
+        }))
+        .branch(
+            |input| matches!(input, WorkflowInput::ToolResult { call, .. } if call.tool_name == "weather"),
+            Probe::new("weather-only").tool_result(|a| {
+                let mut v = a.result.clone();
+                v["checked"] = json!(true);
+                Ok(Some(v))
+            }),
+        );
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [flow]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(
+            r.tool_results[0].result,
+            json!({"tagged": "weather", "was": true, "checked": true})
+        );
+    }
+);
+
+fn rejecting(calls_ok_after: usize) -> ScriptedModel {
+    ScriptedModel::responder(move |_, i| {
+        if i < calls_ok_after {
+            Turn::error(ApiError::new(400, "prompt too long"))
+        } else {
+            Turn::text("fixed")
+        }
+    })
+}
+
+on_every_path!(b59_api_error_inside_a_workflow_retries, |path| {
+    let m = rejecting(1);
+    let log = Log::new();
+    let l = log.clone();
+    let flow = Workflow::new("recover")
+        .branch(
+            |input| matches!(input, WorkflowInput::Error(e) if e.status == Some(429)),
+            Probe::new("rate-limit").api_error(move |_| {
+                l.push("rate-limit asked");
+                Ok(ApiErrorAction::Retry)
+            }),
+        )
+        .then(Probe::new("trim").api_error(|a| {
+            a.message_list
+                .add_system(Message::system("be short"), Some("fix"));
+            Ok(ApiErrorAction::Retry)
+        }))
+        .then(Probe::new("never").api_error(|_| panic!("asked after a retry was chosen")));
+    let agent = build_agent!(path, model: m, error: [flow]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(r.text, "fixed");
+    assert_eq!(m.calls(), 2);
+    assert!(
+        log.entries().is_empty(),
+        "the 429 branch's condition did not hold"
+    );
+    assert!(texts_of(&m.requests()[1].prompt, Role::System).contains(&"be short".to_owned()));
+});
+
+// ---------------------------------------------------------------------------------------------
+// A workflow's hooks and placement
+
+/// A processor with `process_output_result` alone.
+struct ResultOnly;
+
+impl Processor for ResultOnly {
+    type State = ();
+    const HOOKS: Hooks = Hooks::OUTPUT_RESULT;
+    fn id(&self) -> &str {
+        "result-only"
+    }
+}
+impl OutputProcessor for ResultOnly {}
+
+#[test]
+fn b60_a_workflows_hooks_are_its_processors() {
+    let flow = Workflow::new("out").then(ResultOnly);
+    assert_eq!(flow.hooks(), Hooks::OUTPUT_RESULT);
+    assert_eq!(boxed(flow.clone()).dyn_hooks(), Hooks::OUTPUT_RESULT);
+    let err = Agent::builder()
+        .model(ScriptedModel::new([]))
+        .input(flow.clone())
+        .build()
+        .err();
+    assert!(
+        matches!(&err, Some(BuildError::Misplaced { id, list: "input", .. }) if id == "out"),
+        "{err:?}"
+    );
+    let err = Agent::builder()
+        .model(ScriptedModel::new([]))
+        .error(flow)
+        .build()
+        .err();
+    assert!(matches!(
+        err,
+        Some(BuildError::Misplaced { list: "error", .. })
+    ));
+}
+
+#[tokio::test]
+async fn b60_a_misplaced_workflow_in_agent_macro_fails_the_call_with_a_clear_error() {
+    let flow = Workflow::new("out").then(ResultOnly);
+    let agent = agent! {
+        model: ScriptedModel::new([Turn::text("never")]),
+        input: [flow],
+    };
+    let err = agent.generate("hi").await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Config(BuildError::Misplaced { id, .. }) if id == "out"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("out"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallel branches
+
+/// An input processor that awaits between counting itself in and out, recording how many ran
+/// at once.
+struct Overlap {
+    id: &'static str,
+    in_flight: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Processor for Overlap {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    fn id(&self) -> &str {
+        self.id
+    }
+    async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(InputOutcome::Unchanged)
+    }
+}
+impl InputProcessor for Overlap {}
+
+async fn most_at_once(concurrency: Option<usize>) -> usize {
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let branch = |id| {
+        boxed(Overlap {
+            id,
+            in_flight: in_flight.clone(),
+            most: most.clone(),
+        })
+    };
+    let mut flow = Workflow::new("fan-out").parallel([branch("a"), branch("b"), branch("c")], 0);
+    if let Some(n) = concurrency {
+        flow = flow.concurrency(n);
+    }
+    let agent = agent! { model: ScriptedModel::new([Turn::text("ok")]), input: [flow] };
+    agent.generate("hi").await.unwrap();
+    most.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn b61_parallel_branches_run_concurrently_within_the_bound() {
+    assert_eq!(most_at_once(None).await, 3);
+    assert_eq!(most_at_once(Some(2)).await, 2);
+    assert_eq!(most_at_once(Some(1)).await, 1);
+}
+
+on_every_path!(b61_parallel_keeps_the_selected_branchs_copy_alone, |path| {
+    let m = model(tool_then_text("done"));
+    let flow = Workflow::new("fan-out").parallel(
+        [
+            boxed(Probe::new("left").tool_result(|_| Ok(Some(json!("left"))))),
+            boxed(
+                Probe::new("right")
+                    .tool_result(|a| Ok(Some(json!({"from": "right", "saw": a.result["ok"]})))),
+            ),
+        ],
+        1,
+    );
+    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [flow]);
+    let r = generate(&*agent, "hi").await;
+    assert_eq!(
+        r.tool_results[0].result,
+        json!({"from": "right", "saw": true}),
+        "the right branch saw the original result, not the left's"
+    );
+});
+
+on_every_path!(
+    b61_an_abort_in_an_unselected_branch_aborts_with_its_id,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let flow = Workflow::new("fan-out").parallel(
+            [
+                boxed(Probe::new("keep")),
+                boxed(Probe::new("guard").input(|a| Err(a.abort().reason("blocked").into()))),
+            ],
+            0,
+        );
+        let agent = build_agent!(path, model: m, input: [flow]);
+        let r = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap();
+        let tw = r.tripwire.expect("a trip wire");
+        assert_eq!(
+            (tw.processor_id.as_str(), tw.reason.as_str()),
+            ("guard", "blocked")
+        );
+        assert_eq!(m.calls(), 0);
     }
 );

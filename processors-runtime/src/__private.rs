@@ -6,7 +6,7 @@
 //! generated code depends on nothing the user has imported.
 
 pub use crate::agent::Agent;
-pub use crate::memory::Memory;
+pub use crate::memory::{IntoMemory, Memory};
 pub use crate::model::LanguageModel;
 pub use crate::processor::ProcessorError;
 pub use crate::processor::extract::*;
@@ -132,13 +132,20 @@ pub const fn taken_twice(earlier: u8, this: u8) -> Option<&'static str> {
 /// `#[processor]` generated for it), [`ViaValue`] for anything else.
 pub struct Entry<T>(pub T);
 
-impl Entry<Memory> {
-    /// A memory value.
-    #[inline(always)]
-    pub fn __kind(&self) -> IsMemory {
-        IsMemory
-    }
+/// The agent's memory as a list entry: the value, or a pointer to one.
+macro_rules! memory_entries {
+    ($($memory:ty),*) => { $(
+        impl Entry<$memory> {
+            /// A memory value.
+            #[inline(always)]
+            pub fn __kind(&self) -> IsMemory {
+                IsMemory
+            }
+        }
+    )* };
 }
+
+memory_entries!(Memory, std::sync::Arc<Memory>, &'static Memory);
 
 /// The kind of an entry that is not more specific.
 pub trait ViaValue {
@@ -188,9 +195,10 @@ impl IsValue {
 }
 
 impl IsMemory {
-    /// The memory value.
+    /// The memory value (a pointer to one stays a pointer: it runs as the memory it points
+    /// to).
     #[inline(always)]
-    pub fn take(self, entry: Entry<Memory>) -> Memory {
+    pub fn take<M>(self, entry: Entry<M>) -> M {
         entry.0
     }
 }
@@ -304,6 +312,8 @@ mod tests {
         let _: IsFunction = (&Entry(redact)).__kind();
         let _: IsFunction = (&Entry(|| ())).__kind();
         let _: IsValue = (&Entry(Shout)).__kind();
+        let shared = std::sync::Arc::new(memory.clone());
         let _: IsMemory = (&Entry(memory)).__kind();
+        let _: IsMemory = (&Entry(shared)).__kind();
     }
 }

@@ -30,6 +30,22 @@ pub enum FinishReason {
     Other,
 }
 
+impl FinishReason {
+    /// Its name on the wire: `stop`, `tool-calls`, …
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool-calls",
+            FinishReason::ContentFilter => "content-filter",
+            FinishReason::Error => "error",
+            FinishReason::Tripwire => "tripwire",
+            FinishReason::Retry => "retry",
+            FinishReason::Other => "other",
+        }
+    }
+}
+
 /// Token usage of a call or a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -493,5 +509,27 @@ impl DataWriter<'_> {
             data,
             transient: true,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finish_reasons_name_is_its_wire_name() {
+        for reason in [
+            FinishReason::Stop,
+            FinishReason::Length,
+            FinishReason::ToolCalls,
+            FinishReason::ContentFilter,
+            FinishReason::Error,
+            FinishReason::Tripwire,
+            FinishReason::Retry,
+            FinishReason::Other,
+        ] {
+            let wire = serde_json::to_value(reason).unwrap();
+            assert_eq!(wire.as_str(), Some(reason.as_str()));
+        }
     }
 }

@@ -41,10 +41,12 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     }
 
     let memory_var = memory_var();
-    let memory = c
-        .memory
-        .as_ref()
-        .map(|m| quote_spanned!(m.span()=> let #memory_var: #p::Memory = #m;));
+    let memory = c.memory.as_ref().map(|m| {
+        // The call takes the value's span, so that a value that is not memory is
+        // reported there alone.
+        let p = respanned(p, m.span());
+        quote_spanned!(m.span()=> let #memory_var = #p::IntoMemory::into_memory(#m);)
+    });
     let numbers = number_checks(c);
     let checks = checks(c, &lists);
 
@@ -533,6 +535,18 @@ fn generated_type(e: &Expr) -> Option<String> {
     let name = names::upper_camel(&syn::ext::IdentExt::unraw(&last.ident).to_string());
     last.ident = syn::parse_str(&name).ok()?;
     Some(names::tokens_text(&path.to_token_stream()))
+}
+
+/// `tokens` with every token at `span` (a path: no groups inside).
+fn respanned(tokens: &TokenStream, span: Span) -> TokenStream {
+    tokens
+        .clone()
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect()
 }
 
 #[cfg(test)]

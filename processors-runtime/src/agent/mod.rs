@@ -16,7 +16,7 @@ pub use run::FEEDBACK_TAG;
 pub use stream::AgentStream;
 
 use crate::context::RequestContext;
-use crate::memory::{Memory, is_memory};
+use crate::memory::{IntoMemory, Memory, is_memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
 use crate::processor::{
@@ -316,9 +316,9 @@ impl<I, O, E> AgentBuilder<I, O, E> {
     }
 
     /// Gives the agent memory: it loads history first on input and saves last on output,
-    /// unless placed explicitly in a list.
-    pub fn memory(mut self, memory: Memory) -> Self {
-        self.settings.memory = Some(memory);
+    /// unless placed explicitly in a list. Takes a [`Memory`] or an `Arc<Memory>`.
+    pub fn memory(mut self, memory: impl IntoMemory) -> Self {
+        self.settings.memory = Some(memory.into_memory());
         self
     }
 

@@ -18,6 +18,7 @@ use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, pump, replay}
 use crate::runner::{Halt, Scope};
 use crate::step::{RunSummary, StepResult};
 use crate::tripwire::TripWire;
+use tracing::Instrument;
 
 /// The tag of retry feedback system messages.
 pub const FEEDBACK_TAG: &str = "processor-feedback";
@@ -108,8 +109,38 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         usage: Usage::default(),
         open: None,
     };
-    let ended = run.start(&inner, &options, input).await;
-    run.end(ended).await
+    let span = tracing::info_span!(
+        "agent.run",
+        agent = %inner.name,
+        run_id = %run.out.run_id,
+        outcome = tracing::field::Empty,
+        steps = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+    );
+    let ended = run
+        .start(&inner, &options, input)
+        .instrument(span.clone())
+        .await;
+    let result = run.end(ended).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        match &result {
+            Ok(r) => {
+                let outcome = match r.tripwire {
+                    Some(_) => "tripwire",
+                    None => "completed",
+                };
+                span.record("outcome", outcome);
+                span.record("steps", r.steps.len());
+                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+            }
+            Err(_) => {
+                span.record("outcome", "failed");
+            }
+        }
+    }
+    result
 }
 
 impl Run {
@@ -170,10 +201,33 @@ impl Run {
             self.s.list.replace_all_system(originals.clone());
             // A rejected step leaves the list as it found it.
             let before = may_reject.then(|| self.s.list.clone());
-            let reason = match self.step(agent, lists, limits, driver).await {
-                Ok(reason) => reason,
+            let span = tracing::info_span!(
+                "agent.step",
+                step = self.next_number(),
+                retry_count = self.s.retry_count,
+                finish_reason = tracing::field::Empty,
+            );
+            driver.measure_step();
+            let stepped = self
+                .step(agent, lists, limits, driver)
+                .instrument(span.clone())
+                .await;
+            span.in_scope(|| driver.trace_step(self.next_number().saturating_sub(1)));
+            let reason = match stepped {
+                Ok(reason) => {
+                    span.record("finish_reason", reason.as_str());
+                    reason
+                }
                 Err(Stop::Rejected(tw)) if self.retry_granted(&tw, limits.max_retries) => {
-                    self.reject(tw, before, driver).await?;
+                    span.record("finish_reason", FinishReason::Retry.as_str());
+                    tracing::info!(
+                        parent: &span,
+                        processor = %tw.processor_id,
+                        reason = %tw.reason,
+                        retry_count = self.s.retry_count + 1,
+                        "step rejected; retrying with the reason as feedback"
+                    );
+                    self.reject(tw, before, driver).instrument(span).await?;
                     continue;
                 }
                 Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
@@ -275,43 +329,64 @@ impl Run {
 
         let collect_raw = lists.output.has(Hook::LlmResponse);
         let mut api_retries = 0u32;
-        let (step_number, from_cache, request, reason, usage, raw) = loop {
-            let (stream, from_cache, request) = self
-                .call_model(
-                    lists,
-                    limits,
-                    &config,
-                    &offered,
-                    step_number,
-                    driver,
-                    &mut api_retries,
-                )
-                .await?;
-            // Provider-error retries before it were steps of their own.
-            let number = self.next_number();
-            let through = !from_cache;
-            if let Some(open) = &mut self.open {
-                open.number = number;
-                open.started = true;
-                open.through = through;
-            }
-            let streamed = self
-                .stream_step(driver, stream, through, number, collect_raw)
-                .await?;
-            match streamed {
-                Ok((reason, usage, raw)) => {
-                    break (number, from_cache, request, reason, usage, raw);
+        // The model call, with the GenAI semantic conventions' attribute names.
+        let chat = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.system = config.model.provider(),
+            gen_ai.request.model = config.model.model_id(),
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            from_cache = tracing::field::Empty,
+        );
+        let called = async {
+            loop {
+                let (stream, from_cache, request) = self
+                    .call_model(
+                        lists,
+                        limits,
+                        &config,
+                        &offered,
+                        step_number,
+                        driver,
+                        &mut api_retries,
+                    )
+                    .await?;
+                // Provider-error retries before it were steps of their own.
+                let number = self.next_number();
+                let through = !from_cache;
+                if let Some(open) = &mut self.open {
+                    open.number = number;
+                    open.started = true;
+                    open.through = through;
                 }
-                Err(error) => {
-                    // The model failed after its stream started: its partial step is rolled
-                    // back, and an error processor may ask for another call.
-                    let retry = self
-                        .ask_to_retry(lists, limits, error, step_number, &mut api_retries)
-                        .await?;
-                    self.retried_step(driver, retry, false, through).await?;
+                let streamed = self
+                    .stream_step(driver, stream, through, number, collect_raw)
+                    .await?;
+                match streamed {
+                    Ok((reason, usage, raw)) => {
+                        break Ok::<_, Stop>((number, from_cache, request, reason, usage, raw));
+                    }
+                    Err(error) => {
+                        // The model failed after its stream started: its partial step is rolled
+                        // back, and an error processor may ask for another call.
+                        let retry = self
+                            .ask_to_retry(lists, limits, error, step_number, &mut api_retries)
+                            .await?;
+                        self.retried_step(driver, retry, false, through).await?;
+                    }
                 }
             }
         };
+        let (step_number, from_cache, request, reason, usage, raw) =
+            called.instrument(chat.clone()).await?;
+        if !chat.is_disabled() {
+            chat.record("gen_ai.response.finish_reasons", reason.as_str());
+            chat.record("gen_ai.usage.input_tokens", usage.input_tokens);
+            chat.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            chat.record("from_cache", from_cache);
+        }
         let through = !from_cache;
         if collect_raw {
             let mut chunks = driver.acc.delivered.take().unwrap_or_default();
@@ -450,7 +525,8 @@ impl Run {
             return Err(AgentError::Api(error).into());
         };
         *api_retries += 1;
-        tracing::debug!(
+        tracing::info!(
+            processor = %processor_id,
             attempt = *api_retries,
             error = %error,
             "retrying the model call after an API error"
@@ -678,6 +754,12 @@ impl Run {
             Err(Stop::Tripwire(tw) | Stop::Rejected(tw)) => {
                 // A finish held for the end does not reach the client: the run did not finish.
                 self.out.discard_held();
+                tracing::info!(
+                    processor = %tw.processor_id,
+                    reason = %tw.reason,
+                    retry = tw.retry,
+                    "trip wire: the run ends"
+                );
                 self.s.report.violation(&tw, ViolationKind::Block);
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
                 Ok(GenerateResult {
@@ -695,6 +777,7 @@ impl Run {
             }
             Err(Stop::Failed(error)) => {
                 self.out.discard_held();
+                tracing::warn!(error = %error, "the run failed");
                 let message = error.to_string();
                 self.out.deliver(ChunkKind::Error { message }).await;
                 Err(error)

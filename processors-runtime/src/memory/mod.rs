@@ -167,6 +167,52 @@ impl Memory {
     }
 }
 
+/// What the `memory:` key of `agent!` and [`AgentBuilder::memory`](crate::agent::AgentBuilder::memory)
+/// take: a [`Memory`], or a pointer to one (it is a handle: the copy shares the store).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not memory",
+    label = "not a `Memory`",
+    note = "memory is a `Memory` over a store, like `Memory::new(InMemoryStore::new())`, or an `Arc<Memory>` of one"
+)]
+pub trait IntoMemory {
+    /// The memory.
+    fn into_memory(self) -> Memory;
+}
+
+// Through `MemoryHandle`: an impl whose type is a parameter is not listed by the compiler
+// when a value is not memory, so its report stays the message above.
+#[diagnostic::do_not_recommend]
+impl<T: MemoryHandle> IntoMemory for T {
+    fn into_memory(self) -> Memory {
+        self.memory()
+    }
+}
+
+/// A value that holds a [`Memory`].
+#[doc(hidden)]
+pub trait MemoryHandle {
+    /// The memory.
+    fn memory(self) -> Memory;
+}
+
+impl MemoryHandle for Memory {
+    fn memory(self) -> Memory {
+        self
+    }
+}
+
+impl MemoryHandle for Arc<Memory> {
+    fn memory(self) -> Memory {
+        Arc::unwrap_or_clone(self)
+    }
+}
+
+impl MemoryHandle for &Memory {
+    fn memory(self) -> Memory {
+        self.clone()
+    }
+}
+
 impl Processor for Memory {
     type State = ();
     const HOOKS: Hooks = Hooks::INPUT.with(Hooks::OUTPUT_RESULT);

@@ -125,6 +125,11 @@ pub type ModelStream = BoxStream<'static, Result<ChunkKind, ApiError>>;
 /// `stream` resolves once the provider accepted the request (or rejected it: a 4xx is an
 /// [`ApiError`] here, which the `process_api_error` processors may fix); the stream then yields
 /// [`ChunkKind`]s ending with [`ChunkKind::Finish`]. Dropping the stream cancels the call.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a language model",
+    label = "not a `LanguageModel`",
+    note = "a model id such as \"openai/gpt-4o-mini\" becomes a model with `processors::providers::resolve(\"openai/gpt-4o-mini\")?`; offline, use `ScriptedModel`"
+)]
 pub trait LanguageModel: Send + Sync + 'static {
     /// The provider's name (`openai`, `anthropic`, `scripted`).
     fn provider(&self) -> &str;

@@ -97,6 +97,18 @@ pub struct StepOverrides {
 }
 
 impl StepOverrides {
+    /// Whether it overrides nothing.
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none()
+            && self.tools.is_none()
+            && self.tool_choice.is_none()
+            && self.active_tools.is_none()
+            && self.messages.is_none()
+            && self.system_messages.is_none()
+            && self.provider_options.is_none()
+            && self.model_settings.is_none()
+    }
+
     /// Changes nothing.
     pub fn new() -> Self {
         Self::default()

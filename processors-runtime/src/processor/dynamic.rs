@@ -54,7 +54,7 @@ macro_rules! dyn_hook_impls {
 pub trait DynProcessor: Send + Sync + 'static {
     /// [`Processor::id`].
     fn dyn_id(&self) -> &str;
-    /// [`Processor::HOOKS`].
+    /// [`Processor::hooks`].
     fn dyn_hooks(&self) -> Hooks;
     /// [`Processor::process_data_parts`].
     fn dyn_process_data_parts(&self) -> bool;
@@ -64,7 +64,8 @@ pub trait DynProcessor: Send + Sync + 'static {
     fn dyn_new_state(&self) -> Box<dyn Any + Send>;
     /// The state's type and its name.
     fn dyn_state_type(&self) -> (TypeId, &'static str);
-    /// The processor's own type.
+    /// The type whose hooks run: the processor's own, or the pointee's for `Arc<P>` and
+    /// `&'static P`.
     fn dyn_type_id(&self) -> TypeId;
     for_each_hook!(dyn_hook_decls);
     /// [`Processor::OUTPUT_STREAM_IS_SYNC`].
@@ -97,7 +98,7 @@ impl<P: Processor> DynProcessor for P {
         self.id()
     }
     fn dyn_hooks(&self) -> Hooks {
-        P::HOOKS
+        self.hooks()
     }
     fn dyn_process_data_parts(&self) -> bool {
         self.process_data_parts()
@@ -112,7 +113,7 @@ impl<P: Processor> DynProcessor for P {
         (TypeId::of::<P::State>(), std::any::type_name::<P::State>())
     }
     fn dyn_type_id(&self) -> TypeId {
-        TypeId::of::<P>()
+        self.__type_id()
     }
     fn dyn_output_stream_is_sync(&self) -> bool {
         P::OUTPUT_STREAM_IS_SYNC

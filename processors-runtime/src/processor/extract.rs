@@ -73,16 +73,34 @@ macro_rules! hook_parts {
             fn extract(parts: &mut $parts<$a, S>) -> Option<Self>;
         }
 
+        // Through `Provided`: an impl whose type is a parameter is not "similar" to a type
+        // the hook does not provide, so the compiler's report stays the message above and
+        // does not show this crate's source.
+        #[diagnostic::do_not_recommend]
+        impl<$a, S: ?Sized + $a, T: Provided<$parts<$a, S>>> $trait<$a, S> for T {
+            #[inline(always)]
+            fn extract(parts: &mut $parts<$a, S>) -> Option<Self> {
+                T::take(parts)
+            }
+        }
+
         $(
-            #[diagnostic::do_not_recommend]
-            impl<$a, S: ?Sized> $trait<$a, S> for $pty {
+            impl<$a, S: ?Sized> Provided<$parts<$a, S>> for $pty {
                 #[inline]
-                fn extract($p: &mut $parts<$a, S>) -> Option<Self> {
+                fn take($p: &mut $parts<$a, S>) -> Option<Self> {
                     $e
                 }
             }
         )*
     )* };
+}
+
+/// A parameter type taken out of a hook's parts `P`: the extractor traits are implemented
+/// through it.
+#[doc(hidden)]
+pub trait Provided<P>: Sized {
+    /// Takes this parameter out of the parts (`None` when already taken).
+    fn take(parts: &mut P) -> Option<Self>;
 }
 
 for_each_hook!(hook_parts);

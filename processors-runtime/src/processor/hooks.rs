@@ -97,6 +97,19 @@ impl Hooks {
     /// `process_api_error`.
     pub const API_ERROR: Hooks = Hooks(Hook::ApiError.bit());
 
+    /// Every hook.
+    pub const ALL: Hooks = Hooks(
+        Self::INPUT.0
+            | Self::INPUT_STEP.0
+            | Self::LLM_REQUEST.0
+            | Self::LLM_RESPONSE.0
+            | Self::OUTPUT_STREAM.0
+            | Self::OUTPUT_STEP.0
+            | Self::TOOL_RESULT.0
+            | Self::OUTPUT_RESULT.0
+            | Self::API_ERROR.0,
+    );
+
     const INPUT_SIDE: u16 = Self::INPUT.0 | Self::INPUT_STEP.0 | Self::LLM_REQUEST.0;
     const OUTPUT_SIDE: u16 = Self::LLM_RESPONSE.0
         | Self::OUTPUT_STREAM.0

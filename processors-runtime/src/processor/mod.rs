@@ -28,7 +28,7 @@ pub use from_fn::{
 };
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
-pub(crate) use pipeline::{Flow, StreamCx, stream_one};
+pub(crate) use pipeline::{Flow, StreamCx, StreamStat, stream_one};
 pub(crate) use report::{Reporter, ViolationHandler};
 pub use report::{Violation, ViolationKind};
 
@@ -76,6 +76,24 @@ pub trait Processor: Send + Sync + 'static {
 
     /// The processor's id: names it in errors, trip wires and traces, and keys its state.
     fn id(&self) -> &str;
+
+    /// The hooks this value has: [`HOOKS`](Processor::HOOKS) for a type whose hooks are
+    /// known statically. A processor made of others at run time (a
+    /// [`Workflow`](crate::processor::Workflow)) declares every hook in `HOOKS` and narrows it
+    /// here to what its parts have; the runner calls only these, and an agent refuses it in a
+    /// list it has none for.
+    #[inline(always)]
+    fn hooks(&self) -> Hooks {
+        Self::HOOKS
+    }
+
+    /// The type whose hooks run: `Self`, and for a pointer (`Arc<P>`, `&'static P`) the
+    /// pointee's. Lets the runtime recognise a processor of its own (the agent's memory)
+    /// behind a pointer. Not meant to be overridden.
+    #[doc(hidden)]
+    fn __type_id(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<Self>()
+    }
 
     /// Whether `data-*` chunks reach `process_output_stream` (they do not by default).
     fn process_data_parts(&self) -> bool {

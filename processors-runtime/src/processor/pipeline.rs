@@ -31,8 +31,9 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
     /// Runs the stream chain on `chunk` from the processor at `start`, changing the chunk in
     /// place. Panics are not caught here: the caller catches them once per chunk and names
     /// the processor at `cx.current`.
+    /// With `MEASURE`, each processor's call is counted and timed in `cx`'s stats.
     #[doc(hidden)]
-    fn run_output_stream<'a, 'r>(
+    fn run_output_stream<'a, 'r, const MEASURE: bool>(
         &'a self,
         cx: &'a mut StreamCx<'r>,
         chunk: &'a mut Chunk,
@@ -46,8 +47,12 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
 
     /// `run_output_stream` for a list whose stream hooks never wait.
     #[doc(hidden)]
-    fn run_output_stream_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize)
-    -> Flow;
+    fn run_output_stream_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        start: usize,
+    ) -> Flow;
 }
 
 mod sealed {
@@ -89,6 +94,69 @@ pub struct StreamCx<'r> {
     pub(crate) report: &'r Reporter,
     /// The position of the processor running, to name it when it panics.
     pub(crate) current: usize,
+    /// Per-position counts and time of the chain's stream hooks, when tracing asks for them.
+    pub(crate) stats: Option<&'r mut Vec<StreamStat>>,
+}
+
+/// What one processor of the stream chain did in a step: the chunks it took, what became of
+/// them, and the time spent in its hook. Kept only when a tracing subscriber listens at
+/// `DEBUG` for `processors::stream`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StreamStat {
+    pub(crate) chunks: u32,
+    pub(crate) replaced: u32,
+    pub(crate) dropped: u32,
+    pub(crate) warned: u32,
+    pub(crate) aborted: u32,
+    pub(crate) failed: u32,
+    pub(crate) nanos: u64,
+}
+
+/// Records one stream hook call in the chain's stats.
+#[cold]
+#[inline(never)]
+fn record(cx: &mut StreamCx<'_>, pos: usize, started: std::time::Instant, outcome: StreamOutcome) {
+    let Some(stats) = cx.stats.as_deref_mut() else {
+        return;
+    };
+    if stats.len() <= pos {
+        stats.resize(pos + 1, StreamStat::default());
+    }
+    let s = &mut stats[pos];
+    s.chunks += 1;
+    s.nanos += u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    match outcome {
+        StreamOutcome::Passed => {}
+        StreamOutcome::Replaced => s.replaced += 1,
+        StreamOutcome::Dropped => s.dropped += 1,
+        StreamOutcome::Warned => s.warned += 1,
+        StreamOutcome::Aborted => s.aborted += 1,
+        StreamOutcome::Failed => s.failed += 1,
+    }
+}
+
+/// What a stream hook's result does to its chunk.
+#[derive(Clone, Copy)]
+enum StreamOutcome {
+    Passed,
+    Replaced,
+    Dropped,
+    Warned,
+    Aborted,
+    Failed,
+}
+
+impl StreamOutcome {
+    fn of(result: &Result<StreamAction, ProcessorError>) -> Self {
+        match result {
+            Ok(StreamAction::Pass) => StreamOutcome::Passed,
+            Ok(StreamAction::Replace(_) | StreamAction::Many(_)) => StreamOutcome::Replaced,
+            Ok(StreamAction::Drop) => StreamOutcome::Dropped,
+            Err(ProcessorError::Warning(_)) => StreamOutcome::Warned,
+            Err(ProcessorError::Abort(_)) => StreamOutcome::Aborted,
+            Err(ProcessorError::Failed(_)) => StreamOutcome::Failed,
+        }
+    }
 }
 
 #[doc(hidden)]
@@ -111,7 +179,7 @@ pub trait StreamCall: Send + Sync {
 impl<P: Processor> StreamCall for P {
     #[inline]
     fn call_hooks(&self) -> Hooks {
-        P::HOOKS
+        self.hooks()
     }
     fn call_id(&self) -> &str {
         self.id()
@@ -280,12 +348,15 @@ fn warn(cx: &StreamCx<'_>, a: Abort, id: &str) {
 
 /// Runs a processor that never waits on a chunk, without a future.
 #[inline(always)]
-fn stream_one_now<P: StreamCall + ?Sized>(
+fn stream_one_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
     chunk: &mut Chunk,
     pos: usize,
 ) -> Flow {
+    if MEASURE {
+        return measured_now(p, cx, chunk, pos);
+    }
     let Some(args) = args_for(p, cx, chunk, pos) else {
         return Flow::Continue;
     };
@@ -293,21 +364,47 @@ fn stream_one_now<P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
+/// [`stream_one_now`], counted and timed.
+#[inline(never)]
+fn measured_now<P: StreamCall + ?Sized>(
+    p: &P,
+    cx: &mut StreamCx<'_>,
+    chunk: &mut Chunk,
+    pos: usize,
+) -> Flow {
+    let started = std::time::Instant::now();
+    let Some(args) = args_for(p, cx, chunk, pos) else {
+        return Flow::Continue;
+    };
+    let result = p.call_now(args);
+    let outcome = StreamOutcome::of(&result);
+    let flow = apply(p, cx, chunk, pos, result);
+    record(cx, pos, started, outcome);
+    flow
+}
+
 /// Runs one processor's `process_output_stream` on a chunk, with the rules of the stream chain.
 #[inline]
-pub(crate) async fn stream_one<P: StreamCall + ?Sized>(
+pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
     chunk: &mut Chunk,
     pos: usize,
 ) -> Flow {
     if p.call_is_sync() {
-        return stream_one_now(p, cx, chunk, pos);
+        return stream_one_now::<MEASURE, P>(p, cx, chunk, pos);
     }
+    let started = MEASURE.then(std::time::Instant::now);
     let Some(args) = args_for(p, cx, chunk, pos) else {
         return Flow::Continue;
     };
     let result = p.call(args).await;
+    if let Some(started) = started {
+        let outcome = StreamOutcome::of(&result);
+        let flow = apply(p, cx, chunk, pos, result);
+        record(cx, pos, started, outcome);
+        return flow;
+    }
     apply(p, cx, chunk, pos, result)
 }
 
@@ -323,10 +420,15 @@ impl Pipeline for () {
     fn stream_is_sync(&self) -> bool {
         true
     }
-    fn run_output_stream_now(&self, _: &mut StreamCx<'_>, _: &mut Chunk, _: usize) -> Flow {
+    fn run_output_stream_now<const MEASURE: bool>(
+        &self,
+        _: &mut StreamCx<'_>,
+        _: &mut Chunk,
+        _: usize,
+    ) -> Flow {
         Flow::Continue
     }
-    async fn run_output_stream<'a, 'r>(
+    async fn run_output_stream<'a, 'r, const MEASURE: bool>(
         &'a self,
         _: &'a mut StreamCx<'r>,
         _: &'a mut Chunk,
@@ -348,10 +450,10 @@ macro_rules! tuple_pipeline {
                 $( is_sync(&self.$idx) )&&+
             }
             #[inline]
-            fn run_output_stream_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+            fn run_output_stream_now<const MEASURE: bool>(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
                 $(
                     if $idx >= start {
-                        match stream_one_now(&self.$idx, cx, chunk, $idx) {
+                        match stream_one_now::<MEASURE, _>(&self.$idx, cx, chunk, $idx) {
                             Flow::Continue => {}
                             other => return other,
                         }
@@ -359,7 +461,7 @@ macro_rules! tuple_pipeline {
                 )+
                 Flow::Continue
             }
-            async fn run_output_stream<'a, 'r>(
+            async fn run_output_stream<'a, 'r, const MEASURE: bool>(
                 &'a self,
                 cx: &'a mut StreamCx<'r>,
                 chunk: &'a mut Chunk,
@@ -367,7 +469,7 @@ macro_rules! tuple_pipeline {
             ) -> Flow {
                 $(
                     if $idx >= start {
-                        match stream_one(&self.$idx, cx, chunk, $idx).await {
+                        match stream_one::<MEASURE, _>(&self.$idx, cx, chunk, $idx).await {
                             Flow::Continue => {}
                             other => return other,
                         }
@@ -457,28 +559,28 @@ impl Pipeline for DynPipeline {
     fn stream_is_sync(&self) -> bool {
         self.processors.iter().all(|p| is_sync(&**p))
     }
-    fn run_output_stream_now(
+    fn run_output_stream_now<const MEASURE: bool>(
         &self,
         cx: &mut StreamCx<'_>,
         chunk: &mut Chunk,
         start: usize,
     ) -> Flow {
         for (i, p) in self.processors.iter().enumerate().skip(start) {
-            match stream_one_now(&**p, cx, chunk, i) {
+            match stream_one_now::<MEASURE, _>(&**p, cx, chunk, i) {
                 Flow::Continue => {}
                 other => return other,
             }
         }
         Flow::Continue
     }
-    async fn run_output_stream<'a, 'r>(
+    async fn run_output_stream<'a, 'r, const MEASURE: bool>(
         &'a self,
         cx: &'a mut StreamCx<'r>,
         chunk: &'a mut Chunk,
         start: usize,
     ) -> Flow {
         for (i, p) in self.processors.iter().enumerate().skip(start) {
-            match stream_one(&**p, cx, chunk, i).await {
+            match stream_one::<MEASURE, _>(&**p, cx, chunk, i).await {
                 Flow::Continue => {}
                 other => return other,
             }

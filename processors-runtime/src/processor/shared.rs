@@ -42,6 +42,16 @@ macro_rules! shared_processor {
             }
 
             #[inline]
+            fn hooks(&self) -> Hooks {
+                P::hooks(self)
+            }
+
+            #[inline]
+            fn __type_id(&self) -> std::any::TypeId {
+                P::__type_id(self)
+            }
+
+            #[inline]
             fn process_data_parts(&self) -> bool {
                 P::process_data_parts(self)
             }

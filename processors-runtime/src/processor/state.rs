@@ -52,4 +52,15 @@ impl StateMap {
     pub fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {
         &mut *self.slots[slot].value
     }
+
+    /// Takes a slot's value out (a unit stands in), so that several processors' states can be
+    /// lent at once; [`put`](Self::put) gives it back.
+    pub fn take(&mut self, slot: usize) -> Box<dyn Any + Send> {
+        std::mem::replace(&mut self.slots[slot].value, Box::new(()))
+    }
+
+    /// Gives back a value [`take`](Self::take) took.
+    pub fn put(&mut self, slot: usize, value: Box<dyn Any + Send>) {
+        self.slots[slot].value = value;
+    }
 }

@@ -82,7 +82,7 @@ pub(crate) async fn input_step(
 }
 
 /// Applies one processor's step overrides: only what it names changes.
-fn apply_overrides(
+pub(crate) fn apply_overrides(
     list: &mut MessageList,
     config: &mut StepConfig,
     o: StepOverrides,

@@ -15,7 +15,10 @@ pub(crate) mod workflow;
 use crate::context::RequestContext;
 use crate::message::{Message, MessageList};
 use crate::processor::state::StateMap;
-use crate::processor::{DynProcessor, Hook, ProcessorError, Reporter};
+use crate::processor::{
+    ApiErrorAction, DynProcessor, Hook, InputOutcome, LlmRequestAction, OutputOutcome,
+    ProcessorError, Reporter, StepOverrides,
+};
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
 use futures::FutureExt;
@@ -129,14 +132,43 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Calls one processor's hook: in a tracing span, with its panic caught. A warning is
 /// reported and gives `None`; an abort or a failure halts.
-pub(crate) async fn call<T>(
+///
+/// The span (`processor`, at `DEBUG`) has the processor's id and the hook, and records the
+/// outcome (`pass`, `replaced`, `responded`, `retried`, `warned`, `aborted`, `failed`,
+/// `panicked`) and the duration when a subscriber listens.
+pub(crate) async fn call<T: HookOutcome>(
     id: &str,
     hook: Hook,
     report: &Reporter,
     fut: impl Future<Output = Result<T, ProcessorError>>,
 ) -> Result<Option<T>, Halt> {
-    let span = tracing::debug_span!("processor", id, hook = hook.name());
-    match AssertUnwindSafe(fut.instrument(span)).catch_unwind().await {
+    let span = tracing::debug_span!(
+        "processor",
+        id,
+        hook = hook.name(),
+        outcome = tracing::field::Empty,
+        duration_us = tracing::field::Empty,
+    );
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
+    let ran = AssertUnwindSafe(fut.instrument(span.clone()))
+        .catch_unwind()
+        .await;
+    if let Some(t) = started {
+        let outcome = match &ran {
+            Ok(Ok(v)) => v.outcome(),
+            Ok(Err(ProcessorError::Warning(_))) => "warned",
+            Ok(Err(ProcessorError::Abort(a))) if a.retry => "retried",
+            Ok(Err(ProcessorError::Abort(_))) => "aborted",
+            Ok(Err(ProcessorError::Failed(_))) => "failed",
+            Err(_) => "panicked",
+        };
+        span.record("outcome", outcome);
+        span.record(
+            "duration_us",
+            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX),
+        );
+    }
+    match ran {
         Ok(Ok(v)) => Ok(Some(v)),
         Ok(Err(ProcessorError::Warning(a))) => {
             report.violation(&a.into_tripwire(id), crate::processor::ViolationKind::Warn);
@@ -149,6 +181,73 @@ pub(crate) async fn call<T>(
             source,
         })),
         Err(panic) => Err(Halt::Failed(HookError::panicked(id, hook, &*panic))),
+    }
+}
+
+/// What a hook's result did, for its tracing span.
+pub(crate) trait HookOutcome {
+    /// `pass` when it changed nothing.
+    fn outcome(&self) -> &'static str;
+}
+
+impl HookOutcome for InputOutcome {
+    fn outcome(&self) -> &'static str {
+        match self {
+            InputOutcome::Unchanged => "pass",
+            _ => "replaced",
+        }
+    }
+}
+
+impl HookOutcome for OutputOutcome {
+    fn outcome(&self) -> &'static str {
+        match self {
+            OutputOutcome::Unchanged => "pass",
+            OutputOutcome::Messages(_) => "replaced",
+        }
+    }
+}
+
+impl HookOutcome for StepOverrides {
+    fn outcome(&self) -> &'static str {
+        match self.is_empty() {
+            true => "pass",
+            false => "replaced",
+        }
+    }
+}
+
+impl HookOutcome for LlmRequestAction {
+    fn outcome(&self) -> &'static str {
+        match self {
+            LlmRequestAction::Continue => "pass",
+            LlmRequestAction::Prompt(_) => "replaced",
+            LlmRequestAction::Respond(_) => "responded",
+        }
+    }
+}
+
+impl HookOutcome for () {
+    fn outcome(&self) -> &'static str {
+        "pass"
+    }
+}
+
+impl HookOutcome for Option<serde_json::Value> {
+    fn outcome(&self) -> &'static str {
+        match self {
+            None => "pass",
+            Some(_) => "replaced",
+        }
+    }
+}
+
+impl HookOutcome for ApiErrorAction {
+    fn outcome(&self) -> &'static str {
+        match self {
+            ApiErrorAction::Retry => "retried",
+            _ => "pass",
+        }
     }
 }
 

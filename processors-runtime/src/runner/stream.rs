@@ -10,7 +10,10 @@ use super::{Halt, HookError, Scope};
 use crate::chunk::{Chunk, ChunkKind};
 use crate::message::{Part, ToolCall};
 use crate::model::{ApiError, ModelStream};
-use crate::processor::{DynPipeline, Flow, Hook, Pipeline, StreamCx};
+use crate::processor::{DynPipeline, Flow, Hook, Pipeline, StreamCx, StreamStat};
+
+/// The tracing target of the per-step stream hook summaries.
+pub(crate) const STREAM_TARGET: &str = "processors::stream";
 use futures::FutureExt;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -24,9 +27,12 @@ pub(crate) enum StreamList<'a, O> {
 
 impl<O: Pipeline> StreamList<'_, O> {
     async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
-        match self {
-            StreamList::Static(p) => p.run_output_stream(cx, chunk, start).await,
-            StreamList::Dynamic(p) => p.run_output_stream(cx, chunk, start).await,
+        // Measured only when tracing asks: the usual chain has no trace of it.
+        match (self, cx.stats.is_some()) {
+            (StreamList::Static(p), false) => p.run_output_stream::<false>(cx, chunk, start).await,
+            (StreamList::Dynamic(p), false) => p.run_output_stream::<false>(cx, chunk, start).await,
+            (StreamList::Static(p), true) => p.run_output_stream::<true>(cx, chunk, start).await,
+            (StreamList::Dynamic(p), true) => p.run_output_stream::<true>(cx, chunk, start).await,
         }
     }
 
@@ -38,9 +44,19 @@ impl<O: Pipeline> StreamList<'_, O> {
     }
 
     fn run_now(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+        match (self, cx.stats.is_some()) {
+            (StreamList::Static(p), false) => p.run_output_stream_now::<false>(cx, chunk, start),
+            (StreamList::Dynamic(p), false) => p.run_output_stream_now::<false>(cx, chunk, start),
+            (_, true) => self.run_now_measured(cx, chunk, start),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn run_now_measured(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
         match self {
-            StreamList::Static(p) => p.run_output_stream_now(cx, chunk, start),
-            StreamList::Dynamic(p) => p.run_output_stream_now(cx, chunk, start),
+            StreamList::Static(p) => p.run_output_stream_now::<true>(cx, chunk, start),
+            StreamList::Dynamic(p) => p.run_output_stream_now::<true>(cx, chunk, start),
         }
     }
 
@@ -109,6 +125,10 @@ macro_rules! stream_cx {
             pending: Some(&mut $d.pending),
             report: &$s.report,
             current: 0,
+            stats: match $d.measure {
+                true => Some(&mut $d.stats),
+                false => None,
+            },
         }
     };
 }
@@ -125,6 +145,9 @@ pub(crate) struct StreamDriver<'a, O> {
     active: bool,
     /// Whether every stream hook of the chain runs without a future.
     sync: bool,
+    /// Whether the stream hooks are counted and timed for tracing ([`Self::trace_step`]).
+    measure: bool,
+    stats: Vec<StreamStat>,
     pub(crate) acc: StepAcc,
 }
 
@@ -139,8 +162,47 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             written: Vec::new(),
             pending: VecDeque::new(),
             active,
+            measure: false,
+            stats: Vec::new(),
             acc: StepAcc::default(),
         }
+    }
+
+    /// Starts counting and timing the chain's stream hooks for a step when a tracing
+    /// subscriber listens for them; without one, nothing is measured.
+    pub(crate) fn measure_step(&mut self) {
+        self.measure =
+            self.active && tracing::enabled!(target: STREAM_TARGET, tracing::Level::DEBUG);
+    }
+
+    /// Reports what each stream processor did in the step, one event per processor (no span
+    /// or event per chunk), and starts over.
+    pub(crate) fn trace_step(&mut self, step_number: u32) {
+        if !std::mem::take(&mut self.measure) || self.stats.is_empty() {
+            return;
+        }
+        let mut list = Vec::new();
+        match &self.list {
+            StreamList::Static(p) => p.collect(&mut list),
+            StreamList::Dynamic(p) => p.collect(&mut list),
+        }
+        for (pos, s) in self.stats.iter().enumerate().filter(|(_, s)| s.chunks > 0) {
+            tracing::debug!(
+                target: STREAM_TARGET,
+                processor = list.get(pos).map_or("?", |p| p.dyn_id()),
+                hook = Hook::OutputStream.name(),
+                step = step_number,
+                chunks = s.chunks,
+                replaced = s.replaced,
+                dropped = s.dropped,
+                warned = s.warned,
+                aborted = s.aborted,
+                failed = s.failed,
+                duration_us = s.nanos / 1_000,
+                "stream hook calls of the step"
+            );
+        }
+        self.stats.clear();
     }
 
     /// The error of a processor that panicked at position `current` of the chain.

@@ -2,27 +2,52 @@
 //! branches, and maps. A workflow is itself a processor, and runs the processors inside it
 //! through the runner's calls: the same guards, reports and stream chain as a list.
 
-use super::call;
-use crate::chunk::{Chunk, Usage};
+use super::hooks::apply_overrides;
+use super::{Halt, HookError, call};
+use crate::chunk::{Chunk, FinishReason, Usage};
 use crate::context::RequestContext;
 use crate::message::ToolCall;
 use crate::message::{Message, MessageList};
+use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::processor::state::StateMap;
 use crate::processor::{
-    Abort, Flow, Hook, Hooks, InputArgs, InputOutcome, InputProcessor, OutputOutcome,
-    OutputProcessor, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor, ProcessorError,
-    ProcessorRef, Reporter, StreamAction, StreamCx, boxed,
+    Abort, ApiErrorAction, ApiErrorArgs, DynProcessor, ErrorProcessor, Flow, Hook, Hooks,
+    InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
+    LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs, OutputStepArgs,
+    OutputStreamArgs, Processor, ProcessorError, ProcessorRef, Reporter, StepConfig, StepOverrides,
+    StreamAction, StreamCx, ToolResultArgs, boxed,
 };
 use crate::step::{RunSummary, StepResult};
+use futures::StreamExt;
+use serde_json::Value;
+use std::any::Any;
+use std::future::Future;
 use std::sync::Arc;
 
-/// What a branch condition sees: the messages of a message hook, or the chunk of a stream hook.
+/// What a branch condition sees: what the hook being run works on.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum WorkflowInput<'a> {
-    /// The messages the hook works on (input, step or response messages).
+    /// The messages of `process_input` (the input), `process_output_step` (the step's
+    /// messages) or `process_output_result` (the response).
     Messages(&'a [Message]),
-    /// The streamed chunk.
+    /// The streamed chunk, in `process_output_stream`.
     Chunk(&'a Chunk),
+    /// The conversation, in `process_input_step`.
+    Conversation(&'a MessageList),
+    /// The request about to be sent, in `process_llm_request`.
+    Request(&'a ModelRequest),
+    /// The model's response, in `process_llm_response`.
+    Response(&'a LlmResponse),
+    /// A tool's call and result, in `process_tool_result`.
+    ToolResult {
+        /// The call.
+        call: &'a ToolCall,
+        /// The result, as the processors before left it.
+        result: &'a Value,
+    },
+    /// The provider's error, in `process_api_error`.
+    Error(&'a ApiError),
 }
 
 type Condition = Arc<dyn Fn(&WorkflowInput<'_>) -> bool + Send + Sync>;
@@ -39,17 +64,27 @@ enum Step {
 
 /// Processors composed into one processor.
 ///
-/// Steps run in order. [`then`](Workflow::then) runs a processor;
-/// [`parallel`](Workflow::parallel) runs several on the same input (each on its own copy of
-/// the message list, or of the chunk) and keeps the output of the selected one;
-/// [`branch`](Workflow::branch) runs the first processor whose condition holds;
-/// [`map`](Workflow::map) transforms the messages of message hooks. A trip wire inside bubbles
-/// out with the inner processor's id, retry flag and metadata; a warning inside is reported
-/// with the inner processor's id and the workflow goes on. Inner processors keep their own
-/// state (and stream history, when they keep one) for the request.
+/// Steps run in order, for every hook. [`then`](Workflow::then) runs a processor;
+/// [`parallel`](Workflow::parallel) runs several on the same input and keeps the output of
+/// the selected one; [`branch`](Workflow::branch) runs the first processor whose condition
+/// holds; [`map`](Workflow::map) transforms the messages of the hooks on messages. A trip wire
+/// inside bubbles out with the inner processor's id, retry flag and metadata (a retry asked
+/// from inside retries the step, as from a list); a warning inside is reported with the inner
+/// processor's id and the workflow goes on. Inner processors keep their own state (one per id,
+/// as in a list, and stream history when they keep one) for the request.
 ///
-/// A workflow runs `process_input`, `process_output_stream`, `process_output_step` and
-/// `process_output_result` of its processors.
+/// A workflow runs all nine hooks of the processors inside it, each as a list would: in step
+/// order, each processor seeing what the ones before it left. Its hooks
+/// ([`Processor::hooks`]) are those of its processors, so an agent refuses it in a list where
+/// none of them belongs, when it is built.
+///
+/// **Parallel branches** run concurrently, at most [`concurrency`](Workflow::concurrency) at a
+/// time (branches that share an id, and so a state, one after another), each on its own copy
+/// of what the hook may change: the messages, the message list, the request context, the step
+/// settings, the request, the tool result. When all have finished, the selected branch's copy
+/// is kept and the others' changes are dropped; an abort or failure in any branch (the first
+/// in branch order) stops the workflow with that branch's processor id. On the stream, branches
+/// run one after another on copies of the chunk, with the same rule.
 ///
 /// ```
 /// use processors_runtime::prelude::*;
@@ -75,6 +110,8 @@ pub struct Workflow {
     id: String,
     processors: Vec<ProcessorRef>,
     steps: Vec<Step>,
+    hooks: Hooks,
+    concurrency: usize,
 }
 
 impl std::fmt::Debug for Workflow {
@@ -82,6 +119,7 @@ impl std::fmt::Debug for Workflow {
         f.debug_struct("Workflow")
             .field("id", &self.id)
             .field("steps", &self.steps.len())
+            .field("hooks", &self.hooks)
             .finish()
     }
 }
@@ -103,10 +141,22 @@ impl Workflow {
             id: id.into(),
             processors: Vec::new(),
             steps: Vec::new(),
+            hooks: Hooks::NONE,
+            concurrency: Self::DEFAULT_CONCURRENCY,
         }
     }
 
+    /// How many parallel branches run at once unless said otherwise.
+    pub const DEFAULT_CONCURRENCY: usize = 8;
+
+    /// Runs at most `n` parallel branches at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
     fn add(&mut self, p: ProcessorRef) -> usize {
+        self.hooks = self.hooks.with(p.dyn_hooks());
         self.processors.push(p);
         self.processors.len() - 1
     }
@@ -118,8 +168,9 @@ impl Workflow {
         self
     }
 
-    /// Runs every branch on the same input and keeps the output of `branches[select]`; an
-    /// abort in any branch stops the workflow. An out-of-range `select` keeps the last branch.
+    /// Runs every branch on its own copy of the input, concurrently, and keeps the output of
+    /// `branches[select]`; an abort in any branch stops the workflow. An out-of-range `select`
+    /// keeps the last branch.
     pub fn parallel(
         mut self,
         branches: impl IntoIterator<Item = ProcessorRef>,
@@ -155,7 +206,7 @@ impl Workflow {
     }
 
     /// Binds every processor to its state slot, on the first hook call of a request.
-    fn bind(&self, state: &mut WorkflowState) -> Result<(), ProcessorError> {
+    fn bind(&self, state: &mut WorkflowState) -> Result<(), HookError> {
         if state.slots.len() == self.processors.len() {
             return Ok(());
         }
@@ -163,12 +214,14 @@ impl Workflow {
             .processors
             .iter()
             .map(|p| {
-                state.states.slot_for(&**p).map_err(|c| {
-                    ProcessorError::msg(format!(
-                        "processors in the workflow share the id `{}` but not a state type (`{}` and `{}`)",
-                        c.id, c.first, c.second
-                    ))
-                })
+                state
+                    .states
+                    .slot_for(&**p)
+                    .map_err(|c| HookError::StateConflict {
+                        id: c.id,
+                        first: c.first,
+                        second: c.second,
+                    })
             })
             .collect::<Result<_, _>>()?;
         state.histories = vec![Vec::new(); self.processors.len()];
@@ -176,203 +229,639 @@ impl Workflow {
     }
 }
 
-/// The message hooks a workflow runs, as one shape: messages in, messages out.
-#[derive(Clone, Copy)]
-enum MessageHook {
-    Input,
-    OutputStep,
-    OutputResult,
+/// One hook as a workflow's steps run it: what flows through the steps (the carry: copied for
+/// each parallel branch, the selected branch's copy kept), what a branch condition sees, and
+/// one inner processor's call.
+trait StepHook: Sync {
+    /// What the hook's processors change.
+    type Carry: Clone + Send;
+    /// The hook.
+    const HOOK: Hook;
+    /// What a branch condition sees.
+    fn input<'c>(&'c self, carry: &'c Self::Carry) -> WorkflowInput<'c>;
+    /// Applies a `map` step (hooks on messages only).
+    fn map(&self, _carry: &mut Self::Carry, _f: &MapFn) {}
+    /// Calls one processor's hook on the carry. `true` ends the hook's run through the
+    /// workflow (an error processor asked for a retry).
+    fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        carry: &'a mut Self::Carry,
+        report: &'a Reporter,
+    ) -> impl Future<Output = Result<bool, Halt>> + Send + 'a;
 }
-
-/// What the message hooks of inner processors get besides the messages.
-struct MessageCx<'a, 'r> {
-    hook: MessageHook,
-    system: &'a mut Vec<Message>,
-    list: &'a mut MessageList,
-    state: &'a mut WorkflowState,
-    cx: &'a mut RequestContext,
-    report: &'r Reporter,
-    retry_count: u32,
-    extra: &'a MessageExtra<'r>,
-}
-
-/// Step and result details the output hooks pass on to inner processors.
-struct MessageExtra<'a> {
-    step_number: u32,
-    text: &'a str,
-    finish_reason: crate::chunk::FinishReason,
-    usage: Usage,
-    run_usage: Usage,
-    tool_calls: &'a [ToolCall],
-    steps: &'a [StepResult],
-    summary: Option<&'a RunSummary>,
-}
-
-const NO_STEP: MessageExtra<'static> = MessageExtra {
-    step_number: 0,
-    text: "",
-    finish_reason: crate::chunk::FinishReason::Stop,
-    usage: Usage {
-        input_tokens: 0,
-        output_tokens: 0,
-        total_tokens: 0,
-    },
-    run_usage: Usage {
-        input_tokens: 0,
-        output_tokens: 0,
-        total_tokens: 0,
-    },
-    tool_calls: &[],
-    steps: &[],
-    summary: None,
-};
 
 impl Workflow {
-    /// Runs a message hook through the steps. `None` when no step returned messages, so that
-    /// direct edits of the list by inner processors stand.
-    async fn run_messages(
+    /// Runs a hook through the steps.
+    async fn drive<H: StepHook>(
         &self,
-        mut messages: Vec<Message>,
-        m: &mut MessageCx<'_, '_>,
-    ) -> Result<Option<Vec<Message>>, ProcessorError> {
-        self.bind(m.state)?;
-        let mut changed = false;
+        h: &H,
+        carry: &mut H::Carry,
+        ws: &mut WorkflowState,
+        report: &Reporter,
+    ) -> Result<(), Halt> {
+        self.bind(ws)?;
         for step in &self.steps {
-            let out = match step {
-                Step::Then(i) => self.call_messages(*i, &messages, m).await?,
-                Step::Branch(arms) => {
-                    let input = WorkflowInput::Messages(&messages);
-                    match arms.iter().find(|(c, _)| c(&input)) {
-                        Some((_, i)) => self.call_messages(*i, &messages, m).await?,
-                        None => None,
-                    }
-                }
+            let stop = match step {
+                Step::Then(i) => self.call_at(h, *i, carry, ws, report).await?,
+                Step::Branch(arms) => match arms.iter().find(|(c, _)| c(&h.input(carry))) {
+                    Some(&(_, i)) => self.call_at(h, i, carry, ws, report).await?,
+                    None => false,
+                },
                 Step::Parallel { branches, select } => {
-                    let mut chosen = None;
-                    for (k, &i) in branches.iter().enumerate() {
-                        let mut list = m.list.clone();
-                        let mut system = m.system.clone();
-                        let mut branch = MessageCx {
-                            hook: m.hook,
-                            system: &mut system,
-                            list: &mut list,
-                            state: &mut *m.state,
-                            cx: &mut *m.cx,
-                            report: m.report,
-                            retry_count: m.retry_count,
-                            extra: m.extra,
-                        };
-                        let out = self.call_messages(i, &messages, &mut branch).await?;
-                        if k == *select {
-                            chosen = Some((out, system, list));
-                        }
-                    }
-                    chosen.and_then(|(out, system, list)| {
-                        *m.system = system;
-                        *m.list = list;
-                        out
-                    })
+                    self.run_parallel(h, branches, *select, carry, ws, report)
+                        .await?
                 }
-                Step::Map(f) => Some(f(std::mem::take(&mut messages))),
+                Step::Map(f) => {
+                    h.map(carry, f);
+                    false
+                }
             };
-            if let Some(out) = out {
-                messages = out;
-                changed = true;
+            if stop {
+                break;
             }
         }
-        Ok(changed.then_some(messages))
+        Ok(())
     }
 
-    /// Calls the message hook of the processor at `i`, if it has it.
-    async fn call_messages(
+    /// Calls the hook of the processor at `i`, if it has it.
+    async fn call_at<H: StepHook>(
         &self,
+        h: &H,
         i: usize,
-        messages: &[Message],
-        m: &mut MessageCx<'_, '_>,
-    ) -> Result<Option<Vec<Message>>, ProcessorError> {
-        let (Some(p), Some(&slot)) = (self.processors.get(i), m.state.slots.get(i)) else {
-            return Ok(None);
+        carry: &mut H::Carry,
+        ws: &mut WorkflowState,
+        report: &Reporter,
+    ) -> Result<bool, Halt> {
+        let (Some(p), Some(&slot)) = (self.processors.get(i), ws.slots.get(i)) else {
+            return Ok(false);
         };
-        let (id, hooks, state) = (p.dyn_id(), p.dyn_hooks(), m.state.states.get_mut(slot));
-        let (report, extra) = (m.report, m.extra);
-        match m.hook {
-            MessageHook::Input if hooks.contains(Hook::Input) => {
-                let args = InputArgs {
-                    messages: messages.to_vec(),
-                    system_messages: m.system.clone(),
-                    message_list: &mut *m.list,
-                    state,
-                    request_context: &mut *m.cx,
-                    retry_count: m.retry_count,
-                    report,
-                };
-                Ok(
-                    match call(id, Hook::Input, report, p.dyn_process_input(args)).await? {
-                        None | Some(InputOutcome::Unchanged) => None,
-                        Some(InputOutcome::Messages(ms)) => Some(ms),
-                        Some(InputOutcome::MessagesAndSystem { messages, system }) => {
-                            *m.system = system;
-                            Some(messages)
-                        }
-                    },
-                )
+        if !p.dyn_hooks().contains(H::HOOK) {
+            return Ok(false);
+        }
+        h.call(&**p, ws.states.get_mut(slot), carry, report).await
+    }
+
+    /// Runs parallel branches, each on its own copy of the carry, at most
+    /// [`concurrency`](Workflow::concurrency) at a time; the selected branch's copy is kept.
+    /// A branch's abort or failure (the first in branch order) stops the workflow.
+    async fn run_parallel<H: StepHook>(
+        &self,
+        h: &H,
+        branches: &[usize],
+        select: usize,
+        carry: &mut H::Carry,
+        ws: &mut WorkflowState,
+        report: &Reporter,
+    ) -> Result<bool, Halt> {
+        let slots: Vec<usize> = branches
+            .iter()
+            .filter_map(|&i| ws.slots.get(i).copied())
+            .collect();
+        let shared = slots
+            .iter()
+            .enumerate()
+            .any(|(k, s)| slots[..k].contains(s));
+        let results: Vec<(Result<bool, Halt>, H::Carry)> =
+            if shared || slots.len() != branches.len() {
+                // Branches that share a state (one id) run one after another, each seeing the
+                // state the one before it left.
+                let mut out = Vec::with_capacity(branches.len());
+                for &i in branches {
+                    let mut copy = carry.clone();
+                    let r = self.call_at(h, i, &mut copy, ws, report).await;
+                    out.push((r, copy));
+                }
+                out
+            } else {
+                let mut taken: Vec<Box<dyn Any + Send>> =
+                    slots.iter().map(|&s| ws.states.take(s)).collect();
+                // Built in a loop, not by a closure: the future stays `Send` for every lifetime.
+                let mut jobs = Vec::with_capacity(branches.len());
+                for (&i, state) in branches.iter().zip(taken.iter_mut()) {
+                    let mut copy = carry.clone();
+                    let p = self.processors.get(i);
+                    jobs.push(async move {
+                        let r = match p {
+                            Some(p) if p.dyn_hooks().contains(H::HOOK) => {
+                                h.call(&**p, &mut **state, &mut copy, report).await
+                            }
+                            _ => Ok(false),
+                        };
+                        (r, copy)
+                    });
+                }
+                let out = futures::stream::iter(jobs)
+                    .buffered(self.concurrency)
+                    .collect::<Vec<_>>()
+                    .await;
+                for (&s, value) in slots.iter().zip(taken) {
+                    ws.states.put(s, value);
+                }
+                out
+            };
+        let mut stop = false;
+        for (k, (r, copy)) in results.into_iter().enumerate() {
+            let r = r?;
+            if k == select {
+                *carry = copy;
+                stop = r;
             }
-            MessageHook::OutputStep if hooks.contains(Hook::OutputStep) => {
-                let args = OutputStepArgs {
-                    step_number: extra.step_number,
-                    messages: messages.to_vec(),
-                    text: extra.text,
-                    finish_reason: extra.finish_reason,
-                    usage: extra.usage,
-                    run_usage: extra.run_usage,
-                    tool_calls: extra.tool_calls,
-                    steps: extra.steps,
-                    system_messages: m.system.clone(),
-                    message_list: &mut *m.list,
-                    state,
-                    request_context: &mut *m.cx,
-                    retry_count: m.retry_count,
-                    report,
-                };
-                let out = call(
-                    id,
-                    Hook::OutputStep,
-                    report,
-                    p.dyn_process_output_step(args),
-                );
-                Ok(changed_messages(out.await?))
-            }
-            MessageHook::OutputResult if hooks.contains(Hook::OutputResult) => {
-                let Some(summary) = extra.summary else {
-                    return Ok(None);
-                };
-                let args = OutputResultArgs {
-                    messages: messages.to_vec(),
-                    result: summary,
-                    message_list: &mut *m.list,
-                    state,
-                    request_context: &mut *m.cx,
-                    retry_count: m.retry_count,
-                    report,
-                };
-                let out = call(
-                    id,
-                    Hook::OutputResult,
-                    report,
-                    p.dyn_process_output_result(args),
-                );
-                Ok(changed_messages(out.await?))
-            }
-            _ => Ok(None),
+        }
+        Ok(stop)
+    }
+}
+
+/// What the hooks on messages carry: the messages, the system messages, the list and the
+/// request context, and whether a processor returned messages.
+#[derive(Clone)]
+struct MessagesCarry {
+    messages: Vec<Message>,
+    system: Vec<Message>,
+    list: MessageList,
+    cx: RequestContext,
+    changed: bool,
+    system_changed: bool,
+}
+
+impl MessagesCarry {
+    fn new(
+        messages: Vec<Message>,
+        system: Vec<Message>,
+        list: &mut MessageList,
+        cx: &mut RequestContext,
+    ) -> Self {
+        MessagesCarry {
+            messages,
+            system,
+            list: std::mem::take(list),
+            cx: std::mem::take(cx),
+            changed: false,
+            system_changed: false,
         }
     }
 
+    /// Gives the list and the context back, and the messages if a processor returned some.
+    fn finish(
+        self,
+        list: &mut MessageList,
+        cx: &mut RequestContext,
+    ) -> (Option<Vec<Message>>, Option<Vec<Message>>) {
+        *list = self.list;
+        *cx = self.cx;
+        (
+            self.changed.then_some(self.messages),
+            self.system_changed.then_some(self.system),
+        )
+    }
+
+    fn map(&mut self, f: &MapFn) {
+        self.messages = f(std::mem::take(&mut self.messages));
+        self.changed = true;
+    }
+
+    fn returned(&mut self, out: Option<OutputOutcome>) {
+        if let Some(OutputOutcome::Messages(ms)) = out {
+            self.messages = ms;
+            self.changed = true;
+        }
+    }
+}
+
+struct InputHook {
+    retry_count: u32,
+}
+
+impl StepHook for InputHook {
+    type Carry = MessagesCarry;
+    const HOOK: Hook = Hook::Input;
+
+    fn input<'c>(&'c self, c: &'c MessagesCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Messages(&c.messages)
+    }
+
+    fn map(&self, c: &mut MessagesCarry, f: &MapFn) {
+        c.map(f);
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut MessagesCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = InputArgs {
+            messages: c.messages.clone(),
+            system_messages: c.system.clone(),
+            message_list: &mut c.list,
+            state,
+            request_context: &mut c.cx,
+            retry_count: self.retry_count,
+            report,
+        };
+        match call(p.dyn_id(), Hook::Input, report, p.dyn_process_input(args)).await? {
+            None | Some(InputOutcome::Unchanged) => {}
+            Some(InputOutcome::Messages(ms)) => {
+                c.messages = ms;
+                c.changed = true;
+            }
+            Some(InputOutcome::MessagesAndSystem { messages, system }) => {
+                c.messages = messages;
+                c.system = system;
+                c.changed = true;
+                c.system_changed = true;
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Which step settings a processor of the workflow named.
+#[derive(Clone, Copy, Default)]
+struct Named {
+    model: bool,
+    tools: bool,
+    tool_choice: bool,
+    active_tools: bool,
+    provider_options: bool,
+    model_settings: bool,
+}
+
+#[derive(Clone)]
+struct InputStepCarry {
+    config: StepConfig,
+    list: MessageList,
+    cx: RequestContext,
+    named: Named,
+}
+
+struct InputStepHook<'s> {
+    step_number: u32,
+    steps: &'s [StepResult],
+    retry_count: u32,
+}
+
+impl StepHook for InputStepHook<'_> {
+    type Carry = InputStepCarry;
+    const HOOK: Hook = Hook::InputStep;
+
+    fn input<'c>(&'c self, c: &'c InputStepCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Conversation(&c.list)
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut InputStepCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let id = p.dyn_id();
+        let args = InputStepArgs {
+            step_number: self.step_number,
+            steps: self.steps,
+            messages: c.list.all().cloned().collect(),
+            system_messages: c.list.all_system_messages().cloned().collect(),
+            config: &c.config,
+            message_list: &mut c.list,
+            state,
+            request_context: &mut c.cx,
+            retry_count: self.retry_count,
+            report,
+        };
+        let out = call(id, Hook::InputStep, report, p.dyn_process_input_step(args)).await?;
+        if let Some(o) = out {
+            let n = &mut c.named;
+            n.model |= o.model.is_some();
+            n.tools |= o.tools.is_some();
+            n.tool_choice |= o.tool_choice.is_some();
+            n.active_tools |= o.active_tools.is_some();
+            n.provider_options |= o.provider_options.is_some();
+            n.model_settings |= o.model_settings.is_some();
+            apply_overrides(&mut c.list, &mut c.config, o, id)?;
+        }
+        Ok(false)
+    }
+}
+
+#[derive(Clone)]
+struct LlmRequestCarry {
+    request: ModelRequest,
+    answer: Option<LlmResponse>,
+    cx: RequestContext,
+    prompt_changed: bool,
+}
+
+struct LlmRequestHook<'s> {
+    step_number: u32,
+    model: &'s dyn LanguageModel,
+}
+
+impl StepHook for LlmRequestHook<'_> {
+    type Carry = LlmRequestCarry;
+    const HOOK: Hook = Hook::LlmRequest;
+
+    fn input<'c>(&'c self, c: &'c LlmRequestCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Request(&c.request)
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut LlmRequestCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = LlmRequestArgs {
+            step_number: self.step_number,
+            request: &c.request,
+            model: self.model,
+            state,
+            request_context: &mut c.cx,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::LlmRequest,
+            report,
+            p.dyn_process_llm_request(args),
+        );
+        match out.await?.unwrap_or_default() {
+            LlmRequestAction::Continue => {}
+            LlmRequestAction::Prompt(prompt) => {
+                c.request.prompt = prompt;
+                c.prompt_changed = true;
+            }
+            LlmRequestAction::Respond(response) => {
+                c.answer.get_or_insert(response);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// What a hook that changes nothing but the request context carries.
+#[derive(Clone)]
+struct ContextCarry {
+    cx: RequestContext,
+}
+
+struct LlmResponseHook<'s> {
+    step_number: u32,
+    request: &'s ModelRequest,
+    response: &'s LlmResponse,
+    delivered: &'s LlmResponse,
+    from_cache: bool,
+}
+
+impl StepHook for LlmResponseHook<'_> {
+    type Carry = ContextCarry;
+    const HOOK: Hook = Hook::LlmResponse;
+
+    fn input<'c>(&'c self, _: &'c ContextCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Response(self.response)
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut ContextCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = LlmResponseArgs {
+            step_number: self.step_number,
+            request: self.request,
+            response: self.response,
+            delivered: self.delivered,
+            from_cache: self.from_cache,
+            state,
+            request_context: &mut c.cx,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::LlmResponse,
+            report,
+            p.dyn_process_llm_response(args),
+        );
+        out.await?;
+        Ok(false)
+    }
+}
+
+#[derive(Clone)]
+struct ToolResultCarry {
+    result: Value,
+    cx: RequestContext,
+    changed: bool,
+}
+
+struct ToolResultHook<'s> {
+    tool_call: &'s ToolCall,
+}
+
+impl StepHook for ToolResultHook<'_> {
+    type Carry = ToolResultCarry;
+    const HOOK: Hook = Hook::ToolResult;
+
+    fn input<'c>(&'c self, c: &'c ToolResultCarry) -> WorkflowInput<'c> {
+        WorkflowInput::ToolResult {
+            call: self.tool_call,
+            result: &c.result,
+        }
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut ToolResultCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = ToolResultArgs {
+            tool_call: self.tool_call,
+            result: &c.result,
+            state,
+            request_context: &mut c.cx,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::ToolResult,
+            report,
+            p.dyn_process_tool_result(args),
+        );
+        if let Some(Some(changed)) = out.await? {
+            c.result = changed;
+            c.changed = true;
+        }
+        Ok(false)
+    }
+}
+
+struct OutputStepHook<'s> {
+    step_number: u32,
+    text: &'s str,
+    finish_reason: FinishReason,
+    usage: Usage,
+    run_usage: Usage,
+    tool_calls: &'s [ToolCall],
+    steps: &'s [StepResult],
+    retry_count: u32,
+}
+
+impl StepHook for OutputStepHook<'_> {
+    type Carry = MessagesCarry;
+    const HOOK: Hook = Hook::OutputStep;
+
+    fn input<'c>(&'c self, c: &'c MessagesCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Messages(&c.messages)
+    }
+
+    fn map(&self, c: &mut MessagesCarry, f: &MapFn) {
+        c.map(f);
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut MessagesCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = OutputStepArgs {
+            step_number: self.step_number,
+            messages: c.messages.clone(),
+            text: self.text,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            run_usage: self.run_usage,
+            tool_calls: self.tool_calls,
+            steps: self.steps,
+            system_messages: c.system.clone(),
+            message_list: &mut c.list,
+            state,
+            request_context: &mut c.cx,
+            retry_count: self.retry_count,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::OutputStep,
+            report,
+            p.dyn_process_output_step(args),
+        );
+        let out = out.await?;
+        c.returned(out);
+        Ok(false)
+    }
+}
+
+struct OutputResultHook<'s> {
+    summary: &'s RunSummary,
+    retry_count: u32,
+}
+
+impl StepHook for OutputResultHook<'_> {
+    type Carry = MessagesCarry;
+    const HOOK: Hook = Hook::OutputResult;
+
+    fn input<'c>(&'c self, c: &'c MessagesCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Messages(&c.messages)
+    }
+
+    fn map(&self, c: &mut MessagesCarry, f: &MapFn) {
+        c.map(f);
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut MessagesCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = OutputResultArgs {
+            messages: c.messages.clone(),
+            result: self.summary,
+            message_list: &mut c.list,
+            state,
+            request_context: &mut c.cx,
+            retry_count: self.retry_count,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::OutputResult,
+            report,
+            p.dyn_process_output_result(args),
+        );
+        let out = out.await?;
+        c.returned(out);
+        Ok(false)
+    }
+}
+
+#[derive(Clone)]
+struct ApiErrorCarry {
+    list: MessageList,
+    cx: RequestContext,
+    retry: bool,
+}
+
+struct ApiErrorHook<'s> {
+    error: &'s ApiError,
+    step_number: u32,
+    steps: &'s [StepResult],
+    retry_count: u32,
+}
+
+impl StepHook for ApiErrorHook<'_> {
+    type Carry = ApiErrorCarry;
+    const HOOK: Hook = Hook::ApiError;
+
+    fn input<'c>(&'c self, _: &'c ApiErrorCarry) -> WorkflowInput<'c> {
+        WorkflowInput::Error(self.error)
+    }
+
+    async fn call<'a>(
+        &'a self,
+        p: &'a dyn DynProcessor,
+        state: &'a mut (dyn Any + Send),
+        c: &'a mut ApiErrorCarry,
+        report: &'a Reporter,
+    ) -> Result<bool, Halt> {
+        let args = ApiErrorArgs {
+            error: self.error,
+            step_number: self.step_number,
+            steps: self.steps,
+            message_list: &mut c.list,
+            state,
+            request_context: &mut c.cx,
+            retry_count: self.retry_count,
+            report,
+        };
+        let out = call(
+            p.dyn_id(),
+            Hook::ApiError,
+            report,
+            p.dyn_process_api_error(args),
+        );
+        c.retry = out.await? == Some(ApiErrorAction::Retry);
+        Ok(c.retry)
+    }
+}
+
+impl Workflow {
     /// Runs a chunk through the steps, with the stream chain's rules for each processor.
     async fn run_stream(
         &self,
         args: OutputStreamArgs<'_, WorkflowState>,
     ) -> Result<StreamAction, ProcessorError> {
-        self.bind(args.state)?;
+        self.bind(args.state).map_err(Halt::from)?;
         let WorkflowState {
             states,
             slots,
@@ -390,6 +879,8 @@ impl Workflow {
             pending: None,
             report: args.report,
             current: 0,
+            // The workflow is counted as one processor of the chain around it.
+            stats: None,
         };
         let mut chunk = args.chunk.clone();
         for step in &self.steps {
@@ -440,29 +931,24 @@ impl Workflow {
     /// Runs the processor at `i` on a chunk.
     async fn stream_at(&self, i: usize, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
         match self.processors.get(i) {
-            Some(p) => crate::processor::stream_one(&**p, cx, chunk, i).await,
+            Some(p) => crate::processor::stream_one::<false, _>(&**p, cx, chunk, i).await,
             None => Flow::Continue,
         }
     }
 }
 
-/// The messages a step's output hook returned, if any.
-fn changed_messages(out: Option<OutputOutcome>) -> Option<Vec<Message>> {
-    match out {
-        Some(OutputOutcome::Messages(ms)) => Some(ms),
-        None | Some(OutputOutcome::Unchanged) => None,
-    }
-}
-
 impl Processor for Workflow {
     type State = WorkflowState;
-    const HOOKS: Hooks = Hooks::INPUT
-        .with(Hooks::OUTPUT_STREAM)
-        .with(Hooks::OUTPUT_STEP)
-        .with(Hooks::OUTPUT_RESULT);
+    /// Every hook: what runs is narrowed to the hooks of the processors inside by
+    /// [`hooks`](Processor::hooks).
+    const HOOKS: Hooks = Hooks::ALL;
 
     fn id(&self) -> &str {
         &self.id
+    }
+
+    fn hooks(&self) -> Hooks {
+        self.hooks
     }
 
     fn process_data_parts(&self) -> bool {
@@ -473,21 +959,100 @@ impl Processor for Workflow {
         &self,
         args: InputArgs<'_, WorkflowState>,
     ) -> Result<InputOutcome, ProcessorError> {
-        let mut system = args.system_messages;
-        let mut m = MessageCx {
-            hook: MessageHook::Input,
-            system: &mut system,
-            list: args.message_list,
-            state: args.state,
-            cx: args.request_context,
-            report: args.report,
+        let hook = InputHook {
             retry_count: args.retry_count,
-            extra: &NO_STEP,
         };
-        Ok(match self.run_messages(args.messages, &mut m).await? {
-            Some(messages) => InputOutcome::MessagesAndSystem { messages, system },
-            None => InputOutcome::Unchanged,
+        let (list, cx) = (args.message_list, args.request_context);
+        let mut carry = MessagesCarry::new(args.messages, args.system_messages, list, cx);
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        let (messages, system) = carry.finish(list, cx);
+        run?;
+        Ok(match (messages, system) {
+            (None, None) => InputOutcome::Unchanged,
+            (Some(messages), None) => InputOutcome::Messages(messages),
+            (messages, Some(system)) => InputOutcome::MessagesAndSystem {
+                messages: messages.unwrap_or_else(|| list.input().cloned().collect()),
+                system,
+            },
         })
+    }
+
+    async fn process_input_step(
+        &self,
+        args: InputStepArgs<'_, WorkflowState>,
+    ) -> Result<StepOverrides, ProcessorError> {
+        let hook = InputStepHook {
+            step_number: args.step_number,
+            steps: args.steps,
+            retry_count: args.retry_count,
+        };
+        let (list, cx) = (args.message_list, args.request_context);
+        let mut carry = InputStepCarry {
+            config: args.config.clone(),
+            list: std::mem::take(list),
+            cx: std::mem::take(cx),
+            named: Named::default(),
+        };
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        *list = carry.list;
+        *cx = carry.cx;
+        run?;
+        // Messages and system messages were applied to the list; the settings named are
+        // returned, so that later processors see them.
+        let (c, n) = (carry.config, carry.named);
+        let mut o = StepOverrides::new();
+        o.model = n.model.then_some(c.model);
+        o.tools = n.tools.then_some(c.tools);
+        o.tool_choice = n.tool_choice.then_some(c.tool_choice);
+        o.active_tools = if n.active_tools { c.active_tools } else { None };
+        o.provider_options = n.provider_options.then_some(c.provider_options);
+        o.model_settings = n.model_settings.then_some(c.model_settings);
+        Ok(o)
+    }
+
+    async fn process_llm_request(
+        &self,
+        args: LlmRequestArgs<'_, WorkflowState>,
+    ) -> Result<LlmRequestAction, ProcessorError> {
+        let hook = LlmRequestHook {
+            step_number: args.step_number,
+            model: args.model,
+        };
+        let cx = args.request_context;
+        let mut carry = LlmRequestCarry {
+            request: args.request.clone(),
+            answer: None,
+            cx: std::mem::take(cx),
+            prompt_changed: false,
+        };
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        *cx = carry.cx;
+        run?;
+        Ok(match (carry.answer, carry.prompt_changed) {
+            (Some(response), _) => LlmRequestAction::Respond(response),
+            (None, true) => LlmRequestAction::Prompt(carry.request.prompt),
+            (None, false) => LlmRequestAction::Continue,
+        })
+    }
+
+    async fn process_llm_response(
+        &self,
+        args: LlmResponseArgs<'_, WorkflowState>,
+    ) -> Result<(), ProcessorError> {
+        let hook = LlmResponseHook {
+            step_number: args.step_number,
+            request: args.request,
+            response: args.response,
+            delivered: args.delivered,
+            from_cache: args.from_cache,
+        };
+        let cx = args.request_context;
+        let mut carry = ContextCarry {
+            cx: std::mem::take(cx),
+        };
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        *cx = carry.cx;
+        Ok(run?)
     }
 
     async fn process_output_stream(
@@ -501,7 +1066,7 @@ impl Processor for Workflow {
         &self,
         args: OutputStepArgs<'_, WorkflowState>,
     ) -> Result<OutputOutcome, ProcessorError> {
-        let extra = MessageExtra {
+        let hook = OutputStepHook {
             step_number: args.step_number,
             text: args.text,
             finish_reason: args.finish_reason,
@@ -509,48 +1074,83 @@ impl Processor for Workflow {
             run_usage: args.run_usage,
             tool_calls: args.tool_calls,
             steps: args.steps,
-            summary: None,
-        };
-        let mut system = args.system_messages;
-        let mut m = MessageCx {
-            hook: MessageHook::OutputStep,
-            system: &mut system,
-            list: args.message_list,
-            state: args.state,
-            cx: args.request_context,
-            report: args.report,
             retry_count: args.retry_count,
-            extra: &extra,
         };
-        let messages = self.run_messages(args.messages, &mut m).await?;
+        let (list, cx) = (args.message_list, args.request_context);
+        let mut carry = MessagesCarry::new(args.messages, args.system_messages, list, cx);
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        let (messages, _) = carry.finish(list, cx);
+        run?;
         Ok(messages.map_or(OutputOutcome::Unchanged, OutputOutcome::Messages))
+    }
+
+    async fn process_tool_result(
+        &self,
+        args: ToolResultArgs<'_, WorkflowState>,
+    ) -> Result<Option<Value>, ProcessorError> {
+        let hook = ToolResultHook {
+            tool_call: args.tool_call,
+        };
+        let cx = args.request_context;
+        let mut carry = ToolResultCarry {
+            result: args.result.clone(),
+            cx: std::mem::take(cx),
+            changed: false,
+        };
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        *cx = carry.cx;
+        run?;
+        Ok(carry.changed.then_some(carry.result))
     }
 
     async fn process_output_result(
         &self,
         args: OutputResultArgs<'_, WorkflowState>,
     ) -> Result<OutputOutcome, ProcessorError> {
-        let extra = MessageExtra {
-            summary: Some(args.result),
-            ..NO_STEP
-        };
-        let mut system = Vec::new();
-        let mut m = MessageCx {
-            hook: MessageHook::OutputResult,
-            system: &mut system,
-            list: args.message_list,
-            state: args.state,
-            cx: args.request_context,
-            report: args.report,
+        let hook = OutputResultHook {
+            summary: args.result,
             retry_count: args.retry_count,
-            extra: &extra,
         };
-        let messages = self.run_messages(args.messages, &mut m).await?;
+        let (list, cx) = (args.message_list, args.request_context);
+        let mut carry = MessagesCarry::new(args.messages, Vec::new(), list, cx);
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        let (messages, _) = carry.finish(list, cx);
+        run?;
         Ok(messages.map_or(OutputOutcome::Unchanged, OutputOutcome::Messages))
+    }
+
+    async fn process_api_error(
+        &self,
+        args: ApiErrorArgs<'_, WorkflowState>,
+    ) -> Result<ApiErrorAction, ProcessorError> {
+        let hook = ApiErrorHook {
+            error: args.error,
+            step_number: args.step_number,
+            steps: args.steps,
+            retry_count: args.retry_count,
+        };
+        let (list, cx) = (args.message_list, args.request_context);
+        let mut carry = ApiErrorCarry {
+            list: std::mem::take(list),
+            cx: std::mem::take(cx),
+            retry: false,
+        };
+        let run = self.drive(&hook, &mut carry, args.state, args.report).await;
+        *list = carry.list;
+        *cx = carry.cx;
+        run?;
+        Ok(match carry.retry {
+            true => ApiErrorAction::Retry,
+            false => ApiErrorAction::Unhandled,
+        })
     }
 }
 
+// A workflow declares every hook; where it belongs depends on what is inside it, which the
+// agent checks when it is built (and each call checks again).
 #[diagnostic::do_not_recommend]
 impl InputProcessor for Workflow {}
 #[diagnostic::do_not_recommend]
 impl OutputProcessor for Workflow {}
+#[diagnostic::do_not_recommend]
+impl ErrorProcessor for Workflow {}
