@@ -18,7 +18,7 @@
 //! | [`HistoryWindow`] | LLM request | sends only the last turns or a token budget of the conversation, pair-safe |
 //! | [`EnvironmentContext`] | input | tells the model its working directory, git branch, date and OS |
 //! | [`AtFileExpansion`] | input | expands `@path` references into file contents, under a root only |
-//! | [`Moderation`] | input, output stream, output result | asks a judge whether content is harmful; blocks, flags or drops it |
+//! | [`Moderation`] | input, output stream, output step, output result | asks a judge whether content is harmful; blocks, flags, drops it or has the answer retried |
 //! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
 //! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
 //! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |

@@ -412,6 +412,103 @@ fn a_filtered_window_is_not_the_context_of_the_next_one() {
     assert_eq!(deltas(&chunks), ["a nice ", "day"]);
 }
 
+fn feedback(model: &ScriptedModel, call: usize) -> String {
+    model.requests()[call]
+        .prompt
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(Message::text)
+        .collect()
+}
+
+#[test]
+fn stream_retry_drops_the_flagged_window_and_retries_the_step_with_feedback() {
+    let model = ScriptedModel::new([
+        Turn::deltas(["Fine. ", "I will kill ", "it now."]),
+        Turn::deltas(["Fine. ", "I will stop ", "it now."]),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .output(
+            Moderation::builder(Judge::new(judge(violence)))
+                .chunk_window(1)
+                .strategy(Strategy::Retry)
+                .build()
+                .unwrap(),
+        )
+        .max_processor_retries(2)
+        .build()
+        .unwrap();
+    let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
+    let result = result.unwrap();
+    // The rejected attempt showed only what came before the flagged window.
+    assert_eq!(
+        deltas(&chunks),
+        ["Fine. ", "Fine. ", "I will stop ", "it now."]
+    );
+    assert_eq!(model.calls(), 2);
+    assert!(result.tripwire.is_none());
+    assert_eq!(result.text, "Fine. I will stop it now.");
+    let feedback = feedback(&model, 1);
+    assert!(feedback.contains("[Processor Feedback]"), "{feedback}");
+    assert!(
+        feedback.contains("the answer was flagged for violence"),
+        "{feedback}"
+    );
+    assert!(
+        !model.requests()[1]
+            .prompt
+            .iter()
+            .any(|m| m.text().contains("kill"))
+    );
+}
+
+#[test]
+fn step_retry_judges_the_answer_when_the_stream_did_not() {
+    let judge = judge(violence);
+    let model = ScriptedModel::new([Turn::text("kill"), Turn::text("peace")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .output(
+            Moderation::builder(Judge::new(judge.clone()))
+                .on_stream(false)
+                .strategy(Strategy::Retry)
+                .build()
+                .unwrap(),
+        )
+        .max_processor_retries(1)
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("hi")).unwrap();
+    assert_eq!(result.text, "peace");
+    // Each step judged once, in the step hook; the result hook does not judge again.
+    assert_eq!(contents(&judge), ["kill", "peace"]);
+}
+
+#[test]
+fn retry_without_retries_allowed_ends_in_a_trip_wire_and_on_the_input_it_blocks() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas(["kill ", "it"])]))
+        .output(moderation(judge(violence), Strategy::Retry))
+        .build()
+        .unwrap();
+    let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
+    assert!(!deltas(&chunks).concat().contains("kill"));
+    assert!(result.unwrap().tripwire.is_some());
+
+    let model = main_model();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(moderation(judge(violence), Strategy::Retry))
+        .max_processor_retries(3)
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("kill")).unwrap();
+    let tw = result.tripwire.expect("blocked");
+    assert!(!tw.retry);
+    assert_eq!(model.calls(), 0);
+}
+
 #[test]
 fn stream_warn_passes_the_text_and_reports_once() {
     let violations = Violations::new();

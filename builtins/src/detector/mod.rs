@@ -138,6 +138,12 @@ pub enum Strategy {
     /// Drop the flagged messages (on the input and the final answer) or the flagged text (on
     /// the stream), and go on.
     Filter,
+    /// Reject the answer and have the model try again, with the flagged categories as
+    /// feedback. On the stream the flagged window is dropped (the client never sees it) and
+    /// the step is rejected when it ends; the agent needs `max_processor_retries` (without
+    /// it, or once the retries run out, the run ends in a trip wire). On the input, where
+    /// nothing can be retried, it blocks.
+    Retry,
 }
 
 /// What a detector does when judging fails: the judge errors, times out, or answers

@@ -8,7 +8,7 @@ use super::{
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
-use processors_runtime::message::{Message, MessageList, Role};
+use processors_runtime::message::{Message, MessageList, Role, ToolCall};
 use processors_runtime::processor::{OutputOutcome, StreamAction};
 use processors_runtime::{Abort, ProcessorError};
 use std::fmt;
@@ -85,8 +85,9 @@ impl ModerationBuilder {
         self
     }
 
-    /// Whether `process_output_result` judges the final answer when the stream did not (an
-    /// answer replayed from a cache, or `on_stream(false)`; default: yes).
+    /// Whether the answer is judged when the stream did not judge it (an answer replayed
+    /// from a cache, or `on_stream(false)`): in `process_output_step` under
+    /// [`Strategy::Retry`], else in `process_output_result` (default: yes).
     pub fn on_result(mut self, yes: bool) -> Self {
         self.on_result = yes;
         self
@@ -150,9 +151,13 @@ impl ModerationBuilder {
 ///   it came, one that is flagged ends the run ([`Block`](Strategy::Block): none of it
 ///   reaches the client), goes on with a warning ([`Warn`](Strategy::Warn), reported with
 ///   the next chunk that passes unchanged, at the latest the `step-finish`), or is dropped
-///   ([`Filter`](Strategy::Filter)). Anything that is not a text delta (`text-end`, a tool
+///   ([`Filter`](Strategy::Filter)), or dropped and the step retried
+///   ([`Retry`](Strategy::Retry)). Anything that is not a text delta (`text-end`, a tool
 ///   call, the `step-finish`) sends what is held first, judged.
-/// - Result: the answer's messages are judged only when the stream judged no text.
+/// - Step (under [`Retry`](Strategy::Retry) only): a step whose text was flagged on the stream
+///   is rejected with the categories as feedback; a step the stream did not judge (a replayed
+///   answer) is judged here.
+/// - Result: the answer's messages are judged only when no earlier hook judged them.
 ///
 /// ```
 /// use processors_builtins::detector::{Judge, Moderation, Strategy};
@@ -207,6 +212,10 @@ pub struct ModerationState {
     streamed: bool,
     /// Verdicts to report as a warning with the next chunk that passes.
     pending: Vec<JudgeRecord>,
+    /// Whether the stream judged text of the current step.
+    step_judged: bool,
+    /// Windows of the current step flagged under [`Strategy::Retry`].
+    rejected: Vec<JudgeRecord>,
 }
 
 impl ModerationState {
@@ -229,6 +238,8 @@ impl fmt::Debug for ModerationState {
 enum Act {
     Pass,
     Drop,
+    /// Drop it, and reject the step when it ends.
+    Reject(JudgeRecord),
 }
 
 impl Moderation {
@@ -301,6 +312,14 @@ impl Moderation {
                     tracing::info!(processor = Self::ID, flagged = ?record.flagged, "filtered flagged content");
                     Act::Drop
                 }
+                Strategy::Retry if at == Where::Stream => Act::Reject(record),
+                Strategy::Retry => {
+                    return Err(Abort::new()
+                        .reason(flagged_reason(at, &[&record]))
+                        .retry(at == Where::Step)
+                        .metadata(rep.metadata(&[&record]))
+                        .into());
+                }
             });
         }
         Ok(acts)
@@ -317,6 +336,7 @@ impl Moderation {
         let judged = format!("{}{}", state.previous, text);
         state.previous = text;
         state.streamed = true;
+        state.step_judged = true;
         let mut warnings = Vec::new();
         let acts = self
             .judge(
@@ -327,7 +347,14 @@ impl Moderation {
                 &mut warnings,
             )
             .await?;
-        let dropped = matches!(acts.first(), Some(Act::Drop));
+        let dropped = match acts.into_iter().next() {
+            Some(Act::Drop) => true,
+            Some(Act::Reject(record)) => {
+                state.rejected.push(record);
+                true
+            }
+            _ => false,
+        };
         if dropped || warnings.iter().any(|r| !r.flagged.is_empty()) {
             // Flagged text is dealt with: it is not the context of the next window, which
             // would otherwise be flagged for it again.
@@ -361,7 +388,7 @@ impl Moderation {
         let dropped: Vec<&str> = items
             .iter()
             .zip(&acts)
-            .filter(|(_, a)| matches!(a, Act::Drop))
+            .filter(|(_, a)| matches!(a, Act::Drop | Act::Reject(_)))
             .filter_map(|((id, _), _)| id.as_deref())
             .collect();
         list.remove(&dropped);
@@ -382,6 +409,11 @@ impl Moderation {
             return Ok(StreamAction::Pass);
         }
         if let ChunkKind::TextDelta { .. } = chunk.kind {
+            if !state.rejected.is_empty() {
+                // The step will be tried again: the rest of its text is neither judged nor
+                // shown.
+                return Ok(StreamAction::Drop);
+            }
             state.held.push(chunk.clone());
             if state.held.len() < self.inner.chunk_window {
                 return Ok(StreamAction::Drop);
@@ -398,6 +430,48 @@ impl Moderation {
         let mut out = self.window(state, cx).await?;
         out.push(chunk.clone());
         Ok(StreamAction::Many(out))
+    }
+
+    /// Under [`Strategy::Retry`], rejects a step whose streamed text was flagged, and judges
+    /// the step's answer when the stream did not.
+    async fn process_output_step(
+        &self,
+        text: &str,
+        tool_calls: &[ToolCall],
+        cx: &RequestContext,
+        state: &mut ModerationState,
+    ) -> Result<(), ProcessorError> {
+        let judged = std::mem::take(&mut state.step_judged);
+        if self.inner.strategy != Strategy::Retry {
+            return Ok(());
+        }
+        let rejected = std::mem::take(&mut state.rejected);
+        if !rejected.is_empty() {
+            let refs: Vec<&JudgeRecord> = rejected.iter().collect();
+            let rep = self.reporting(Where::Stream);
+            return Err(Abort::new()
+                .reason(flagged_reason(Where::Step, &refs))
+                .retry(true)
+                .metadata(rep.metadata(&refs))
+                .into());
+        }
+        if judged || !self.inner.on_result || text.trim().is_empty() || !tool_calls.is_empty() {
+            return Ok(());
+        }
+        state.streamed = true;
+        let mut warnings = Vec::new();
+        self.judge(
+            Where::Step,
+            &[(None, text.to_owned())],
+            &mut state.log,
+            cx,
+            &mut warnings,
+        )
+        .await?;
+        match warning(&self.reporting(Where::Step), &warnings) {
+            Some(w) => Err(w),
+            None => Ok(()),
+        }
     }
 
     /// Judges the answer when the stream did not; reports what the stream could not yet.
@@ -419,7 +493,7 @@ impl Moderation {
                 .judge(Where::Result, &items, &mut state.log, cx, &mut warnings)
                 .await?;
             for ((id, _), act) in items.iter().zip(&acts) {
-                if let (Act::Drop, Some(id)) = (act, id) {
+                if let (Act::Drop | Act::Reject(_), Some(id)) = (act, id) {
                     messages.retain(|m| &m.id != id);
                     changed = true;
                 }
