@@ -239,7 +239,7 @@ enum Act {
     Pass,
     Drop,
     /// Drop it, and reject the step when it ends.
-    Reject(JudgeRecord),
+    Reject(Box<JudgeRecord>),
 }
 
 impl Moderation {
@@ -312,7 +312,7 @@ impl Moderation {
                     tracing::info!(processor = Self::ID, flagged = ?record.flagged, "filtered flagged content");
                     Act::Drop
                 }
-                Strategy::Retry if at == Where::Stream => Act::Reject(record),
+                Strategy::Retry if at == Where::Stream => Act::Reject(Box::new(record)),
                 Strategy::Retry => {
                     return Err(Abort::new()
                         .reason(flagged_reason(at, &[&record]))
@@ -350,7 +350,7 @@ impl Moderation {
         let dropped = match acts.into_iter().next() {
             Some(Act::Drop) => true,
             Some(Act::Reject(record)) => {
-                state.rejected.push(record);
+                state.rejected.push(*record);
                 true
             }
             _ => false,
