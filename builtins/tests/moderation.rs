@@ -302,6 +302,34 @@ async fn b93_a_judge_that_never_answers_times_out_on_tokio_time() {
 }
 
 #[test]
+fn b93_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(main_model())
+        .input(
+            Moderation::builder(
+                Judge::new(Hang)
+                    .timeout(Duration::from_millis(50))
+                    .on_error(OnJudgeError::Block),
+            )
+            .build()
+            .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let result = rt.block_on(agent.generate("hello")).unwrap();
+    assert!(
+        result
+            .tripwire
+            .unwrap()
+            .reason
+            .contains("no verdict within 50ms")
+    );
+}
+
+#[test]
 fn b93_a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
     let agent = Agent::builder()
         .model(main_model())

@@ -263,7 +263,9 @@ impl Judge {
     }
 
     /// How long one judging call may take, answer included; past it the call is dropped
-    /// (cancelling it) and counts as failed.
+    /// (cancelling it) and counts as failed. Under Tokio the deadline is a Tokio timer; on
+    /// other executors, and on a Tokio runtime built without timers (found by the panic
+    /// Tokio raises there, so not under `panic = "abort"`), a helper thread keeps it.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self

@@ -1,8 +1,9 @@
 //! A deadline for a judging call, on any executor.
 //!
-//! Under a Tokio runtime the deadline is a Tokio timer (so tests with paused time control it);
-//! elsewhere (`futures::executor::block_on`, another runtime) a helper thread waits out the
-//! deadline and leaves as soon as the call ends or is dropped.
+//! Under a Tokio runtime with timers the deadline is a Tokio timer (so tests with paused time
+//! control it); elsewhere (`futures::executor::block_on`, another runtime, a Tokio runtime
+//! built without `enable_time`) a helper thread waits out the deadline and leaves as soon as
+//! the call ends or is dropped.
 
 use futures::future::{Either, select};
 use std::future::Future;
@@ -13,7 +14,14 @@ use std::time::Duration;
 /// `f`'s output, or `None` when it is not done within `limit`.
 pub(crate) async fn within<F: Future>(limit: Duration, f: F) -> Option<F::Output> {
     if tokio::runtime::Handle::try_current().is_ok() {
-        return tokio::time::timeout(limit, f).await.ok();
+        // A runtime built without timers refuses to make one (it panics): then the helper
+        // thread keeps the deadline.
+        if let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep(limit)) {
+            return match select(pin!(f), pin!(sleep)).await {
+                Either::Left((out, _)) => Some(out),
+                Either::Right(_) => None,
+            };
+        }
     }
     // Dropping `_done` (the call ended, or the caller dropped this future) wakes the thread.
     let (_done, done_rx) = channel::<()>();
