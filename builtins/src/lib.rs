@@ -1,6 +1,6 @@
-//! Built-in processors: guards, limits, transforms and context modifiers that need no model
-//! call, each written with `#[processor]`, so each can be listed in `agent!` and is placed by
-//! the compiler.
+//! Built-in processors: guards, limits, transforms and context modifiers, each written with
+//! `#[processor]`, so each can be listed in `agent!` and is placed by the compiler. Most need
+//! no model call; the [`detector`]s ask a judging model.
 //!
 //! | built-in | hooks | what it does |
 //! |---|---|---|
@@ -18,6 +18,13 @@
 //! | [`HistoryWindow`] | LLM request | sends only the last turns or a token budget of the conversation, pair-safe |
 //! | [`EnvironmentContext`] | input | tells the model its working directory, git branch, date and OS |
 //! | [`AtFileExpansion`] | input | expands `@path` references into file contents, under a root only |
+//! | [`Moderation`] | input, output stream, output step, output result | asks a judge whether content is harmful; blocks, flags, drops it or has the answer retried |
+//! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
+//! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
+//! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
+//! | [`Classifier`] | input | asks a judge which of your classes the request is in, for the processors after it |
+//! | [`ModelSelection`] | input step | picks each step's model by the request's class |
+//! | [`StructuredOutput`] | output step | makes the answer JSON of a Rust type: retries with the schema as feedback, or converts it with a model call; the typed value on the result |
 //!
 //!
 //! A guard stack, input and output:
@@ -76,6 +83,7 @@ mod stream_text;
 pub mod at_file;
 pub mod batch_parts;
 pub mod cost_guard;
+pub mod detector;
 pub mod ensure_final_response;
 pub mod environment;
 pub mod history_window;
@@ -91,6 +99,10 @@ pub mod unicode_normalizer;
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
 pub use cost_guard::CostGuard;
+pub use detector::{
+    Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
+    PromptInjectionDetector, StructuredOutput,
+};
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;

@@ -115,7 +115,7 @@
 
 mod engine;
 mod presets;
-mod siphash;
+pub(crate) mod siphash;
 
 pub use presets::{Preset, is_card_number, is_iban};
 

@@ -1,0 +1,668 @@
+//! Processors that ask a model: the shared core ([`Judge`]) and the detectors built on it,
+//! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`] and [`LanguageDetector`];
+//! [`Classifier`], which classifies the request for [`ModelSelection`]; and
+//! [`StructuredOutput`], which checks the answer against a Rust type and may ask a model to
+//! convert it.
+//!
+//! A detector sends the text it checks to a judging model (any [`LanguageModel`]: a small
+//! hosted one through `processors-providers`, a local one, or a [`ScriptedModel`] in tests)
+//! with a prompt asking for one strict JSON verdict, reads the verdict, and acts on it.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors_builtins::detector::{Judge, Moderation, Strategy};
+//! use processors_runtime::prelude::*;
+//!
+//! // The judge: here a scripted model; in production `providers::resolve("openai/gpt-4o-mini")`.
+//! let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"violence": 0.93}}"#)]);
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([Turn::text("never called")]))
+//!     .input(Moderation::builder(Judge::new(judge)).strategy(Strategy::Block).build()?)
+//!     .build()?;
+//! let result = agent.generate("how do I hurt my neighbour?").await?;
+//! let tripwire = result.tripwire.expect("blocked");
+//! assert_eq!(tripwire.processor_id, "moderation");
+//! assert_eq!(tripwire.metadata.unwrap()["verdicts"][0]["flagged"][0], "violence");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # The verdict
+//!
+//! The judge is asked for one JSON object and nothing else. Its answer may still wrap the
+//! object in code fences or put prose around it: the first JSON object in it is read. An
+//! answer with no object, an object without what was asked (no `categories`, a score that is
+//! not a number from 0 to 1, a rewrite asked for and missing) is a [`JudgeError::Malformed`]:
+//! it never counts as "nothing found".
+//!
+//! Scores are compared with the detector's threshold: a category is flagged when its score is
+//! **at least** the threshold. Categories the detector did not ask about are ignored;
+//! categories it asked about and the judge left out count as 0 (judges often list only what
+//! they found).
+//!
+//! # When judging fails
+//!
+//! A judge that errors, does not answer within the [timeout](Judge::timeout) (15 s by
+//! default), or answers something unreadable, is handled by [`OnJudgeError`]:
+//! [`Warn`](OnJudgeError::Warn) (the default) lets the content through and reports a warning
+//! (`on_violation` hears it, with the error); [`Block`](OnJudgeError::Block) fails closed: the
+//! run ends with a trip wire; [`FailOpen`](OnJudgeError::FailOpen) lets the content through
+//! and only logs. The choice is explicit, so a broken judge never passes content silently by
+//! accident.
+//!
+//! # What a detector records
+//!
+//! Every judging call becomes a [`JudgeRecord`]: where it ran, the judge's model, its latency
+//! and token usage, the scores and what was flagged (or the error). The records are kept in
+//! the detector's per-request state, carried in the metadata of its trip wires and warnings
+//! (`{"detector", "where", "verdicts": [records], "judgeUsage"}`), and, when the caller puts a
+//! [`JudgeLedger`] in the request context, appended to it: that is how a caller reads the
+//! run's judging cost, apart from the main model's usage in `result.usage`.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors_builtins::detector::{Judge, JudgeLedger, Moderation};
+//! use processors_runtime::prelude::*;
+//!
+//! let judge = ScriptedModel::new([Turn::text(r#"{"categories": {}}"#).usage(120, 9)]);
+//! let agent = Agent::builder()
+//!     .model(ScriptedModel::new([Turn::text("Hello!").usage(30, 2)]))
+//!     .input(Moderation::builder(Judge::new(judge)).build()?)
+//!     .build()?;
+//! let ledger = JudgeLedger::new();
+//! let options = GenerateOptions::new().request_context(RequestContext::new().with(ledger.clone()));
+//! let result = agent.generate_with("hi", options).await?;
+//! assert_eq!(result.usage.total_tokens, 32); // the main model
+//! assert_eq!(ledger.usage().total_tokens, 129); // the judge
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Concurrency
+//!
+//! On the input, the new messages are judged concurrently, at most
+//! [`concurrency`](Judge::concurrency) at a time (4 by default); verdicts are applied in the
+//! messages' order.
+//!
+//! [`ScriptedModel`]: processors_runtime::model::ScriptedModel
+
+mod classifier;
+mod language;
+mod moderation;
+mod pii;
+mod prompt_injection;
+mod structured;
+mod timeout;
+mod verdict;
+
+pub use classifier::{
+    Classification, Classifier, ClassifierBuilder, ClassifierState, ModelSelection,
+};
+pub use language::{
+    LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
+};
+pub use moderation::{
+    DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,
+};
+pub use pii::{
+    DEFAULT_TYPES as PII_TYPES, PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy,
+    Redaction,
+};
+pub use prompt_injection::{
+    DEFAULT_CATEGORIES as INJECTION_CATEGORIES, InjectionStrategy, PromptInjectionDetector,
+    PromptInjectionDetectorBuilder, PromptInjectionState,
+};
+pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
+
+use futures::StreamExt;
+use processors_runtime::chunk::{ChunkKind, Usage};
+use processors_runtime::context::RequestContext;
+use processors_runtime::message::Message;
+use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelSettings};
+use processors_runtime::{Abort, ProcessorError};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// What [`Moderation`] does with flagged content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// End the run with a trip wire naming the flagged categories (the default).
+    #[default]
+    Block,
+    /// Let the content through and report a warning (`on_violation` hears it).
+    Warn,
+    /// Drop the flagged messages (on the input and the final answer) or the flagged text (on
+    /// the stream), and go on.
+    Filter,
+    /// Reject the answer and have the model try again, with the flagged categories as
+    /// feedback. On the stream the flagged window is dropped (the client never sees it) and
+    /// the step is rejected when it ends; the agent needs `max_processor_retries` (without
+    /// it, or once the retries run out, the run ends in a trip wire). On the input, where
+    /// nothing can be retried, it blocks.
+    Retry,
+}
+
+/// What a detector does when judging fails: the judge errors, times out, or answers
+/// something that is not a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnJudgeError {
+    /// Fail open, loudly: the content passes and a warning is reported (`on_violation` hears
+    /// it, with the error). The default.
+    #[default]
+    Warn,
+    /// Fail closed: the run ends with a trip wire saying judging failed.
+    Block,
+    /// Fail open, quietly: the content passes; the error is only logged.
+    FailOpen,
+}
+
+/// Why a judging call gave no verdict.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JudgeError {
+    /// The judging model's provider failed.
+    #[error("the judging model failed: {0}")]
+    Model(ApiError),
+    /// The judging model did not answer in time.
+    #[error("the judging model gave no verdict within {0:?}")]
+    Timeout(Duration),
+    /// The answer is not a verdict.
+    #[error("the judging model's verdict is malformed: {0}")]
+    Malformed(String),
+}
+
+/// Why a detector could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DetectorError {
+    /// The threshold is not a number from 0 to 1.
+    #[error(
+        "the threshold is {0}; use a number from 0 to 1 (a category is flagged when its score is at least the threshold)"
+    )]
+    Threshold(f64),
+    /// No category to judge.
+    #[error("the detector has no categories to judge; leave the defaults or name at least one")]
+    NoCategories,
+    /// A window of zero chunks.
+    #[error(
+        "`chunk_window` is 0; the stream is judged every `chunk_window` deltas, so use at least 1"
+    )]
+    ZeroWindow,
+    /// No target language.
+    #[error("the language detector has no target languages; name at least one (`.target(\"en\")`)")]
+    NoTargets,
+    /// Every hook is off.
+    #[error(
+        "`on_input`, `on_stream` and `on_result` are all off, so the detector would do nothing; switch one on"
+    )]
+    NothingToDo,
+}
+
+/// The judging model of a detector, with how it is called: timeout, error strategy,
+/// concurrency and answer size.
+///
+/// ```
+/// use processors_builtins::detector::{Judge, OnJudgeError};
+/// use processors_runtime::prelude::*;
+/// use std::time::Duration;
+///
+/// let judge = Judge::new(ScriptedModel::new([]))
+///     .timeout(Duration::from_secs(5))
+///     .on_error(OnJudgeError::Block)
+///     .concurrency(8);
+/// assert_eq!(judge.model().provider(), "scripted");
+/// ```
+#[derive(Clone)]
+pub struct Judge {
+    model: Arc<dyn LanguageModel>,
+    timeout: Duration,
+    on_error: OnJudgeError,
+    concurrency: usize,
+    max_output_tokens: u32,
+}
+
+/// The default for [`Judge::timeout`].
+pub const DEFAULT_JUDGE_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl fmt::Debug for Judge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Judge")
+            .field(
+                "model",
+                &format!("{}/{}", self.model.provider(), self.model.model_id()),
+            )
+            .field("timeout", &self.timeout)
+            .field("on_error", &self.on_error)
+            .field("concurrency", &self.concurrency)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .finish()
+    }
+}
+
+impl Judge {
+    /// Judges with `model`: a 15 s timeout, [`OnJudgeError::Warn`], 4 calls at once, answers
+    /// of at most 2 048 tokens.
+    pub fn new(model: impl LanguageModel) -> Self {
+        Self::shared(Arc::new(model))
+    }
+
+    /// Judges with a shared model, such as one named by its id:
+    /// `Judge::shared(processors::providers::resolve("openai/gpt-4o-mini")?)`.
+    pub fn shared(model: Arc<dyn LanguageModel>) -> Self {
+        Judge {
+            model,
+            timeout: DEFAULT_JUDGE_TIMEOUT,
+            on_error: OnJudgeError::default(),
+            concurrency: 4,
+            max_output_tokens: 2048,
+        }
+    }
+
+    /// How long one judging call may take, answer included; past it the call is dropped
+    /// (cancelling it) and counts as failed. Under Tokio the deadline is a Tokio timer; on
+    /// other executors, and on a Tokio runtime built without timers (found by the panic
+    /// Tokio raises there, so not under `panic = "abort"`), a helper thread keeps it.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// What to do when judging fails.
+    pub fn on_error(mut self, on_error: OnJudgeError) -> Self {
+        self.on_error = on_error;
+        self
+    }
+
+    /// How many judging calls one hook runs at once (at least 1).
+    pub fn concurrency(mut self, calls: usize) -> Self {
+        self.concurrency = calls.max(1);
+        self
+    }
+
+    /// The judge's answer limit, in tokens (rewrites and translations need room).
+    pub fn max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = tokens;
+        self
+    }
+
+    /// The judging model.
+    pub fn model(&self) -> &dyn LanguageModel {
+        &*self.model
+    }
+
+    /// Asks the judge about `content` under `instructions`: its answer, or why there is
+    /// none, with the call's latency and usage.
+    pub(crate) async fn ask(&self, instructions: &str, content: &str) -> Asked {
+        let started = Instant::now();
+        let mut usage = Usage::default();
+        let request = ModelRequest {
+            prompt: vec![
+                Message::system(instructions),
+                Message::user(format!(
+                    "<content>\n{}\n</content>\n\nAnswer with the JSON object only.",
+                    // Content cannot close the block it is quoted in.
+                    content.replace("</content>", "</ content>")
+                )),
+            ],
+            settings: ModelSettings {
+                temperature: Some(0.0),
+                max_output_tokens: Some(self.max_output_tokens),
+                ..ModelSettings::default()
+            },
+            ..ModelRequest::default()
+        };
+        let call = async {
+            let mut stream = self
+                .model
+                .stream(request)
+                .await
+                .map_err(JudgeError::Model)?;
+            let mut answer = String::new();
+            while let Some(item) = stream.next().await {
+                match item.map_err(JudgeError::Model)? {
+                    ChunkKind::TextDelta { text, .. } => {
+                        if answer.len() + text.len() > MAX_ANSWER {
+                            return Err(JudgeError::Malformed(format!(
+                                "the answer is longer than {MAX_ANSWER} bytes"
+                            )));
+                        }
+                        answer.push_str(&text);
+                    }
+                    ChunkKind::Finish { usage: u, .. } => usage = u,
+                    _ => {}
+                }
+            }
+            Ok(answer)
+        };
+        let answer = match timeout::within(self.timeout, call).await {
+            Some(v) => v,
+            None => Err(JudgeError::Timeout(self.timeout)),
+        };
+        Asked {
+            answer,
+            latency: started.elapsed(),
+            usage,
+        }
+    }
+
+    /// Asks about each of `contents`, at most [`concurrency`](Judge::concurrency) at once;
+    /// the answers in the same order.
+    pub(crate) async fn ask_all(&self, instructions: &str, contents: &[String]) -> Vec<Asked> {
+        // Made before streaming them, so that no closure over a borrow is in the future's
+        // type (which would keep it from being `Send`).
+        let mut calls = Vec::with_capacity(contents.len());
+        for c in contents {
+            calls.push(self.ask(instructions, c));
+        }
+        futures::stream::iter(calls)
+            .buffered(self.concurrency)
+            .collect()
+            .await
+    }
+
+    /// The record of a call, before its outcome is known.
+    fn record(&self, detector: &str, at: Where, asked: &Asked) -> JudgeRecord {
+        JudgeRecord {
+            detector: detector.to_owned(),
+            at: at.tag().to_owned(),
+            model: format!("{}/{}", self.model.provider(), self.model.model_id()),
+            latency_ms: u64::try_from(asked.latency.as_millis()).unwrap_or(u64::MAX),
+            usage: asked.usage,
+            message_id: None,
+            scores: BTreeMap::new(),
+            flagged: Vec::new(),
+            detail: None,
+            error: None,
+        }
+    }
+}
+
+/// The most text a judge's answer may have.
+const MAX_ANSWER: usize = 1 << 20;
+
+/// A judge's answer.
+pub(crate) struct Asked {
+    pub(crate) answer: Result<String, JudgeError>,
+    pub(crate) latency: Duration,
+    pub(crate) usage: Usage,
+}
+
+/// One judging call: where, by which model, how long it took, what it cost, and what it found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct JudgeRecord {
+    /// The detector's processor id.
+    pub detector: String,
+    /// The hook: `input`, `output-stream` or `output-result`.
+    pub at: String,
+    /// The judging model, `provider/model`.
+    pub model: String,
+    /// How long the call took, in milliseconds.
+    pub latency_ms: u64,
+    /// The judge's token usage (zero when it failed before reporting any).
+    pub usage: Usage,
+    /// The message judged, when it was one message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The scores of the categories asked about.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub scores: BTreeMap<String, f64>,
+    /// The categories at or over the threshold (for [`PiiDetector`], the kinds found).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<String>,
+    /// What else the detector read from the verdict (a language, span counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+    /// Why the call gave no verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The judging calls of one detector in one request: its part of the per-request state.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeLog {
+    records: Vec<JudgeRecord>,
+    usage: Usage,
+}
+
+impl JudgeLog {
+    /// Every call so far, in order.
+    pub fn records(&self) -> &[JudgeRecord] {
+        &self.records
+    }
+
+    /// The judge's usage so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    fn push(&mut self, record: &JudgeRecord, cx: &RequestContext) {
+        self.usage += record.usage;
+        self.records.push(record.clone());
+        if let Some(ledger) = cx.get::<JudgeLedger>() {
+            ledger.push(record.clone());
+        }
+    }
+}
+
+/// Collects the judging calls of every detector of a request, for the caller: put one in
+/// the request context (`RequestContext::new().with(ledger.clone())`) and read it after the
+/// run. Clones share the records.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeLedger(Arc<Mutex<Vec<JudgeRecord>>>);
+
+impl JudgeLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every judging call recorded so far.
+    pub fn records(&self) -> Vec<JudgeRecord> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The judges' total usage.
+    pub fn usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for r in self.0.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            total += r.usage;
+        }
+        total
+    }
+
+    fn push(&self, record: JudgeRecord) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(record);
+    }
+}
+
+/// Which hook judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Where {
+    Input,
+    Stream,
+    Step,
+    Result,
+}
+
+impl Where {
+    fn tag(self) -> &'static str {
+        match self {
+            Where::Input => "input",
+            Where::Stream => "output-stream",
+            Where::Step => "output-step",
+            Where::Result => "output-result",
+        }
+    }
+
+    /// What was judged, for a reason.
+    pub(crate) fn what(self) -> &'static str {
+        match self {
+            Where::Input => "the input",
+            Where::Stream | Where::Step | Where::Result => "the answer",
+        }
+    }
+}
+
+/// What one detector knows when it reports: its id and its judge.
+pub(crate) struct Reporting<'a> {
+    pub(crate) id: &'static str,
+    pub(crate) judge: &'a Judge,
+    pub(crate) at: Where,
+}
+
+impl Reporting<'_> {
+    /// Records a call and reads its verdict into its record; a record with an `error` gave
+    /// no verdict.
+    pub(crate) fn read(
+        &self,
+        asked: Asked,
+        message_id: Option<&str>,
+        log: &mut JudgeLog,
+        cx: &RequestContext,
+        parse: impl FnOnce(&Map<String, Value>, &mut JudgeRecord) -> Result<(), JudgeError>,
+    ) -> JudgeRecord {
+        self.read_answer(asked, message_id, log, cx, |answer, r| {
+            parse(&verdict::object(answer)?, r)
+        })
+    }
+
+    /// [`read`](Self::read) for an answer that is not a verdict object.
+    pub(crate) fn read_answer(
+        &self,
+        asked: Asked,
+        message_id: Option<&str>,
+        log: &mut JudgeLog,
+        cx: &RequestContext,
+        parse: impl FnOnce(&str, &mut JudgeRecord) -> Result<(), JudgeError>,
+    ) -> JudgeRecord {
+        let mut record = self.judge.record(self.id, self.at, &asked);
+        record.message_id = message_id.map(str::to_owned);
+        let outcome = asked.answer.and_then(|a| parse(&a, &mut record));
+        if let Err(e) = &outcome {
+            record.error = Some(e.to_string());
+            record.scores.clear();
+            record.flagged.clear();
+        }
+        log.push(&record, cx);
+        record
+    }
+
+    /// The metadata of a trip wire or warning about `records`.
+    pub(crate) fn metadata(&self, records: &[&JudgeRecord]) -> Value {
+        let mut usage = Usage::default();
+        for r in records {
+            usage += r.usage;
+        }
+        json!({
+            "detector": self.id,
+            "where": self.at.tag(),
+            "verdicts": records,
+            "judgeUsage": usage,
+        })
+    }
+
+    /// What a failed judging call leads to, by the judge's [`OnJudgeError`]: `None` to let
+    /// the content through silently.
+    pub(crate) fn failure(&self, failed: &[&JudgeRecord]) -> Option<ProcessorError> {
+        let first = failed.first()?;
+        let error = first.error.as_deref().unwrap_or("unknown error");
+        let reason = format!("{} could not be judged: {error}", self.at.what());
+        match self.judge.on_error {
+            OnJudgeError::FailOpen => {
+                tracing::warn!(processor = self.id, %reason, "judging failed; the content passes");
+                None
+            }
+            OnJudgeError::Warn => Some(
+                Abort::new()
+                    .reason(reason)
+                    .metadata(self.metadata(failed))
+                    .warn(),
+            ),
+            OnJudgeError::Block => Some(
+                Abort::new()
+                    .reason(reason)
+                    .metadata(self.metadata(failed))
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// A message's text parts, for a judge; `None` when it has none.
+pub(crate) fn judged_text(m: &Message) -> Option<String> {
+    let text = m.text();
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// Checks a threshold.
+pub(crate) fn check_threshold(t: f64) -> Result<f64, DetectorError> {
+    match (0.0..=1.0).contains(&t) {
+        true => Ok(t),
+        false => Err(DetectorError::Threshold(t)),
+    }
+}
+
+/// The scores of `categories` in the verdict, and those at or over `threshold`.
+pub(crate) fn flag(
+    verdict: &Map<String, Value>,
+    categories: &[String],
+    threshold: f64,
+    record: &mut JudgeRecord,
+) -> Result<(), JudgeError> {
+    let scores = verdict::scores(verdict, "categories")?;
+    for c in categories {
+        let s = scores.get(c).copied().unwrap_or(0.0);
+        record.scores.insert(c.clone(), s);
+        if s >= threshold {
+            record.flagged.push(c.clone());
+        }
+    }
+    Ok(())
+}
+
+/// The categories' list, one per line, for a prompt.
+pub(crate) fn bullet_list(items: &[String]) -> String {
+    items.iter().map(|c| format!("- {c}\n")).collect()
+}
+
+/// The reason for flagged content.
+pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord]) -> String {
+    let mut cats: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.flagged.iter().map(String::as_str))
+        .collect();
+    cats.sort_unstable();
+    cats.dedup();
+    format!("{} was flagged for {}", at.what(), cats.join(", "))
+}
+
+/// One warning for several verdicts (flagged, or failed to judge).
+pub(crate) fn warning(rep: &Reporting<'_>, records: &[JudgeRecord]) -> Option<ProcessorError> {
+    let refs: Vec<&JudgeRecord> = records.iter().collect();
+    if records.iter().any(|r| !r.flagged.is_empty()) {
+        let flagged: Vec<&JudgeRecord> = refs
+            .iter()
+            .copied()
+            .filter(|r| !r.flagged.is_empty())
+            .collect();
+        return Some(
+            Abort::new()
+                .reason(flagged_reason(rep.at, &flagged))
+                .metadata(rep.metadata(&refs))
+                .warn(),
+        );
+    }
+    rep.failure(&refs)
+}

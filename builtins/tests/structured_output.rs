@@ -1,0 +1,206 @@
+//! StructuredOutput: answers that fit the type, retries with the schema as feedback, a
+//! structuring call, a structuring call that fails, tool steps left alone.
+
+mod common;
+mod judges;
+
+use common::*;
+use futures::executor::block_on;
+use judges::*;
+use processors_builtins::detector::{Judge, JudgeLedger, OnJudgeError, StructuredOutput};
+use processors_runtime::prelude::*;
+use serde_json::json;
+
+#[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
+struct Ticket {
+    title: String,
+    priority: u8,
+}
+
+fn ticket() -> Ticket {
+    Ticket {
+        title: "Printer on fire".into(),
+        priority: 1,
+    }
+}
+
+const JSON: &str = r#"{"title": "Printer on fire", "priority": 1}"#;
+
+#[test]
+fn an_answer_that_fits_is_recorded_typed_and_its_text_kept() {
+    let answer = format!("Here it is:\n```json\n{JSON}\n```");
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text(answer.clone())]))
+        .output(StructuredOutput::<Ticket>::retry())
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+    assert_eq!(result.text, answer);
+}
+
+#[test]
+fn retry_sends_the_schema_and_the_error_as_feedback_and_takes_the_next_answer() {
+    let model = ScriptedModel::new([
+        Turn::text(r#"{"title": "Printer on fire"}"#),
+        Turn::text(JSON),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .output(StructuredOutput::<Ticket>::retry())
+        .max_processor_retries(2)
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert_eq!(model.calls(), 2);
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+    assert_eq!(result.text, JSON);
+    let feedback: String = model.requests()[1]
+        .prompt
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(Message::text)
+        .collect();
+    assert!(feedback.contains("[Processor Feedback]"), "{feedback}");
+    assert!(feedback.contains("\"priority\""), "{feedback}");
+    assert!(feedback.contains("missing field `priority`"), "{feedback}");
+}
+
+#[test]
+fn retry_without_retries_allowed_ends_in_a_trip_wire() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("no JSON at all")]))
+        .output(StructuredOutput::<Ticket>::retry())
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    let tw = result.tripwire.clone().expect("rejected");
+    assert_eq!(tw.processor_id, "structured-output");
+    assert!(tw.reason.contains("it holds no JSON"), "{}", tw.reason);
+    assert!(StructuredOutput::<Ticket>::value(&result).is_none());
+}
+
+#[test]
+fn a_structuring_call_converts_the_answer_and_its_cost_is_recorded() {
+    let structurer = answers([format!("```\n{JSON}\n```")]);
+    let ledger = JudgeLedger::new();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text(
+            "Title: Printer on fire. Priority one.",
+        )]))
+        .output(StructuredOutput::<Ticket>::structuring(Judge::new(
+            structurer.clone(),
+        )))
+        .build()
+        .unwrap();
+    let options =
+        GenerateOptions::new().request_context(RequestContext::new().with(ledger.clone()));
+    let result = block_on(agent.generate_with("file it", options)).unwrap();
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&result.text).unwrap(),
+        json!({ "title": "Printer on fire", "priority": 1 })
+    );
+    let request = &structurer.requests()[0];
+    assert!(request.prompt[0].text().contains("\"priority\""));
+    assert_eq!(content(request), "Title: Printer on fire. Priority one.");
+    assert_eq!(ledger.records()[0].at, "output-step");
+    assert_eq!(ledger.usage().total_tokens, 110);
+}
+
+#[test]
+fn a_failed_structuring_warns_by_default_and_blocks_when_asked() {
+    let violations = Violations::new();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("prose only")]))
+        .output(StructuredOutput::<Ticket>::structuring(Judge::new(
+            answers(["still prose"]),
+        )))
+        .on_violation(violations.hook())
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert_eq!(result.text, "prose only");
+    assert!(StructuredOutput::<Ticket>::value(&result).is_none());
+    let v = violations.all();
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].kind, ViolationKind::Warn);
+    assert!(
+        v[0].reason.contains("could not be structured"),
+        "{}",
+        v[0].reason
+    );
+
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("prose only")]))
+        .output(StructuredOutput::<Ticket>::structuring(
+            Judge::new(answers(["{\"title\": 3}"])).on_error(OnJudgeError::Block),
+        ))
+        .build()
+        .unwrap();
+    let tw = block_on(agent.generate("file it"))
+        .unwrap()
+        .tripwire
+        .expect("blocked");
+    assert!(tw.reason.contains("does not fit"), "{}", tw.reason);
+}
+
+#[test]
+fn steps_that_call_tools_are_not_checked() {
+    let lookup = tool(
+        "lookup",
+        "looks up",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!({ "found": true })) },
+    );
+    let model = ScriptedModel::new([
+        Turn::text("Let me look.").tool_call("c1", "lookup", json!({})),
+        Turn::text(JSON),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(lookup)
+        .output(StructuredOutput::<Ticket>::retry())
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert!(result.tripwire.is_none());
+    assert_eq!(model.calls(), 2);
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+}
+
+#[test]
+fn the_schema_and_instructions_come_from_the_type() {
+    let so = StructuredOutput::<Ticket>::retry();
+    assert_eq!(so.schema()["properties"]["priority"]["type"], "integer");
+    assert!(so.instructions().contains("\"title\""));
+}
+
+#[test]
+fn it_is_declared_in_agent_macro_with_retries() {
+    let model = ScriptedModel::new([Turn::text("nope"), Turn::text(JSON)]);
+    let agent = processors_macros::agent! {
+        crate: processors_runtime,
+        model: model.clone(),
+        output: [StructuredOutput::<Ticket>::retry()],
+        max_processor_retries: 1,
+    };
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert_eq!(model.calls(), 2);
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+}
