@@ -35,7 +35,7 @@ pub fn impls_of<'f>(file: &'f File, trait_name: &str, self_ty: &str) -> Vec<&'f 
         })
         .filter(|imp| imp.self_ty.to_token_stream().to_string() == self_ty)
         .filter(|imp| match &imp.trait_ {
-            Some((_, path, _)) => path.segments.last().is_some_and(|s| s.ident == trait_name),
+            Some((path, _)) => path.segments.last().is_some_and(|s| s.ident == trait_name),
             None => trait_name.is_empty(),
         })
         .collect()

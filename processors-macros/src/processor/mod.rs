@@ -177,7 +177,7 @@ mod tests {
         );
         assert!(compile_errors(&file).is_empty());
         let processor = impl_of(&file, "Processor", "Pii");
-        let trait_path = processor.trait_.as_ref().unwrap().1.to_token_stream();
+        let trait_path = processor.trait_.as_ref().unwrap().0.to_token_stream();
         assert_eq!(
             trait_path.to_string(),
             "processors_runtime :: __private :: Processor"
