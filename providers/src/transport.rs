@@ -223,6 +223,11 @@ impl Transport {
             }
             map.insert(header, value);
         }
+        // reqwest takes the process's default TLS crypto provider: ring, unless the
+        // application installed one of its own before (then that one is kept).
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeouts.connect)
             .user_agent(concat!("processors-providers/", env!("CARGO_PKG_VERSION")))
