@@ -36,6 +36,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "otel")]
+pub mod otel;
+
 pub use processors_builtins as builtins;
 pub use processors_providers as providers;
 pub use processors_runtime::*;
