@@ -11,17 +11,20 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
+/// Each request's first line and body.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A collector on loopback that keeps the body of every request and answers 200.
 struct Collector {
     url: String,
-    bodies: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    bodies: Received,
 }
 
 impl Collector {
     fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
-        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let bodies: Received = Arc::new(Mutex::new(Vec::new()));
         let kept = bodies.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -45,7 +48,9 @@ impl Collector {
                 }
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
-                kept.lock().unwrap().push((request_line.trim().to_owned(), body));
+                kept.lock()
+                    .unwrap()
+                    .push((request_line.trim().to_owned(), body));
                 let _ = stream.write_all(
                     b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
                 );
@@ -64,7 +69,9 @@ impl Collector {
 }
 
 fn has(haystack: &[u8], needle: &str) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
 }
 
 #[test]
@@ -73,7 +80,9 @@ fn a_runs_spans_reach_the_collector_with_genai_attributes() {
     let otel = Otel::http(&collector.url, "weather-desk").unwrap();
     let agent = Agent::builder()
         .name("forecaster")
-        .model(ScriptedModel::new([Turn::deltas(["sunny", " today"]).usage(12, 3)]).named("gpt-test"))
+        .model(
+            ScriptedModel::new([Turn::deltas(["sunny", " today"]).usage(12, 3)]).named("gpt-test"),
+        )
         .output(Probe::new("upper").stream(upper))
         .build()
         .unwrap();
