@@ -13,7 +13,7 @@
 //! use processors_builtins::detector::{Judge, Moderation, Strategy};
 //! use processors_runtime::prelude::*;
 //!
-//! // The judge: here a scripted model; in production `providers::resolve("openai/gpt-4o-mini")`.
+//! // The judge: here a scripted model; in production `Judge::from_id("openai/gpt-4o-mini")?`.
 //! let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"violence": 0.93}}"#)]);
 //! let agent = Agent::builder()
 //!     .model(ScriptedModel::new([Turn::text("never called")]))
@@ -250,8 +250,21 @@ impl Judge {
         Self::shared(Arc::new(model))
     }
 
-    /// Judges with a shared model, such as one named by its id:
-    /// `Judge::shared(processors::providers::resolve("openai/gpt-4o-mini")?)`.
+    /// Judges with the model named by its id (`openai/gpt-4o-mini`, `anthropic/…`,
+    /// `ollama/llama3.2`), resolved as [`processors_providers::resolve`] does: its key and
+    /// base URL come from the environment.
+    ///
+    /// ```
+    /// use processors_builtins::detector::Judge;
+    /// let judge = Judge::from_id("ollama/llama3.2").unwrap();
+    /// assert_eq!(judge.model().provider(), "ollama");
+    /// assert!(Judge::from_id("llama3.2").is_err(), "the provider is missing");
+    /// ```
+    pub fn from_id(id: &str) -> Result<Self, processors_providers::ConfigError> {
+        processors_providers::resolve(id).map(Self::shared)
+    }
+
+    /// Judges with a shared model.
     pub fn shared(model: Arc<dyn LanguageModel>) -> Self {
         Judge {
             model,
