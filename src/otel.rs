@@ -17,13 +17,24 @@
 //! ```
 //!
 //! To keep a subscriber of your own, add [`Otel::layer`] to it instead.
+//!
+//! What leaves the process: spans and their attributes (ids, hooks, outcomes, durations,
+//! models, token counts) and the per-step stream summaries (counts and times per processor).
+//! The text of the conversation does not: the per-chunk events (target `processors::chunks`,
+//! which carry each delta as it was before and after each processor, so before redaction)
+//! are filtered out of the export, and with them the cost of measuring every chunk.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+
+/// The target of the per-chunk events: they carry the text, unredacted.
+const CHUNK_TARGET: &str = "processors::chunks";
 
 /// What setting up or flushing the export can fail with.
 #[derive(Debug)]
@@ -68,12 +79,16 @@ impl Otel {
         Ok(Otel { provider })
     }
 
-    /// The `tracing` layer that exports spans, to add to a subscriber of your own.
+    /// The `tracing` layer that exports spans, to add to a subscriber of your own. It leaves
+    /// out the per-chunk events (target `processors::chunks`), which carry the conversation's
+    /// text before redaction.
     pub fn layer<S>(&self) -> impl tracing_subscriber::Layer<S> + use<S>
     where
         S: tracing::Subscriber + for<'a> LookupSpan<'a>,
     {
-        tracing_opentelemetry::layer().with_tracer(self.provider.tracer("processors"))
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("processors"))
+            .with_filter(filter_fn(|meta| meta.target() != CHUNK_TARGET))
     }
 
     /// A subscriber that exports spans and does nothing else.

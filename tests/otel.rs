@@ -69,9 +69,21 @@ impl Collector {
 }
 
 fn has(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
+    find(haystack, needle.as_bytes())
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether the export holds a span named `name`: the OTLP protobuf encodes a span's name as
+/// field 5, length-delimited (tag byte 0x2a, then the length), which no attribute value
+/// containing the same text matches.
+fn has_span(body: &[u8], name: &str) -> bool {
+    let len = u8::try_from(name.len()).expect("a short name");
+    let mut encoded = vec![0x2a, len];
+    encoded.extend_from_slice(name.as_bytes());
+    find(body, &encoded)
 }
 
 #[test]
@@ -98,20 +110,57 @@ fn a_runs_spans_reach_the_collector_with_genai_attributes() {
         requests.iter().all(|l| l.starts_with("POST /v1/traces")),
         "{requests:?}"
     );
+    for span in ["agent.run", "agent.step", "chat gpt-test", "processor"] {
+        assert!(has_span(&body, span), "no span `{span}` was exported");
+    }
     for name in [
-        "agent.run",
-        "agent.step",
-        "chat",
-        "processor",
         "weather-desk",
         "forecaster",
+        "process_output_result",
         "gen_ai.operation.name",
+        "gen_ai.provider.name",
         "gen_ai.request.model",
-        "gpt-test",
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",
         "gen_ai.response.finish_reasons",
     ] {
         assert!(has(&body, name), "`{name}` was not exported");
+    }
+}
+
+#[test]
+fn the_conversations_text_never_leaves_the_process_only_what_processors_did_to_it() {
+    let collector = Collector::start();
+    let otel = Otel::http(&collector.url, "key-desk").unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "your key is ",
+            "sk-live-4242",
+            " keep it",
+        ])]))
+        .output(Probe::new("redact").stream(|a| {
+            Ok(match a.chunk.text_delta() {
+                Some(t) if t.starts_with("sk-") => {
+                    a.chunk.clone().map_text(|_| "[key]".to_owned()).into()
+                }
+                _ => StreamAction::Pass,
+            })
+        }))
+        .build()
+        .unwrap();
+    let result = tracing::subscriber::with_default(otel.subscriber(), || {
+        futures::executor::block_on(agent.generate("my key?"))
+    })
+    .unwrap();
+    assert_eq!(result.text, "your key is [key] keep it");
+    otel.shutdown().unwrap();
+
+    let (_, body) = collector.received();
+    // The stream summary says what the processor did...
+    assert!(has(&body, "stream hook calls of the step"));
+    assert!(has(&body, "redact"));
+    // ...and no chunk event carried the text through, before or after redaction.
+    for text in ["sk-live-4242", "your key is", "keep it"] {
+        assert!(!has(&body, text), "`{text}` was exported");
     }
 }

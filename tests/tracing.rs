@@ -195,7 +195,7 @@ fn a_run_has_spans_for_itself_its_steps_its_model_calls_and_each_hook_call() {
         Some("stop")
     );
     assert!(chats[1].field("gen_ai.usage.output_tokens").is_some());
-    assert!(chats[0].field("gen_ai.system").is_some());
+    assert!(chats[0].field("gen_ai.provider.name").is_some());
 
     let hooks = rec.spans("processor");
     let input: Vec<_> = hooks

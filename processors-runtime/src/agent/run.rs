@@ -337,10 +337,14 @@ impl Run {
         let collect_raw = lists.output.has(Hook::LlmResponse);
         let mut api_retries = 0u32;
         // The model call, with the GenAI semantic conventions' attribute names.
+        // `otel.name` and `otel.kind` name the exported span as the conventions do
+        // (`chat {model}`, a client span); the arguments are formatted only for a subscriber.
         let chat = tracing::info_span!(
             "chat",
+            otel.name = %format_args!("chat {}", config.model.model_id()),
+            otel.kind = "client",
             gen_ai.operation.name = "chat",
-            gen_ai.system = config.model.provider(),
+            gen_ai.provider.name = config.model.provider(),
             gen_ai.request.model = config.model.model_id(),
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,

@@ -172,7 +172,7 @@ fn write_step(out: &mut String, t: &Timeline, step: &Entry) {
             out,
             "<p class=\"model\">model <code>{}</code> ({}) · {} · {} tokens in, {} out{} · {}</p>",
             esc(&field(chat, "gen_ai.request.model")),
-            esc(&field(chat, "gen_ai.system")),
+            esc(&field(chat, "gen_ai.provider.name")),
             badge(&field(chat, "gen_ai.response.finish_reasons")),
             esc(&field(chat, "gen_ai.usage.input_tokens")),
             esc(&field(chat, "gen_ai.usage.output_tokens")),
