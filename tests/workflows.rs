@@ -610,3 +610,35 @@ on_every_path!(
         assert_eq!(m.calls(), 0);
     }
 );
+
+on_every_path!(
+    b61_on_the_stream_an_unselected_branch_adds_no_chunk_of_its_own,
+    |path| {
+        let m = model([Turn::deltas(["a", "b"])]);
+        // Each branch doubles the delta and writes a data part; only "kept" is selected.
+        let branch = |id: &'static str| {
+            boxed(Probe::new(id).stream(move |a| {
+                let Some(t) = a.chunk.text_delta() else {
+                    return Ok(StreamAction::Pass);
+                };
+                a.writer.write(id, json!(t));
+                let tag = |n: u8| a.chunk.clone().map_text(|t| format!("{t}:{id}{n}"));
+                Ok(StreamAction::Many(vec![tag(1), tag(2)]))
+            }))
+        };
+        let flow = Workflow::new("fan-out").parallel([branch("lost"), branch("kept")], 1);
+        let agent = build_agent!(path, model: m, output: [flow]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(
+            deltas(&chunks),
+            ["a:kept1", "a:kept2", "b:kept1", "b:kept2"]
+        );
+        let written: Vec<_> = chunks
+            .iter()
+            .filter(|c| c.is_data())
+            .map(|c| serde_json::to_value(c).unwrap()["type"].clone())
+            .collect();
+        assert_eq!(written, [json!("data-kept"), json!("data-kept")]);
+        assert_eq!(r.unwrap().text, "a:kept1a:kept2b:kept1b:kept2");
+    }
+);

@@ -1027,6 +1027,9 @@ impl<W> Workflow<W> {
                     let mut chosen = (Flow::Continue, None);
                     for (k, &i) in branches.iter().enumerate() {
                         let mut copy = chunk.clone();
+                        // What a branch adds (the rest of a `Many`, data it writes) is part
+                        // of its output: kept for the selected branch alone.
+                        let added = cx.written.len();
                         let flow = self.stream_at(i, &mut cx, &mut copy).await;
                         if matches!(flow, Flow::Abort(_)) {
                             chosen = (flow, None);
@@ -1034,6 +1037,8 @@ impl<W> Workflow<W> {
                         }
                         if k == *select {
                             chosen = (flow, Some(copy));
+                        } else {
+                            cx.written.truncate(added);
                         }
                     }
                     if let (_, Some(copy)) = &mut chosen {
