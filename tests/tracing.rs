@@ -300,3 +300,38 @@ fn trip_wires_and_retries_are_events() {
     assert_eq!(wires[0].field("reason"), Some("blocked"));
     assert_eq!(rec.spans("agent.run")[0].field("outcome"), Some("tripwire"));
 }
+
+#[test]
+fn a_workflows_inner_hook_calls_have_spans_of_their_own_inside_the_workflows() {
+    let m = ScriptedModel::new([Turn::text("ok")]);
+    let flow = Workflow::new("guards")
+        .then(Probe::new("first").input(|a| {
+            let mut ms = a.messages.clone();
+            ms[0].set_text("changed");
+            Ok(ms.into())
+        }))
+        .then(Probe::new("second"));
+    let agent = Agent::builder().model(m).input(flow).build().unwrap();
+    let (rec, r) = traced(|| futures::executor::block_on(agent.generate("hi")));
+    assert_eq!(r.unwrap().text, "ok");
+    let input: Vec<_> = rec
+        .spans("processor")
+        .into_iter()
+        .filter(|h| h.field("hook") == Some("process_input"))
+        .map(|h| {
+            (
+                h.field("id").unwrap().to_owned(),
+                h.field("outcome").unwrap().to_owned(),
+                h.parent.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        input,
+        [
+            ("guards".into(), "replaced".into(), "agent.run".into()),
+            ("first".into(), "replaced".into(), "processor".into()),
+            ("second".into(), "pass".into(), "processor".into()),
+        ]
+    );
+}

@@ -642,3 +642,46 @@ on_every_path!(
         assert_eq!(r.unwrap().text, "a:kept1a:kept2b:kept1b:kept2");
     }
 );
+
+on_every_path!(
+    b57_data_chunks_reach_only_the_opted_in_processors_inside_a_workflow,
+    |path| {
+        let m = model([Turn::text("hello").chunk(ChunkKind::Data {
+            name: "progress".into(),
+            data: json!(1),
+            transient: false,
+        })]);
+        let log = Log::new();
+        let (l1, l2) = (log.clone(), log.clone());
+        let flow = Workflow::new("flow")
+            .then(Probe::new("plain").stream(move |a| {
+                if a.chunk.is_data() {
+                    l1.push("plain saw data");
+                }
+                Ok(StreamAction::Pass)
+            }))
+            .then(Probe::new("data").data_parts().stream(move |a| {
+                if a.chunk.is_data() {
+                    l2.push("data saw data");
+                    let mut c = a.chunk.clone();
+                    c.kind = ChunkKind::Data {
+                        name: "progress".into(),
+                        data: json!(2),
+                        transient: false,
+                    };
+                    return Ok(c.into());
+                }
+                Ok(StreamAction::Pass)
+            }));
+        let agent = build_agent!(path, model: m, output: [flow]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        assert_eq!(r.unwrap().text, "hello");
+        assert_eq!(log.entries(), ["data saw data"]);
+        let data: Vec<_> = chunks
+            .iter()
+            .filter(|c| c.is_data())
+            .map(|c| serde_json::to_value(c).unwrap()["payload"]["data"].clone())
+            .collect();
+        assert_eq!(data, [json!(2)]);
+    }
+);
