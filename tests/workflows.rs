@@ -685,3 +685,48 @@ on_every_path!(
         assert_eq!(data, [json!(2)]);
     }
 );
+
+on_every_path!(
+    b56_inside_a_workflow_process_input_sees_the_list_as_the_processors_before_left_it,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let log = Log::new();
+        let l = log.clone();
+        let flow = Workflow::new("flow")
+            .then(suffix("first", " [first]"))
+            .then(Probe::new("reader").input(move |a| {
+                let listed: Vec<_> = a.message_list.input().map(|m| m.text()).collect();
+                l.push(format!("list: {}", listed.join("|")));
+                Ok(InputOutcome::Unchanged)
+            }));
+        let agent = build_agent!(path, model: m, input: [flow]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(r.text, "ok");
+        assert_eq!(log.entries(), ["list: hi [first]"]);
+    }
+);
+
+on_every_path!(
+    b56_an_invalid_result_inside_a_workflow_names_the_inner_processor,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        let flow = Workflow::new("flow").then(Probe::new("dup").input(|a| {
+            let first = a.messages[0].clone();
+            Ok(vec![first.clone(), first].into())
+        }));
+        let agent = build_agent!(path, model: m, input: [flow]);
+        let err = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap_err();
+        // The workflow failed, because the processor inside it returned an invalid result.
+        let AgentError::Hook(HookError::Failed { id, source, .. }) = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(id, "flow");
+        assert!(
+            matches!(source.downcast_ref::<HookError>(), Some(HookError::InvalidResult { id, hook: Hook::Input, .. }) if id == "dup"),
+            "{err}"
+        );
+    }
+);

@@ -27,23 +27,30 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             retry_count: 0,
             report: &s.report,
         };
-        let Some(outcome) = call(id, Hook::Input, &s.report, p.dyn_process_input(args)).await?
-        else {
-            continue;
-        };
-        let view = ids(s.list.input());
-        let applied = match outcome {
-            InputOutcome::Unchanged => Ok(()),
-            InputOutcome::Messages(ms) => s.list.reconcile(&view, ms, MessageSource::Input),
-            // The system set first: system-role messages inside `messages` then add to it.
-            InputOutcome::MessagesAndSystem { messages, system } => s
-                .list
-                .reconcile_system(system)
-                .and_then(|()| s.list.reconcile(&view, messages, MessageSource::Input)),
-        };
-        applied.map_err(|e| HookError::invalid(id, Hook::Input, e))?;
+        if let Some(outcome) = call(id, Hook::Input, &s.report, p.dyn_process_input(args)).await? {
+            apply_input(&mut s.list, outcome, id)?;
+        }
     }
     Ok(())
+}
+
+/// Applies what a `process_input` returned to the list: messages reconciled with the input,
+/// a system set replacing the untagged one.
+pub(crate) fn apply_input(
+    list: &mut MessageList,
+    outcome: InputOutcome,
+    id: &str,
+) -> Result<(), HookError> {
+    let view = ids(list.input());
+    let applied = match outcome {
+        InputOutcome::Unchanged => Ok(()),
+        InputOutcome::Messages(ms) => list.reconcile(&view, ms, MessageSource::Input),
+        // The system set first: system-role messages inside `messages` then add to it.
+        InputOutcome::MessagesAndSystem { messages, system } => list
+            .reconcile_system(system)
+            .and_then(|()| list.reconcile(&view, messages, MessageSource::Input)),
+    };
+    applied.map_err(|e| HookError::invalid(id, Hook::Input, e))
 }
 
 /// `process_input_step`: overrides chain, each processor seeing the settings the ones before

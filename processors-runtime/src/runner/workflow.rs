@@ -2,7 +2,7 @@
 //! branches, and maps. A workflow is itself a processor, and runs the processors inside it
 //! through the runner's calls: the same guards, reports and stream chain as a list.
 
-use super::hooks::apply_overrides;
+use super::hooks::{apply_input, apply_overrides};
 use super::{Halt, HookError, call};
 use crate::chunk::{Chunk, FinishReason, Usage};
 use crate::context::RequestContext;
@@ -591,18 +591,21 @@ impl StepHook for InputHook {
             retry_count: self.retry_count,
             report,
         };
-        match call(p.dyn_id(), Hook::Input, report, p.dyn_process_input(args)).await? {
-            None | Some(InputOutcome::Unchanged) => {}
-            Some(InputOutcome::Messages(ms)) => {
-                c.messages = ms;
-                c.changed = true;
+        // Applied to the workflow's list at once, as in a list of processors: the next one
+        // sees it there too, and an invalid result names the processor that returned it.
+        let system = match call(p.dyn_id(), Hook::Input, report, p.dyn_process_input(args)).await? {
+            None | Some(InputOutcome::Unchanged) => return Ok(false),
+            Some(outcome) => {
+                let system = matches!(outcome, InputOutcome::MessagesAndSystem { .. });
+                apply_input(&mut c.list, outcome, p.dyn_id())?;
+                system
             }
-            Some(InputOutcome::MessagesAndSystem { messages, system }) => {
-                c.messages = messages;
-                c.system = system;
-                c.changed = true;
-                c.system_changed = true;
-            }
+        };
+        c.messages = c.list.input().cloned().collect();
+        c.changed = true;
+        if system {
+            c.system = c.list.system_messages().to_vec();
+            c.system_changed = true;
         }
         Ok(false)
     }
