@@ -1668,3 +1668,69 @@ on_every_path!(b55_processors_from_closures, |path| {
             .any(|msg| msg.text() == "hi [tagged]")
     );
 });
+
+on_every_path!(
+    b62_processors_own_usage_is_reported_per_processor_apart_from_the_models,
+    |path| {
+        let turn = || Turn::deltas(["a", "b"]).usage(10, 2);
+        let m = model([turn(), turn()]);
+        let flow = Workflow::new("fan-out").parallel(
+            [
+                boxed(Probe::new("kept")),
+                boxed(Probe::new("unselected").input(|a| {
+                    a.request_context
+                        .record_usage("unselected", Usage::new(7, 0));
+                    Ok(InputOutcome::Unchanged)
+                })),
+            ],
+            0,
+        );
+        let agent = build_agent!(path, model: m, input: [
+            Probe::new("judge").input(|a| {
+                a.request_context.record_usage("judge", Usage::new(100, 10));
+                Ok(InputOutcome::Unchanged)
+            }),
+            flow,
+        ], output: [
+            Probe::new("judge").stream(|a| {
+                if a.chunk.text_delta().is_some() {
+                    a.request_context.record_usage("judge", Usage::new(1, 1));
+                }
+                Ok(StreamAction::Pass)
+            }),
+        ]);
+        // One context for two runs: each run reports its own.
+        let cx = RequestContext::new();
+        for _ in 0..2 {
+            let options = GenerateOptions::new().request_context(cx.clone());
+            let r = agent.generate_with("hi".into(), options).await.unwrap();
+            assert_eq!(r.usage, Usage::new(10, 2), "the model's usage alone");
+            assert_eq!(
+                r.processor_usage.into_iter().collect::<Vec<_>>(),
+                [
+                    ("judge".to_owned(), Usage::new(102, 12)),
+                    ("unselected".to_owned(), Usage::new(7, 0)),
+                ]
+            );
+        }
+    }
+);
+
+on_every_path!(
+    b62_a_run_ended_by_a_trip_wire_reports_what_processors_used,
+    |path| {
+        let m = model([Turn::text("never")]);
+        let agent = build_agent!(path, model: m, input: [
+            Probe::new("guard").input(|a| {
+                a.request_context.record_usage("guard", Usage::new(50, 5));
+                Err(a.abort().reason("blocked").into())
+            }),
+        ]);
+        let r = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap();
+        assert!(r.tripwire.is_some());
+        assert_eq!(r.processor_usage["guard"], Usage::new(50, 5));
+    }
+);

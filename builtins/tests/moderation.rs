@@ -597,6 +597,22 @@ fn result_block_reports_the_verdict() {
 }
 
 #[test]
+fn b97_judge_usage_is_reported_on_the_result_without_a_ledger() {
+    let agent = Agent::builder()
+        .model(main_model())
+        .input(moderation(judge(violence), Strategy::Block))
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("how do I kill the process?")).unwrap();
+    assert!(result.tripwire.is_some());
+    assert_eq!(
+        result.usage.total_tokens, 0,
+        "the main model was not called"
+    );
+    assert_eq!(result.processor_usage["moderation"].total_tokens, 110);
+}
+
+#[test]
 fn b97_judge_usage_is_recorded_apart_from_the_main_models() {
     let ledger = JudgeLedger::new();
     let agent = Agent::builder()
@@ -620,6 +636,8 @@ fn b97_judge_usage_is_recorded_apart_from_the_main_models() {
     let places: Vec<&str> = records.iter().map(|r| r.at.as_str()).collect();
     assert_eq!(places, ["input", "output-stream", "output-stream"]);
     assert_eq!(ledger.usage().total_tokens, 330);
+    assert_eq!(result.processor_usage["moderation"], ledger.usage());
+    assert_eq!(result.processor_usage.len(), 1);
     assert_eq!(records[0].scores["violence"], 0.1);
     assert!(records.iter().all(|r| r.detector == "moderation"));
 }

@@ -58,6 +58,17 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+impl Usage {
+    /// The usage of `input_tokens` prompt and `output_tokens` completion tokens.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage {
+            input_tokens,
+            output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
+        }
+    }
+}
+
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, rhs: Usage) {
         // Providers report these numbers: never overflow on a bogus one.

@@ -1,9 +1,10 @@
 //! [`RequestContext`]: typed values of one request.
 
+use crate::chunk::Usage;
 use serde_json::Value;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Values the caller attaches to one request: the memory thread and resource, named JSON
 /// values, and typed values.
@@ -28,7 +29,13 @@ pub struct RequestContext {
     resource_id: Option<String>,
     values: HashMap<String, Value>,
     typed: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    /// The model usage processors report during a run (one per run, shared by the copies
+    /// workflows make); `None` outside a run.
+    processor_usage: Option<Arc<UsageMeter>>,
 }
+
+/// What processors' own model calls used, per processor id.
+type UsageMeter = Mutex<BTreeMap<String, Usage>>;
 
 impl std::fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,5 +105,66 @@ impl RequestContext {
     /// The resource id.
     pub fn resource_id(&self) -> Option<&str> {
         self.resource_id.as_deref()
+    }
+
+    /// Adds what a processor's own model call used (a judging call, an embedding) to the
+    /// run's [`GenerateResult::processor_usage`](crate::agent::GenerateResult::processor_usage),
+    /// under the processor's id, apart from the agent's model's usage. Outside a run it does
+    /// nothing.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::prelude::*;
+    ///
+    /// /// Pretends to ask a judging model about each input, at 40 tokens a call.
+    /// struct Judged;
+    /// impl Processor for Judged {
+    ///     type State = ();
+    ///     const HOOKS: Hooks = Hooks::INPUT;
+    ///     fn id(&self) -> &str { "judged" }
+    ///     async fn process_input(
+    ///         &self,
+    ///         args: InputArgs<'_, ()>,
+    ///     ) -> Result<InputOutcome, ProcessorError> {
+    ///         args.request_context.record_usage("judged", Usage::new(30, 10));
+    ///         Ok(InputOutcome::Unchanged)
+    ///     }
+    /// }
+    /// impl InputProcessor for Judged {}
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([Turn::text("hi").usage(5, 2)]))
+    ///     .input(Judged)
+    ///     .build()
+    ///     .unwrap();
+    /// let result = agent.generate("hello").await.unwrap();
+    /// assert_eq!(result.usage.total_tokens, 7);
+    /// assert_eq!(result.processor_usage["judged"].total_tokens, 40);
+    /// # });
+    /// ```
+    pub fn record_usage(&self, processor_id: &str, usage: Usage) {
+        let Some(meter) = &self.processor_usage else {
+            return;
+        };
+        let mut meter = meter.lock().unwrap_or_else(PoisonError::into_inner);
+        match meter.get_mut(processor_id) {
+            Some(total) => *total += usage,
+            None => {
+                meter.insert(processor_id.to_owned(), usage);
+            }
+        }
+    }
+
+    /// Starts metering processors' usage for a run (whatever an earlier run left).
+    pub(crate) fn meter_processor_usage(&mut self) {
+        self.processor_usage = Some(Arc::default());
+    }
+
+    /// What processors reported during the run.
+    pub(crate) fn processor_usage(&self) -> BTreeMap<String, Usage> {
+        self.processor_usage
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .unwrap_or_default()
     }
 }

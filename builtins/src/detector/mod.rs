@@ -56,8 +56,9 @@
 //! and token usage, the scores and what was flagged (or the error). The records are kept in
 //! the detector's per-request state, carried in the metadata of its trip wires and warnings
 //! (`{"detector", "where", "verdicts": [records], "judgeUsage"}`), and, when the caller puts a
-//! [`JudgeLedger`] in the request context, appended to it: that is how a caller reads the
-//! run's judging cost, apart from the main model's usage in `result.usage`.
+//! [`JudgeLedger`] in the request context, appended to it. Each call's usage is also added to
+//! the run's `result.processor_usage` under the detector's id: the judging cost, apart from
+//! the main model's usage in `result.usage`.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -73,7 +74,8 @@
 //! let options = GenerateOptions::new().request_context(RequestContext::new().with(ledger.clone()));
 //! let result = agent.generate_with("hi", options).await?;
 //! assert_eq!(result.usage.total_tokens, 32); // the main model
-//! assert_eq!(ledger.usage().total_tokens, 129); // the judge
+//! assert_eq!(result.processor_usage["moderation"].total_tokens, 129); // the judge
+//! assert_eq!(ledger.usage().total_tokens, 129); // the same, call by call
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
@@ -456,6 +458,7 @@ impl JudgeLog {
 
     fn push(&mut self, record: &JudgeRecord, cx: &RequestContext) {
         self.usage += record.usage;
+        cx.record_usage(&record.detector, record.usage);
         self.records.push(record.clone());
         if let Some(ledger) = cx.get::<JudgeLedger>() {
             ledger.push(record.clone());

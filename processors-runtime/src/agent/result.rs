@@ -5,6 +5,7 @@ use crate::model::ApiError;
 use crate::runner::HookError;
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
+use std::collections::BTreeMap;
 
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,8 +18,12 @@ pub struct GenerateResult {
     pub steps: Vec<StepResult>,
     /// Why the run finished (`other` after a trip wire).
     pub finish_reason: FinishReason,
-    /// Total usage, rejected steps included.
+    /// Total usage of the agent's model, rejected steps included.
     pub usage: Usage,
+    /// What processors' own model calls used (judging, embedding), per processor id, as they
+    /// reported it with [`RequestContext::record_usage`](crate::RequestContext::record_usage);
+    /// not part of [`usage`](Self::usage).
+    pub processor_usage: BTreeMap<String, Usage>,
     /// Every tool call of accepted steps.
     pub tool_calls: Vec<ToolCall>,
     /// Every tool result.

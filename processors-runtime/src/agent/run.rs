@@ -94,6 +94,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     mut options: GenerateOptions,
     slot: Option<Arc<Handoff>>,
 ) -> Result<GenerateResult, AgentError> {
+    options.request_context.meter_processor_usage();
     let mut run = Run {
         s: Scope {
             states: StateMap::default(),
@@ -283,6 +284,7 @@ impl Run {
             steps,
             finish_reason: last_reason,
             usage: self.usage,
+            processor_usage: self.s.cx.processor_usage(),
             tripwire: None,
             response_messages: self.s.list.response().cloned().collect(),
             warnings: std::mem::take(&mut self.warnings),
@@ -779,6 +781,7 @@ impl Run {
                     steps: self.s.steps,
                     finish_reason: FinishReason::Other,
                     usage: self.usage,
+                    processor_usage: self.s.cx.processor_usage(),
                     tool_calls: Vec::new(),
                     tool_results: Vec::new(),
                     tripwire: Some(tw),
