@@ -51,6 +51,8 @@ pub use macros_doc::{agent, processor};
 /// The names most programs need: `use processors::prelude::*;`.
 pub mod prelude {
     pub use crate::{agent, processor};
+    /// `Memory::sqlite("agent.db")`.
+    pub use processors_builtins::storage::SqliteMemory as _;
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
     pub use processors_runtime::processor::extract::{

@@ -89,6 +89,7 @@ pub mod environment;
 pub mod history_window;
 pub mod loop_detection;
 pub mod regex_filter;
+pub mod storage;
 pub mod system_prompt;
 pub mod system_prompt_scrubber;
 pub mod token_limiter;

@@ -8,6 +8,27 @@ struct Data {
     messages: Vec<Message>,
 }
 
+impl Data {
+    /// Saves messages, or none of them when one is foreign.
+    fn save(&mut self, messages: Vec<Message>) -> Result<(), MemoryError> {
+        let foreign = messages.iter().find(|m| {
+            self.messages.iter().any(|x| {
+                x.id == m.id && (x.thread_id != m.thread_id || x.resource_id != m.resource_id)
+            })
+        });
+        if let Some(m) = foreign {
+            return Err(MemoryError::ForeignMessage { id: m.id.clone() });
+        }
+        for m in messages {
+            match self.messages.iter_mut().find(|x| x.id == m.id) {
+                Some(slot) => *slot = m,
+                None => self.messages.push(m),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A [`MemoryStore`] in the process's memory: for tests, examples and short-lived agents.
 /// Clones share the data.
 #[derive(Clone, Default)]
@@ -73,21 +94,18 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        let saved = self.with(|d| d.save(messages));
+        Box::pin(async move { saved })
+    }
+
+    fn save_turn(
+        &self,
+        thread: Thread,
+        messages: Vec<Message>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
         let saved = self.with(|d| {
-            let foreign = messages.iter().find(|m| {
-                d.messages.iter().any(|x| {
-                    x.id == m.id && (x.thread_id != m.thread_id || x.resource_id != m.resource_id)
-                })
-            });
-            if let Some(m) = foreign {
-                return Err(MemoryError::ForeignMessage { id: m.id.clone() });
-            }
-            for m in messages {
-                match d.messages.iter_mut().find(|x| x.id == m.id) {
-                    Some(slot) => *slot = m,
-                    None => d.messages.push(m),
-                }
-            }
+            d.save(messages)?;
+            d.threads.insert(thread.id.clone(), thread);
             Ok(())
         });
         Box::pin(async move { saved })

@@ -90,6 +90,20 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// and resource is replaced, one of another is refused with
     /// [`MemoryError::ForeignMessage`]. All or nothing.
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>>;
+    /// Saves a run's turn: creates or updates its thread and saves its messages, as
+    /// [`save_thread`](Self::save_thread) and [`save_messages`](Self::save_messages) do.
+    /// A store that can should do both at once, so that a failure leaves neither (the
+    /// default does one, then the other).
+    fn save_turn(
+        &self,
+        thread: Thread,
+        messages: Vec<Message>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move {
+            self.save_thread(thread).await?;
+            self.save_messages(messages).await
+        })
+    }
     /// Deletes messages by id.
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>>;
 }
@@ -276,8 +290,7 @@ impl Processor for Memory {
                 m
             })
             .collect();
-        self.store.save_thread(thread).await?;
-        self.store.save_messages(turn).await?;
+        self.store.save_turn(thread, turn).await?;
         Ok(OutputOutcome::Unchanged)
     }
 }

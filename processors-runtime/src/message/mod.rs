@@ -141,15 +141,24 @@ pub struct Message {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A process-unique id with the given prefix (`msg-…`, `run-…`).
+/// A unique id with the given prefix (`msg-…`, `run-…`): a stamp of this process, then a
+/// counter. Stored conversations outlive the process and may be shared by several
+/// processes, on several machines: the stamp mixes the start time and the process id with
+/// the process's random hashing seed, so two processes never hand out the same ids.
 pub fn new_id(prefix: &str) -> String {
     let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{:x}-{n:x}", start_stamp())
+    format!("{prefix}-{:x}-{n:x}", process_stamp())
 }
 
-fn start_stamp() -> u64 {
+fn process_stamp() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
     static STAMP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *STAMP.get_or_init(|| now_millis() & 0xff_ffff_ffff)
+    *STAMP.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(now_millis());
+        h.write_u32(std::process::id());
+        h.finish()
+    })
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).

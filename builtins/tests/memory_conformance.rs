@@ -1,0 +1,317 @@
+//! One suite for every memory store: the same tests run against the in-memory store and the
+//! SQLite store (in memory and in a file). What a store must do: keep threads and their
+//! messages in order, replace a known message in place, refuse a message id of another
+//! thread or resource without saving any of its batch, save a turn whole or not at all, and,
+//! through the agent's memory, never show one resource another's threads.
+
+use futures::executor::block_on;
+use processors_builtins::storage::SqliteStore;
+use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::message::{Message, Part, ToolCall};
+use processors_runtime::prelude::*;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A fresh database file in the temporary directory.
+fn temp_db() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("processors-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{}.db", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+fn thread(id: &str, resource: &str) -> Thread {
+    Thread {
+        id: id.into(),
+        resource_id: resource.into(),
+        title: None,
+        created_at: 1,
+        updated_at: 1,
+        metadata: None,
+    }
+}
+
+fn message(id: &str, thread: &str, resource: &str, text: &str) -> Message {
+    let mut m = Message::user(text);
+    m.id = id.into();
+    m.thread_id = Some(thread.into());
+    m.resource_id = Some(resource.into());
+    m
+}
+
+fn texts(ms: &[Message]) -> Vec<String> {
+    ms.iter().map(Message::text).collect()
+}
+
+fn a_thread_round_trips_and_is_updated_in_place(store: &dyn MemoryStore) {
+    assert_eq!(block_on(store.get_thread("t-1")).unwrap(), None);
+    let mut t = thread("t-1", "ada");
+    t.metadata = Some(serde_json::json!({"topic": "billing"}));
+    block_on(store.save_thread(t.clone())).unwrap();
+    assert_eq!(block_on(store.get_thread("t-1")).unwrap(), Some(t.clone()));
+    t.title = Some("Invoices".into());
+    t.updated_at = 9;
+    block_on(store.save_thread(t.clone())).unwrap();
+    assert_eq!(block_on(store.get_thread("t-1")).unwrap(), Some(t));
+}
+
+fn messages_keep_their_order_and_a_limit_keeps_the_last(store: &dyn MemoryStore) {
+    let batch = |ids: &[&str]| -> Vec<Message> {
+        ids.iter().map(|id| message(id, "t-1", "ada", id)).collect()
+    };
+    block_on(store.save_messages(batch(&["m1", "m2", "m3"]))).unwrap();
+    block_on(store.save_messages(batch(&["m4", "m5"]))).unwrap();
+    block_on(store.save_messages(vec![message("x1", "t-2", "ada", "x1")])).unwrap();
+    let all = block_on(store.list_messages("t-1", None)).unwrap();
+    assert_eq!(texts(&all), ["m1", "m2", "m3", "m4", "m5"]);
+    let last = block_on(store.list_messages("t-1", Some(2))).unwrap();
+    assert_eq!(texts(&last), ["m4", "m5"]);
+    assert!(
+        block_on(store.list_messages("t-3", None))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn saving_a_known_id_replaces_the_message_in_place(store: &dyn MemoryStore) {
+    let ms = vec![
+        message("m1", "t-1", "ada", "first"),
+        message("m2", "t-1", "ada", "second"),
+    ];
+    block_on(store.save_messages(ms)).unwrap();
+    block_on(store.save_messages(vec![message("m1", "t-1", "ada", "edited")])).unwrap();
+    let all = block_on(store.list_messages("t-1", None)).unwrap();
+    assert_eq!(texts(&all), ["edited", "second"]);
+}
+
+fn a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(store: &dyn MemoryStore) {
+    block_on(store.save_messages(vec![message("m1", "t-1", "ada", "ada's")])).unwrap();
+    let batch = vec![
+        message("m2", "t-2", "bob", "bob's own"),
+        message("m1", "t-2", "bob", "bob overwriting ada's"),
+    ];
+    let err = block_on(store.save_messages(batch)).unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::ForeignMessage { id } if id == "m1"),
+        "{err}"
+    );
+    assert!(
+        block_on(store.list_messages("t-2", None))
+            .unwrap()
+            .is_empty()
+    );
+    let kept = block_on(store.list_messages("t-1", None)).unwrap();
+    assert_eq!(texts(&kept), ["ada's"]);
+    // The same id in the same thread of another resource is foreign too.
+    let err = block_on(store.save_messages(vec![message("m1", "t-1", "bob", "x")])).unwrap_err();
+    assert!(matches!(err, MemoryError::ForeignMessage { .. }));
+}
+
+fn a_turn_is_saved_whole_or_not_at_all(store: &dyn MemoryStore) {
+    block_on(store.save_messages(vec![message("m1", "t-1", "ada", "ada's")])).unwrap();
+    let turn = vec![
+        message("m2", "t-2", "bob", "hello"),
+        message("m1", "t-2", "bob", "taken id"),
+    ];
+    assert!(block_on(store.save_turn(thread("t-2", "bob"), turn)).is_err());
+    assert_eq!(block_on(store.get_thread("t-2")).unwrap(), None);
+    assert!(
+        block_on(store.list_messages("t-2", None))
+            .unwrap()
+            .is_empty()
+    );
+
+    let turn = vec![
+        message("m3", "t-2", "bob", "hello"),
+        message("m4", "t-2", "bob", "hi bob"),
+    ];
+    block_on(store.save_turn(thread("t-2", "bob"), turn)).unwrap();
+    assert!(block_on(store.get_thread("t-2")).unwrap().is_some());
+    assert_eq!(
+        texts(&block_on(store.list_messages("t-2", None)).unwrap()),
+        ["hello", "hi bob"]
+    );
+}
+
+fn a_resources_messages_span_its_threads_and_no_other_resources(store: &dyn MemoryStore) {
+    block_on(store.save_messages(vec![
+        message("a1", "t-1", "ada", "a1"),
+        message("b1", "t-2", "bob", "b1"),
+        message("a2", "t-3", "ada", "a2"),
+    ]))
+    .unwrap();
+    let ada = block_on(store.list_messages_by_resource("ada")).unwrap();
+    assert_eq!(texts(&ada), ["a1", "a2"]);
+    let bob = block_on(store.list_messages_by_resource("bob")).unwrap();
+    assert_eq!(texts(&bob), ["b1"]);
+}
+
+fn deleted_messages_are_gone(store: &dyn MemoryStore) {
+    block_on(store.save_messages(vec![
+        message("m1", "t-1", "ada", "m1"),
+        message("m2", "t-1", "ada", "m2"),
+        message("m3", "t-1", "ada", "m3"),
+    ]))
+    .unwrap();
+    block_on(store.delete_messages(&["m1".to_owned(), "m3".to_owned(), "none".to_owned()]))
+        .unwrap();
+    assert_eq!(
+        texts(&block_on(store.list_messages("t-1", None)).unwrap()),
+        ["m2"]
+    );
+}
+
+fn every_part_of_a_message_round_trips(store: &dyn MemoryStore) {
+    let mut m = Message::new(
+        Role::Assistant,
+        vec![
+            Part::Text {
+                text: "Looking it up.".into(),
+            },
+            Part::Reasoning {
+                text: "The user wants Oslo.".into(),
+            },
+            Part::ToolCall(ToolCall {
+                tool_call_id: "call-1".into(),
+                tool_name: "weather".into(),
+                args: serde_json::json!({"city": "Oslo"}),
+            }),
+            Part::Data {
+                name: "progress".into(),
+                data: serde_json::json!(0.5),
+            },
+        ],
+    );
+    m.thread_id = Some("t-1".into());
+    m.resource_id = Some("ada".into());
+    m.metadata = Some(serde_json::json!({"source": "test", "n": [1, 2]}));
+    block_on(store.save_messages(vec![m.clone()])).unwrap();
+    assert_eq!(block_on(store.list_messages("t-1", None)).unwrap(), [m]);
+}
+
+fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers(store: SharedStore) {
+    let memory = Memory::shared(store.0.clone());
+    let model = ScriptedModel::new([Turn::text("Hello Ada."), Turn::text("You are Ada.")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(memory)
+        .build()
+        .unwrap();
+    let as_ = |thread: &str, resource: &str| {
+        GenerateOptions::new().request_context(RequestContext::new().with_thread(thread, resource))
+    };
+    block_on(agent.generate_with("I am Ada.", as_("t-1", "ada"))).unwrap();
+    block_on(agent.generate_with("Who am I?", as_("t-1", "ada"))).unwrap();
+    let second = &model.requests()[1].prompt;
+    assert!(second.iter().any(|m| m.text() == "I am Ada."));
+    assert!(second.iter().any(|m| m.text() == "Hello Ada."));
+
+    // Bob names Ada's thread: refused, nothing read, nothing written.
+    let err = block_on(agent.generate_with("Who am I?", as_("t-1", "bob"))).unwrap_err();
+    assert!(
+        err.to_string().contains("belongs to resource `ada`"),
+        "{err}"
+    );
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the model never saw Ada's thread for Bob"
+    );
+    assert_eq!(
+        block_on(store.0.list_messages("t-1", None)).unwrap().len(),
+        4
+    );
+    assert!(
+        block_on(store.0.list_messages_by_resource("bob"))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn a_run_ended_by_a_trip_wire_saves_nothing(store: SharedStore) {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("secret plans")]))
+        .memory(Memory::shared(store.0.clone()))
+        .output(output_step_fn(
+            "guard",
+            |a: &mut OutputStepArgs<'_, ()>| -> Result<(), ProcessorError> {
+                Err(a.abort().reason("no").into())
+            },
+        ))
+        .build()
+        .unwrap();
+    let cx = RequestContext::new().with_thread("t-1", "ada");
+    let r =
+        block_on(agent.generate_with("hi", GenerateOptions::new().request_context(cx))).unwrap();
+    assert!(r.tripwire.is_some());
+    assert_eq!(block_on(store.0.get_thread("t-1")).unwrap(), None);
+    assert!(
+        block_on(store.0.list_messages("t-1", None))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// A store behind the agent's memory.
+struct SharedStore(std::sync::Arc<dyn MemoryStore>);
+
+macro_rules! conformance {
+    ($($store:ident => $make:expr;)*) => {$(
+        mod $store {
+            use super::*;
+
+            fn store() -> SharedStore {
+                SharedStore(std::sync::Arc::new($make))
+            }
+
+            #[test]
+            fn a_thread_round_trips_and_is_updated_in_place() {
+                super::a_thread_round_trips_and_is_updated_in_place(&*store().0);
+            }
+            #[test]
+            fn messages_keep_their_order_and_a_limit_keeps_the_last() {
+                super::messages_keep_their_order_and_a_limit_keeps_the_last(&*store().0);
+            }
+            #[test]
+            fn saving_a_known_id_replaces_the_message_in_place() {
+                super::saving_a_known_id_replaces_the_message_in_place(&*store().0);
+            }
+            #[test]
+            fn a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved() {
+                super::a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(
+                    &*store().0,
+                );
+            }
+            #[test]
+            fn a_turn_is_saved_whole_or_not_at_all() {
+                super::a_turn_is_saved_whole_or_not_at_all(&*store().0);
+            }
+            #[test]
+            fn a_resources_messages_span_its_threads_and_no_other_resources() {
+                super::a_resources_messages_span_its_threads_and_no_other_resources(&*store().0);
+            }
+            #[test]
+            fn deleted_messages_are_gone() {
+                super::deleted_messages_are_gone(&*store().0);
+            }
+            #[test]
+            fn every_part_of_a_message_round_trips() {
+                super::every_part_of_a_message_round_trips(&*store().0);
+            }
+            #[test]
+            fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers() {
+                super::memory_keeps_a_conversation_and_one_resource_never_sees_anothers(store());
+            }
+            #[test]
+            fn a_run_ended_by_a_trip_wire_saves_nothing() {
+                super::a_run_ended_by_a_trip_wire_saves_nothing(store());
+            }
+        }
+    )*};
+}
+
+conformance! {
+    in_memory => InMemoryStore::new();
+    sqlite_in_memory => SqliteStore::in_memory().unwrap();
+    sqlite_file => SqliteStore::open(temp_db()).unwrap();
+}

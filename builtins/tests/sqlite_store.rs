@@ -1,0 +1,171 @@
+//! What the SQLite store adds to the conformance suite: the file outlives the store, its
+//! schema is versioned, bad files and bad rows are clear errors, and two stores on one file
+//! (two processes, say) running many turns at once save every turn whole.
+
+use futures::executor::block_on;
+use processors_builtins::storage::{SCHEMA_VERSION, SqliteMemory, SqliteStore};
+use processors_runtime::memory::MemoryStore;
+use processors_runtime::message::Role;
+use processors_runtime::prelude::*;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A fresh database path in the temporary directory.
+fn temp_db() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("processors-sqlite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{}.db", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+fn ada(thread: &str) -> GenerateOptions {
+    GenerateOptions::new().request_context(RequestContext::new().with_thread(thread, "ada"))
+}
+
+#[test]
+fn a_conversation_outlives_the_store_and_is_there_when_the_file_is_opened_again() {
+    let path = temp_db();
+    {
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([Turn::text("Noted: blue.")]))
+            .memory(Memory::sqlite(&path).unwrap())
+            .build()
+            .unwrap();
+        block_on(agent.generate_with("My favourite colour is blue.", ada("t-1"))).unwrap();
+    }
+    let model = ScriptedModel::new([Turn::text("Blue.")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(Memory::sqlite(&path).unwrap())
+        .build()
+        .unwrap();
+    block_on(agent.generate_with("What is my favourite colour?", ada("t-1"))).unwrap();
+    let prompt: Vec<String> = model.requests()[0]
+        .prompt
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(
+        prompt,
+        [
+            "My favourite colour is blue.",
+            "Noted: blue.",
+            "What is my favourite colour?"
+        ]
+    );
+}
+
+#[test]
+fn the_schema_version_is_recorded_once_and_opening_again_migrates_nothing() {
+    let path = temp_db();
+    drop(SqliteStore::open(&path).unwrap());
+    drop(SqliteStore::open(&path).unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let versions: Vec<i64> = raw
+        .prepare("SELECT version FROM schema_version ORDER BY version")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(versions, [SCHEMA_VERSION]);
+}
+
+#[test]
+fn the_database_is_in_wal_mode() {
+    let path = temp_db();
+    let _store = SqliteStore::open(&path).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn a_database_of_a_newer_schema_is_refused_with_a_clear_error() {
+    let path = temp_db();
+    drop(SqliteStore::open(&path).unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("INSERT INTO schema_version (version) VALUES (99)", [])
+        .unwrap();
+    drop(raw);
+    let err = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.contains("its schema is version 99, newer than this build's 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let path = temp_db();
+    std::fs::write(&path, "these are not the pages of a database ".repeat(200)).unwrap();
+    let err = SqliteStore::open(&path).unwrap_err().to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(err.contains("not a database"), "{err}");
+}
+
+#[test]
+fn a_stored_message_that_no_longer_parses_is_an_error_naming_it() {
+    let path = temp_db();
+    let store = SqliteStore::open(&path).unwrap();
+    let mut m = Message::user("hello");
+    m.thread_id = Some("t-1".into());
+    m.resource_id = Some("ada".into());
+    let id = m.id.clone();
+    block_on(store.save_messages(vec![m])).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "UPDATE messages SET body = '{\"id\": 3' WHERE id = ?1",
+        [&id],
+    )
+    .unwrap();
+    let err = block_on(store.list_messages("t-1", None))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("stored message `{id}` is not a valid message")),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_stores_on_one_file_running_32_turns_at_once_save_every_turn_whole() {
+    let path = temp_db();
+    // Two connections to one file, as two processes would have.
+    let stores = [
+        SqliteStore::open(&path).unwrap(),
+        SqliteStore::open(&path).unwrap(),
+    ];
+    let runs: Vec<_> = (0..32)
+        .map(|i| {
+            let store = stores[i % 2].clone();
+            std::thread::spawn(move || {
+                let agent = Agent::builder()
+                    .model(ScriptedModel::new([Turn::text(format!("answer {i}"))]))
+                    .memory(Memory::new(store))
+                    .build()
+                    .unwrap();
+                // Four threads of conversation, eight turns each, from both stores.
+                let thread = format!("t-{}", i % 4);
+                block_on(agent.generate_with(format!("question {i}"), ada(&thread))).unwrap();
+            })
+        })
+        .collect();
+    for run in runs {
+        run.join().unwrap();
+    }
+    for t in 0..4 {
+        let messages = block_on(stores[0].list_messages(&format!("t-{t}"), None)).unwrap();
+        assert_eq!(messages.len(), 16, "thread t-{t}");
+        // Whole turns, one after another: a question, then its own answer.
+        for pair in messages.chunks(2) {
+            let question = pair[0].text();
+            let n = question.strip_prefix("question ").unwrap();
+            assert_eq!(pair[1].text(), format!("answer {n}"), "thread t-{t}");
+        }
+    }
+}
