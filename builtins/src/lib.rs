@@ -24,6 +24,7 @@
 //! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
 //! | [`Classifier`] | input | asks a judge which of your classes the request is in, for the processors after it |
 //! | [`ModelSelection`] | input step | picks each step's model by the request's class |
+//! | [`ResponseCache`] | LLM request, LLM response, output result | answers a model call made before from a cache (in memory, bounded, with expiry), skipping the model; scoped per resource |
 //! | [`StructuredOutput`] | output step | makes the answer JSON of a Rust type: retries with the schema as feedback, or converts it with a model call; the typed value on the result |
 //!
 //!
@@ -89,6 +90,7 @@ pub mod environment;
 pub mod history_window;
 pub mod loop_detection;
 pub mod regex_filter;
+pub mod response_cache;
 pub mod storage;
 pub mod system_prompt;
 pub mod system_prompt_scrubber;
@@ -109,6 +111,7 @@ pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
 pub use regex_filter::RegexFilter;
+pub use response_cache::ResponseCache;
 pub use system_prompt::SystemPromptInjector;
 pub use system_prompt_scrubber::SystemPromptScrubber;
 pub use token_limiter::TokenLimiter;
