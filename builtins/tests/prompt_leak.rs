@@ -98,10 +98,17 @@ fn stream_block_stops_before_any_of_the_flagged_window_reaches_the_client() {
 #[test]
 fn stream_warn_passes_the_text_and_reports_once() {
     let violations = Violations::new();
+    let judge = judge(leak);
     let agent = Agent::builder()
         .instructions(PROMPT)
         .model(ScriptedModel::new([Turn::deltas(SPLIT)]))
-        .output(detector(judge(leak), LeakStrategy::Warn))
+        .output(
+            PromptLeakDetector::builder(Judge::new(judge.clone()))
+                .chunk_window(3)
+                .strategy(LeakStrategy::Warn)
+                .build()
+                .unwrap(),
+        )
         .on_violation(violations.hook())
         .build()
         .unwrap();
@@ -112,7 +119,14 @@ fn stream_warn_passes_the_text_and_reports_once() {
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(v[0].kind, ViolationKind::Warn);
     assert_eq!(v[0].reason, "the answer was flagged for system-prompt-leak");
-    assert_eq!(v[0].metadata.as_ref().unwrap()["where"], "output-stream");
+    let meta = v[0].metadata.as_ref().unwrap();
+    assert_eq!(meta["where"], "output-stream");
+    assert_eq!(meta["verdicts"].as_array().unwrap().len(), 1, "{meta}");
+    // The window reported is not the context of the next, which would be flagged again.
+    assert_eq!(
+        contents(&judge),
+        [SPLIT[..3].concat(), "Anything else?".into()]
+    );
 }
 
 #[test]
