@@ -219,7 +219,10 @@ fn stream_redact_methods_and_the_fallback_when_the_quotes_are_nowhere() {
         text
     };
     let quoted = json!({ "leak": 0.8, "spans": [LEAK] });
-    assert_eq!(run(Redaction::Placeholder, quoted.clone()), "Sure: <hidden>!");
+    assert_eq!(
+        run(Redaction::Placeholder, quoted.clone()),
+        "Sure: <hidden>!"
+    );
     assert_eq!(
         run(Redaction::Mask, quoted.clone()),
         "Sure: ** ****** ** *********** ** *****-*!"
@@ -303,10 +306,7 @@ fn b101_stream_retry_drops_the_flagged_window_and_the_next_attempt_gets_the_feed
 
 #[test]
 fn retry_without_retries_allowed_ends_in_a_trip_wire_and_nothing_of_the_leak_streams() {
-    let agent = agent_with(
-        detector(judge(leak), LeakStrategy::Retry),
-        &["Hi. ", LEAK],
-    );
+    let agent = agent_with(detector(judge(leak), LeakStrategy::Retry), &["Hi. ", LEAK]);
     let (chunks, result) = stream(&agent, "?", GenerateOptions::new());
     assert!(deltas(&chunks).is_empty(), "{:?}", deltas(&chunks));
     let tw = result.unwrap().tripwire.expect("a trip wire");
@@ -602,10 +602,7 @@ fn b98_without_a_system_prompt_nothing_is_judged_and_deltas_pass_as_they_came() 
 /// Adds an untagged system message with a secret, as an input processor may.
 #[processor(input, crate = processors_runtime)]
 fn add_codename(list: &mut MessageList) {
-    list.add_system(
-        Message::system("The project codename is BLUEBIRD."),
-        None,
-    );
+    list.add_system(Message::system("The project codename is BLUEBIRD."), None);
     list.add_system(Message::system("TAGGED NOTE"), Some("memory"));
 }
 

@@ -349,9 +349,9 @@ fn read_verdict(
         Some(Value::Array(items)) => items
             .iter()
             .map(|i| {
-                i.as_str().map(str::to_owned).ok_or_else(|| {
-                    malformed(format!("a passage of `spans` is {i}, not a string"))
-                })
+                i.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| malformed(format!("a passage of `spans` is {i}, not a string")))
             })
             .collect::<Result<Vec<String>, JudgeError>>()?,
         Some(other) => {
