@@ -21,6 +21,7 @@
 //! | [`Moderation`] | input, output stream, output step, output result | asks a judge whether content is harmful; blocks, flags, drops it or has the answer retried |
 //! | [`PromptInjectionDetector`] | input | asks a judge for injection and jailbreak attempts; blocks, flags, drops or neutralises them |
 //! | [`PiiDetector`] | input, output stream, output result | asks a judge for personal data; redacts (also across deltas), blocks, flags or drops it |
+//! | [`PromptLeakDetector`] | output stream, output step, output result | asks a judge whether the answer discloses the system prompt, paraphrased, summarised or translated; blocks, flags, drops, redacts it or has the answer retried |
 //! | [`LanguageDetector`] | input | asks a judge for the input's language; records, translates, blocks or flags it |
 //! | [`Classifier`] | input | asks a judge which of your classes the request is in, for the processors after it |
 //! | [`ModelSelection`] | input step | picks each step's model by the request's class |
@@ -104,7 +105,7 @@ pub use batch_parts::BatchParts;
 pub use cost_guard::CostGuard;
 pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
-    PromptInjectionDetector, StructuredOutput,
+    PromptInjectionDetector, PromptLeakDetector, StructuredOutput,
 };
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;

@@ -40,6 +40,11 @@
 //! character. A system prompt shorter than 8 characters is not protected; past 200 000
 //! characters, the rest of a long one is not either.
 //!
+//! Only verbatim repetition is caught: a paraphrase, a summary or a translation of the prompt
+//! is not. For paraphrases, add [`detector::PromptLeakDetector`](crate::detector::PromptLeakDetector)
+//! after it: verbatim leaks are caught without a judging call, and the judge is asked about
+//! what is left.
+//!
 //! # Strategies
 //!
 //! [`Strategy::Redact`] (the default) replaces each leaked span with a placeholder

@@ -1,5 +1,7 @@
 //! Processors that ask a model: the shared core ([`Judge`]) and the detectors built on it,
-//! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`] and [`LanguageDetector`];
+//! [`Moderation`], [`PromptInjectionDetector`], [`PiiDetector`], [`LanguageDetector`] and
+//! [`PromptLeakDetector`] (the answer disclosing the system prompt, paraphrased or
+//! translated);
 //! [`Classifier`], which classifies the request for [`ModelSelection`]; and
 //! [`StructuredOutput`], which checks the answer against a Rust type and may ask a model to
 //! convert it.
@@ -93,6 +95,7 @@ mod language;
 mod moderation;
 mod pii;
 mod prompt_injection;
+mod prompt_leak;
 mod structured;
 mod timeout;
 mod verdict;
@@ -113,6 +116,10 @@ pub use pii::{
 pub use prompt_injection::{
     DEFAULT_CATEGORIES as INJECTION_CATEGORIES, InjectionStrategy, PromptInjectionDetector,
     PromptInjectionDetectorBuilder, PromptInjectionState,
+};
+pub use prompt_leak::{
+    DEFAULT_PLACEHOLDER as LEAK_PLACEHOLDER, LeakStrategy, PromptLeakDetector,
+    PromptLeakDetectorBuilder, PromptLeakDetectorState,
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
@@ -202,6 +209,11 @@ pub enum DetectorError {
         "`on_input`, `on_stream` and `on_result` are all off, so the detector would do nothing; switch one on"
     )]
     NothingToDo,
+    /// Both hooks of an output-only detector are off.
+    #[error(
+        "`on_stream` and `on_result` are both off, so the detector would do nothing; switch one on"
+    )]
+    NoOutputHook,
 }
 
 /// The judging model of a detector, with how it is called: timeout, error strategy,
