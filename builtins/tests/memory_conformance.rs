@@ -1,8 +1,12 @@
-//! One suite for every memory store: the same tests run against the in-memory store and the
-//! SQLite store (in memory and in a file). What a store must do: keep threads and their
+//! One suite for every memory store: the same tests run against the in-memory store, the
+//! SQLite store (in memory and in a file) and, with the feature `postgres`, the PostgreSQL
+//! store on a real server (`scripts/services.sh` starts it; each test has a schema of its
+//! own). What a store must do: keep threads and their
 //! messages in order, replace a known message in place, refuse a message id of another
 //! thread or resource without saving any of its batch, save a turn whole or not at all, and,
 //! through the agent's memory, never show one resource another's threads.
+
+mod services;
 
 use futures::executor::block_on;
 use processors_builtins::storage::SqliteStore;
@@ -255,63 +259,125 @@ fn a_run_ended_by_a_trip_wire_saves_nothing(store: SharedStore) {
 /// A store behind the agent's memory.
 struct SharedStore(std::sync::Arc<dyn MemoryStore>);
 
+/// Nothing to set up: the store needs no runtime.
+fn no_runtime() {}
+
 macro_rules! conformance {
-    ($($store:ident => $make:expr;)*) => {$(
+    ($($store:ident => $make:expr, within $cx:expr;)*) => {$(
         mod $store {
             use super::*;
 
-            fn store() -> SharedStore {
-                SharedStore(std::sync::Arc::new($make))
+            /// The store, or `None` when its server is down and may be skipped.
+            fn store() -> Option<SharedStore> {
+                let store: Option<_> = $make;
+                Some(SharedStore(std::sync::Arc::new(store?)))
             }
 
             #[test]
             fn a_thread_round_trips_and_is_updated_in_place() {
-                super::a_thread_round_trips_and_is_updated_in_place(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_thread_round_trips_and_is_updated_in_place(&*s.0);
             }
             #[test]
             fn messages_keep_their_order_and_a_limit_keeps_the_last() {
-                super::messages_keep_their_order_and_a_limit_keeps_the_last(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::messages_keep_their_order_and_a_limit_keeps_the_last(&*s.0);
             }
             #[test]
             fn saving_a_known_id_replaces_the_message_in_place() {
-                super::saving_a_known_id_replaces_the_message_in_place(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::saving_a_known_id_replaces_the_message_in_place(&*s.0);
             }
             #[test]
             fn a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved() {
-                super::a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(
-                    &*store().0,
-                );
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(&*s.0);
             }
             #[test]
             fn a_turn_is_saved_whole_or_not_at_all() {
-                super::a_turn_is_saved_whole_or_not_at_all(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_turn_is_saved_whole_or_not_at_all(&*s.0);
             }
             #[test]
             fn a_resources_messages_span_its_threads_and_no_other_resources() {
-                super::a_resources_messages_span_its_threads_and_no_other_resources(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_resources_messages_span_its_threads_and_no_other_resources(&*s.0);
             }
             #[test]
             fn deleted_messages_are_gone() {
-                super::deleted_messages_are_gone(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::deleted_messages_are_gone(&*s.0);
             }
             #[test]
             fn every_part_of_a_message_round_trips() {
-                super::every_part_of_a_message_round_trips(&*store().0);
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::every_part_of_a_message_round_trips(&*s.0);
             }
             #[test]
             fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers() {
-                super::memory_keeps_a_conversation_and_one_resource_never_sees_anothers(store());
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::memory_keeps_a_conversation_and_one_resource_never_sees_anothers(s);
             }
             #[test]
             fn a_run_ended_by_a_trip_wire_saves_nothing() {
-                super::a_run_ended_by_a_trip_wire_saves_nothing(store());
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_run_ended_by_a_trip_wire_saves_nothing(s);
             }
         }
     )*};
 }
 
 conformance! {
-    in_memory => InMemoryStore::new();
-    sqlite_in_memory => SqliteStore::in_memory().unwrap();
-    sqlite_file => SqliteStore::open(temp_db()).unwrap();
+    in_memory => Some(InMemoryStore::new()), within no_runtime();
+    sqlite_in_memory => Some(SqliteStore::in_memory().unwrap()), within no_runtime();
+    sqlite_file => Some(SqliteStore::open(temp_db()).unwrap()), within no_runtime();
+}
+
+#[cfg(feature = "postgres")]
+mod postgres_support {
+    use super::services;
+    use processors_builtins::storage::PostgresStore;
+    use std::sync::LazyLock;
+
+    /// The runtime the PostgreSQL client runs on; the tests' `block_on` calls run inside its
+    /// context.
+    pub static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    });
+
+    pub fn within() -> tokio::runtime::EnterGuard<'static> {
+        RUNTIME.enter()
+    }
+
+    /// A store in a schema of its own, on the tests' server.
+    pub fn store() -> Option<PostgresStore> {
+        let url = services::postgres_url()?;
+        let store = futures::executor::block_on(
+            PostgresStore::builder(url)
+                .schema(services::unique("conformance"))
+                .max_connections(4)
+                .connect(),
+        )
+        .unwrap();
+        Some(store)
+    }
+}
+
+#[cfg(feature = "postgres")]
+conformance! {
+    postgres => postgres_support::store(), within postgres_support::within();
 }

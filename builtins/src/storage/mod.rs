@@ -1,5 +1,6 @@
 //! Storage backends for memory: [`SqliteStore`], an embedded database in one file, the
-//! default for an agent that keeps its conversations across restarts.
+//! default for an agent that keeps its conversations across restarts; and, with the feature
+//! `postgres`, `PostgresStore`, for several processes sharing conversations.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -29,8 +30,12 @@
 //! # }
 //! ```
 
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
+#[cfg(feature = "postgres")]
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, PostgresStoreBuilder};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 use processors_runtime::memory::{Memory, MemoryError};

@@ -1,0 +1,427 @@
+//! [`PostgresStore`]: threads and messages in PostgreSQL, shared by every process that
+//! connects.
+
+use deadpool_postgres::{Pool, Runtime};
+use futures::future::BoxFuture;
+use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::message::Message;
+use std::sync::Arc;
+use tokio_postgres::NoTls;
+
+/// The schema version this build writes (the same numbering as the SQLite store's).
+pub const POSTGRES_SCHEMA_VERSION: i32 = 1;
+
+/// The migrations, in order; `{s}` is the schema's quoted name.
+const MIGRATIONS: &[&str] = &[
+    // 1: threads, and their messages in the order they were first saved.
+    "CREATE TABLE {s}.threads (
+        id TEXT PRIMARY KEY,
+        resource_id TEXT NOT NULL,
+        title TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        metadata TEXT
+    );
+    CREATE INDEX ON {s}.threads (resource_id);
+    CREATE TABLE {s}.messages (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        thread_id TEXT,
+        resource_id TEXT,
+        created_at BIGINT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX ON {s}.messages (thread_id, seq);
+    CREATE INDEX ON {s}.messages (resource_id, seq);",
+];
+
+/// A [`MemoryStore`] in PostgreSQL, for several processes (several machines) sharing
+/// conversations. Needs a Tokio runtime.
+///
+/// - **Pool**: connections come from a pool (16 by default,
+///   [`max_connections`](PostgresStoreBuilder::max_connections)); clones share it. A
+///   connection is checked before each use, so one the server dropped (a restart, a cut
+///   network) fails no call after the one it was serving.
+/// - **Schema**: its tables live in a schema of their own (`processors` unless
+///   [`schema`](PostgresStoreBuilder::schema) names another), versioned in a
+///   `schema_version` table; [`connect`](PostgresStoreBuilder::connect) migrates it under an
+///   advisory lock, so processes starting together migrate once, and refuses a schema a newer
+///   version wrote.
+/// - **Whole turns**: a turn ([`MemoryStore::save_turn`]) is one transaction that locks its
+///   thread's row first: two processes saving turns of one thread at once save one after the
+///   other, and a thread's messages read as whole turns, never interleaved; a refused message
+///   or a lost connection leaves none of the turn.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use processors_builtins::storage::PostgresStore;
+/// use processors_runtime::prelude::*;
+///
+/// let store = PostgresStore::builder("postgres://app@db.internal/app")
+///     .max_connections(32)
+///     .connect()
+///     .await?;
+/// let memory = Memory::new(store);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    sql: Arc<Sql>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("schema", &self.sql.schema)
+            .field("pool", &self.pool.status())
+            .finish()
+    }
+}
+
+/// Configures a [`PostgresStore`].
+#[derive(Debug, Clone)]
+pub struct PostgresStoreBuilder {
+    url: String,
+    schema: String,
+    max_connections: usize,
+}
+
+impl PostgresStoreBuilder {
+    /// Keeps the tables in this schema (created when missing; default `processors`).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// The most connections the pool opens (at least 1; default 16).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Connects, and creates or migrates the schema.
+    pub async fn connect(self) -> Result<PostgresStore, MemoryError> {
+        let config: tokio_postgres::Config = self
+            .url
+            .parse()
+            .map_err(|e| fail("the connection URL is invalid", e))?;
+        let manager = deadpool_postgres::Manager::from_config(
+            config,
+            NoTls,
+            deadpool_postgres::ManagerConfig {
+                // A connection the server dropped (a restart, a cut network) is found out
+                // when it comes back to the pool, not by the next call that uses it: one
+                // round trip per call, for calls that never fail on a dead connection.
+                recycling_method: deadpool_postgres::RecyclingMethod::Verified,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(self.max_connections)
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| fail("cannot build the connection pool", e))?;
+        let store = PostgresStore {
+            pool,
+            sql: Arc::new(Sql::new(&self.schema)),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+}
+
+/// The statements, with the schema's name in them.
+struct Sql {
+    schema: String,
+    quoted: String,
+    get_thread: String,
+    upsert_thread: String,
+    owner: String,
+    update: String,
+    insert: String,
+    list: String,
+    by_resource: String,
+    delete: String,
+}
+
+impl Sql {
+    fn new(schema: &str) -> Self {
+        let s = format!("\"{}\"", schema.replace('"', "\"\""));
+        Sql {
+            schema: schema.to_owned(),
+            get_thread: format!(
+                "SELECT resource_id, title, created_at, updated_at, metadata FROM {s}.threads WHERE id = $1"
+            ),
+            upsert_thread: format!(
+                "INSERT INTO {s}.threads (id, resource_id, title, created_at, updated_at, metadata)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id,
+                     title = excluded.title, updated_at = excluded.updated_at,
+                     metadata = excluded.metadata"
+            ),
+            owner: format!("SELECT thread_id, resource_id FROM {s}.messages WHERE id = $1"),
+            update: format!("UPDATE {s}.messages SET created_at = $2, body = $3 WHERE id = $1"),
+            insert: format!(
+                "INSERT INTO {s}.messages (id, thread_id, resource_id, created_at, body)
+                 VALUES ($1, $2, $3, $4, $5)"
+            ),
+            list: format!(
+                "SELECT id, body FROM (
+                     SELECT seq, id, body FROM {s}.messages WHERE thread_id = $1
+                     ORDER BY seq DESC LIMIT $2
+                 ) AS last ORDER BY seq"
+            ),
+            by_resource: format!(
+                "SELECT id, body FROM {s}.messages WHERE resource_id = $1 ORDER BY seq"
+            ),
+            delete: format!("DELETE FROM {s}.messages WHERE id = ANY($1)"),
+            quoted: s,
+        }
+    }
+}
+
+/// A failure of the store.
+fn fail(doing: &str, e: impl std::fmt::Display) -> MemoryError {
+    MemoryError::Backend(format!("PostgreSQL store: {doing}: {e}").into())
+}
+
+fn db(e: tokio_postgres::Error) -> MemoryError {
+    fail("a query failed", e)
+}
+
+fn to_sql(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+fn from_sql(ms: i64) -> u64 {
+    u64::try_from(ms).unwrap_or(0)
+}
+
+impl PostgresStore {
+    /// Starts configuring a store on the database at `url`
+    /// (`postgres://user:password@host:port/database`).
+    pub fn builder(url: impl Into<String>) -> PostgresStoreBuilder {
+        PostgresStoreBuilder {
+            url: url.into(),
+            schema: "processors".to_owned(),
+            max_connections: 16,
+        }
+    }
+
+    /// The schema its tables are in.
+    pub fn schema(&self) -> &str {
+        &self.sql.schema
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, MemoryError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| fail("no connection to the database", e))
+    }
+
+    async fn migrate(&self) -> Result<(), MemoryError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        let s = &self.sql.quoted;
+        // One migration at a time, whichever process gets there first.
+        tx.execute("SELECT pg_advisory_xact_lock(7212404512)", &[])
+            .await
+            .map_err(db)?;
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {s};
+             CREATE TABLE IF NOT EXISTS {s}.schema_version (version INTEGER NOT NULL);"
+        ))
+        .await
+        .map_err(db)?;
+        let current: i32 = tx
+            .query_one(
+                &format!("SELECT COALESCE(MAX(version), 0) FROM {s}.schema_version"),
+                &[],
+            )
+            .await
+            .map_err(db)?
+            .get(0);
+        if current > POSTGRES_SCHEMA_VERSION {
+            return Err(fail(
+                "cannot use the schema",
+                format!(
+                    "schema `{}` is version {current}, newer than this build's \
+                     {POSTGRES_SCHEMA_VERSION}; use the version of processors-builtins that \
+                     wrote it, or a later one",
+                    self.sql.schema
+                ),
+            ));
+        }
+        let done = usize::try_from(current).unwrap_or(0);
+        for (version, sql) in (current + 1..).zip(MIGRATIONS.iter().skip(done)) {
+            tx.batch_execute(&sql.replace("{s}", s))
+                .await
+                .map_err(|e| fail("cannot migrate the schema", e))?;
+            tx.execute(
+                &format!("INSERT INTO {s}.schema_version (version) VALUES ($1)"),
+                &[&version],
+            )
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn save(&self, thread: Option<&Thread>, messages: &[Message]) -> Result<(), MemoryError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(db)?;
+        if let Some(t) = thread {
+            // The thread's row first: it is locked until the commit, so turns of one thread
+            // are saved one after the other.
+            let metadata = t.metadata.as_ref().map(|m| m.to_string());
+            tx.execute(
+                &self.sql.upsert_thread,
+                &[
+                    &t.id,
+                    &t.resource_id,
+                    &t.title,
+                    &to_sql(t.created_at),
+                    &to_sql(t.updated_at),
+                    &metadata,
+                ],
+            )
+            .await
+            .map_err(db)?;
+        }
+        let owner = tx.prepare_cached(&self.sql.owner).await.map_err(db)?;
+        let update = tx.prepare_cached(&self.sql.update).await.map_err(db)?;
+        let insert = tx.prepare_cached(&self.sql.insert).await.map_err(db)?;
+        for m in messages {
+            let body = serde_json::to_string(m).map_err(|e| MemoryError::Backend(Box::new(e)))?;
+            let known = tx.query_opt(&owner, &[&m.id]).await.map_err(db)?;
+            match known {
+                Some(row) => {
+                    let (thread, resource): (Option<String>, Option<String>) =
+                        (row.get(0), row.get(1));
+                    if thread != m.thread_id || resource != m.resource_id {
+                        return Err(MemoryError::ForeignMessage { id: m.id.clone() });
+                    }
+                    tx.execute(&update, &[&m.id, &to_sql(m.created_at), &body])
+                        .await
+                        .map_err(db)?;
+                }
+                None => {
+                    tx.execute(
+                        &insert,
+                        &[
+                            &m.id,
+                            &m.thread_id,
+                            &m.resource_id,
+                            &to_sql(m.created_at),
+                            &body,
+                        ],
+                    )
+                    .await
+                    .map_err(db)?;
+                }
+            }
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn read(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Message>, MemoryError> {
+        let client = self.client().await?;
+        let stmt = client.prepare_cached(sql).await.map_err(db)?;
+        let rows = client.query(&stmt, params).await.map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let (id, body): (String, String) = (row.get(0), row.get(1));
+                serde_json::from_str(&body).map_err(|e| {
+                    MemoryError::Backend(
+                        format!("stored message `{id}` is not a valid message: {e}").into(),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+impl MemoryStore for PostgresStore {
+    fn get_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.get_thread)
+                .await
+                .map_err(db)?;
+            let Some(row) = client.query_opt(&stmt, &[&thread_id]).await.map_err(db)? else {
+                return Ok(None);
+            };
+            let metadata: Option<String> = row.get(4);
+            let metadata = match metadata {
+                Some(m) => Some(serde_json::from_str(&m).map_err(|e| {
+                    MemoryError::Backend(
+                        format!("stored thread `{thread_id}` has invalid metadata: {e}").into(),
+                    )
+                })?),
+                None => None,
+            };
+            Ok(Some(Thread {
+                id: thread_id.to_owned(),
+                resource_id: row.get(0),
+                title: row.get(1),
+                created_at: from_sql(row.get(2)),
+                updated_at: from_sql(row.get(3)),
+                metadata,
+            }))
+        })
+    }
+
+    fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move { self.save(Some(&thread), &[]).await })
+    }
+
+    fn list_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: Option<usize>,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        Box::pin(async move {
+            let limit = limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+            self.read(&self.sql.list, &[&thread_id, &limit]).await
+        })
+    }
+
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        resource_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+        Box::pin(async move { self.read(&self.sql.by_resource, &[&resource_id]).await })
+    }
+
+    fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move { self.save(None, &messages).await })
+    }
+
+    fn save_turn(
+        &self,
+        thread: Thread,
+        messages: Vec<Message>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move { self.save(Some(&thread), &messages).await })
+    }
+
+    fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            client
+                .execute(&self.sql.delete, &[&ids])
+                .await
+                .map_err(db)?;
+            Ok(())
+        })
+    }
+}

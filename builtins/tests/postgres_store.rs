@@ -1,0 +1,162 @@
+//! What the PostgreSQL store adds to the conformance suite, on a real server
+//! (`scripts/services.sh` starts it): two pools (two processes) running 32 turns of four
+//! threads at once save every turn whole; a schema a newer version wrote is refused; a
+//! connection killed during a run fails the run cleanly, with nothing of the turn written,
+//! and the next run works.
+#![cfg(feature = "postgres")]
+
+mod services;
+
+use processors_builtins::storage::{POSTGRES_SCHEMA_VERSION, PostgresStore};
+use processors_runtime::memory::MemoryStore;
+use processors_runtime::prelude::*;
+
+fn ada(thread: &str) -> GenerateOptions {
+    GenerateOptions::new().request_context(RequestContext::new().with_thread(thread, "ada"))
+}
+
+async fn store(url: &str, schema: &str) -> PostgresStore {
+    PostgresStore::builder(url)
+        .schema(schema)
+        .max_connections(8)
+        .connect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pools_running_32_turns_at_once_save_every_turn_whole() {
+    let Some(url) = services::postgres_url() else {
+        return;
+    };
+    let schema = services::unique("turns");
+    let stores = [store(&url, &schema).await, store(&url, &schema).await];
+    let mut runs = Vec::new();
+    for i in 0..32 {
+        let store = stores[i % 2].clone();
+        runs.push(tokio::spawn(async move {
+            let agent = Agent::builder()
+                .model(ScriptedModel::new([Turn::text(format!("answer {i}"))]))
+                .memory(Memory::new(store))
+                .build()
+                .unwrap();
+            let thread = format!("t-{}", i % 4);
+            agent
+                .generate_with(format!("question {i}"), ada(&thread))
+                .await
+                .unwrap();
+        }));
+    }
+    for run in runs {
+        run.await.unwrap();
+    }
+    for t in 0..4 {
+        let messages = stores[1]
+            .list_messages(&format!("t-{t}"), None)
+            .await
+            .unwrap();
+        assert_eq!(messages.len(), 16, "thread t-{t}");
+        for pair in messages.chunks(2) {
+            let n = pair[0].text().strip_prefix("question ").unwrap().to_owned();
+            assert_eq!(pair[1].text(), format!("answer {n}"), "thread t-{t}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_of_a_newer_version_is_refused_and_one_migration_is_recorded() {
+    let Some(url) = services::postgres_url() else {
+        return;
+    };
+    let schema = services::unique("newer");
+    drop(store(&url, &schema).await);
+    drop(store(&url, &schema).await);
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let versions: Vec<i32> = client
+        .query(
+            &format!("SELECT version FROM \"{schema}\".schema_version"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, [POSTGRES_SCHEMA_VERSION]);
+    client
+        .execute(
+            &format!("INSERT INTO \"{schema}\".schema_version (version) VALUES (99)"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let err = PostgresStore::builder(&url)
+        .schema(&schema)
+        .connect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "schema `{schema}` is version 99, newer than this build's 1"
+        )),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_killed_in_the_middle_of_saving_a_turn_leaves_none_of_it_and_the_next_run_works()
+ {
+    let Some(url) = services::postgres_url() else {
+        return;
+    };
+    let schema = services::unique("killed");
+    let store = store(&url, &schema).await;
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // The server kills the connection that inserts an answer saying "self-destruct": after
+    // the thread and the question were written in the same transaction, as a crash or a cut
+    // network would.
+    admin
+        .batch_execute(&format!(
+            "CREATE FUNCTION \"{schema}\".die() RETURNS trigger AS $$
+             BEGIN
+                 IF NEW.body LIKE '%self-destruct%' THEN
+                     PERFORM pg_terminate_backend(pg_backend_pid());
+                 END IF;
+                 RETURN NEW;
+             END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER die BEFORE INSERT ON \"{schema}\".messages
+                 FOR EACH ROW EXECUTE FUNCTION \"{schema}\".die();"
+        ))
+        .await
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            Turn::text("self-destruct"),
+            Turn::text("all good"),
+        ]))
+        .memory(Memory::new(store.clone()))
+        .build()
+        .unwrap();
+    let err = agent.generate_with("hi", ada("t-1")).await.unwrap_err();
+    assert!(err.to_string().contains("PostgreSQL store"), "{err}");
+    assert_eq!(store.get_thread("t-1").await.unwrap(), None);
+    assert!(store.list_messages("t-1", None).await.unwrap().is_empty());
+
+    // The pool replaces the dead connection: the next run saves its turn.
+    agent.generate_with("hi again", ada("t-1")).await.unwrap();
+    let saved: Vec<String> = store
+        .list_messages("t-1", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(saved, ["hi again", "all good"]);
+}
