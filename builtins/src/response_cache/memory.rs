@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 /// A [`Cache`] in the process's memory: entries expire after their time to live, and past
 /// [`max_entries`](Self::max_entries) or [`max_bytes`](Self::max_bytes) the least recently
 /// used ones are evicted. Clones share the entries. For one process; several share a
-/// [`RedisCache`](super::RedisCache) (feature `redis`).
+/// `RedisCache` (feature `redis`).
 #[derive(Clone)]
 pub struct InMemoryCache {
     inner: Arc<Mutex<Lru>>,

@@ -62,8 +62,12 @@
 //! (`on_violation` hears it); a failed write is a warning too. The run never fails for it.
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis;
 
 pub use memory::InMemoryCache;
+#[cfg(feature = "redis")]
+pub use redis::{RedisCache, RedisCacheBuilder};
 
 use futures::future::BoxFuture;
 use processors_macros::processor;
