@@ -110,6 +110,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Once, before the loop, on the new input messages.
+    ///
+    /// What it receives, with an example: [`InputArgs`].
     fn process_input(
         &self,
         args: InputArgs<'_, Self::State>,
@@ -119,6 +121,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Before every model call, including tool continuations.
+    ///
+    /// What it receives, with an example: [`InputStepArgs`].
     fn process_input_step(
         &self,
         args: InputStepArgs<'_, Self::State>,
@@ -128,6 +132,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// On the provider request, before the call: rewrite it, or answer it.
+    ///
+    /// What it receives, with an example: [`LlmRequestArgs`].
     fn process_llm_request(
         &self,
         args: LlmRequestArgs<'_, Self::State>,
@@ -137,6 +143,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After a step's model chunks are collected (or replayed from a cache).
+    ///
+    /// What it receives, with an example: [`LlmResponseArgs`].
     fn process_llm_response(
         &self,
         args: LlmResponseArgs<'_, Self::State>,
@@ -162,6 +170,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// On every streamed chunk.
+    ///
+    /// What it receives, with an example: [`OutputStreamArgs`].
     fn process_output_stream(
         &self,
         args: OutputStreamArgs<'_, Self::State>,
@@ -171,6 +181,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After each model response, before tools run: the place for guardrails that retry.
+    ///
+    /// What it receives, with an example: [`OutputStepArgs`].
     fn process_output_step(
         &self,
         args: OutputStepArgs<'_, Self::State>,
@@ -180,6 +192,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After a tool succeeds, before its result enters history: `Some` replaces the result.
+    ///
+    /// What it receives, with an example: [`ToolResultArgs`].
     fn process_tool_result(
         &self,
         args: ToolResultArgs<'_, Self::State>,
@@ -189,6 +203,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Once at the end, on the response messages.
+    ///
+    /// What it receives, with an example: [`OutputResultArgs`].
     fn process_output_result(
         &self,
         args: OutputResultArgs<'_, Self::State>,
@@ -198,6 +214,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// When the provider rejects a request.
+    ///
+    /// What it receives, with an example: [`ApiErrorArgs`].
     fn process_api_error(
         &self,
         args: ApiErrorArgs<'_, Self::State>,
