@@ -269,7 +269,56 @@ pub trait OutputProcessor: Processor {
 
 /// A processor that belongs in an agent's `error` list.
 ///
-/// `#[processor]` implements it as [`InputProcessor`] describes.
+/// `#[processor]` implements it as [`InputProcessor`] describes. An error processor has
+/// [`process_api_error`](Processor::process_api_error): when the provider rejects a request
+/// (an [`ApiError`](crate::model::ApiError), such as a 400 for a prompt that is too long), it
+/// may fix the message list and ask for the call again. Here, by hand, one that keeps only the
+/// newest input message:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+///
+/// struct KeepNewest;
+///
+/// impl Processor for KeepNewest {
+///     type State = ();
+///     const HOOKS: Hooks = Hooks::API_ERROR;
+///     fn id(&self) -> &str {
+///         "keep-newest"
+///     }
+///     async fn process_api_error(
+///         &self,
+///         args: ApiErrorArgs<'_, ()>,
+///     ) -> Result<ApiErrorAction, ProcessorError> {
+///         if args.error.status != Some(400) || !args.error.message.contains("too long") {
+///             return Ok(ApiErrorAction::Unhandled);
+///         }
+///         let ids: Vec<String> = args.message_list.input().map(|m| m.id.clone()).collect();
+///         let Some((_, older)) = ids.split_last() else {
+///             return Ok(ApiErrorAction::Unhandled);
+///         };
+///         let older: Vec<&str> = older.iter().map(String::as_str).collect();
+///         args.message_list.remove(&older);
+///         Ok(ApiErrorAction::Retry)
+///     }
+/// }
+/// impl ErrorProcessor for KeepNewest {}
+///
+/// let model = ScriptedModel::new([
+///     Turn::error(ApiError::new(400, "prompt too long")),
+///     Turn::text("Paris."),
+/// ]);
+/// let agent = Agent::builder().model(model.clone()).error(KeepNewest).build().unwrap();
+/// let input = vec![Message::user("(a very long document)"), Message::user("Capital of France?")];
+/// let result = agent.generate(input).await.unwrap();
+/// assert_eq!(result.text, "Paris.");
+/// // The retried call was sent the newest message only.
+/// let retried = &model.requests()[1].prompt;
+/// assert_eq!(retried.len(), 1);
+/// assert_eq!(retried[0].text(), "Capital of France?");
+/// # });
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an error processor",
     label = "this processor has no `process_api_error` hook",
