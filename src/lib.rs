@@ -278,7 +278,8 @@
 //! the prompt and the reason added as a feedback system message. The rejected attempt is
 //! recorded as a step with finish reason `retry`, and streamed as a `step-finish` with reason
 //! `retry`, so a client that showed its text knows it was rejected. When retries run out, the
-//! run ends with the trip wire.
+//! run ends with the trip wire; without `max_processor_retries`, a retry request is an abort
+//! (and a warning in the result).
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -347,7 +348,7 @@
 //!
 //! [`Memory`](memory::Memory) is a processor over a [`MemoryStore`](memory::MemoryStore): it
 //! loads a thread's recent messages before the input processors and saves the turn after the
-//! output processors, so what is saved is what they produced (redacted text is what is saved),
+//! output processors (unless the word `memory` places it in a list), so what is saved is what they produced (redacted text is what is saved),
 //! and a run that ends in a trip wire saves nothing. The thread and its owner come from the
 //! request's [`RequestContext`]; without them memory does nothing.
 //! [`InMemoryStore`](memory::InMemoryStore) keeps them in the process; a database is a store of
