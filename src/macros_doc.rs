@@ -169,7 +169,7 @@
 /// ```
 ///
 /// The struct derives nothing (its fields may not allow it); implement `Debug` or `Clone` on it
-/// as on any of your types, or share one value through an `Arc` (see [`agent!`](crate::agent)).
+/// as on any of your types, or share one value through an `Arc` (see [`agent!`](crate::agent!)).
 ///
 /// # `stream_history`
 ///

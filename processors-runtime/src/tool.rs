@@ -23,6 +23,65 @@ pub struct ToolContext<'a> {
 }
 
 /// A tool: name, description, JSON schema of its arguments, and an async `execute`.
+///
+/// [`tool`] makes one from a closure; a type of your own implements the trait, and reads the
+/// call's id, the request's context or a [`DataWriter`] from its [`ToolContext`]:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use futures::FutureExt;
+/// use futures::future::{BoxFuture, ready};
+/// use processors_runtime::BoxError;
+/// use processors_runtime::prelude::*;
+/// use processors_runtime::tool::ToolContext;
+/// use serde_json::{Value, json};
+/// use std::sync::Arc;
+///
+/// struct Add {
+///     schema: Value,
+/// }
+///
+/// impl Tool for Add {
+///     fn name(&self) -> &str {
+///         "add"
+///     }
+///     fn description(&self) -> &str {
+///         "Adds two numbers"
+///     }
+///     fn parameters(&self) -> &Value {
+///         &self.schema
+///     }
+///     fn execute<'a>(
+///         &'a self,
+///         args: Value,
+///         _cx: ToolContext<'a>,
+///     ) -> BoxFuture<'a, Result<Value, BoxError>> {
+///         let sum = match (args["a"].as_f64(), args["b"].as_f64()) {
+///             (Some(a), Some(b)) => Ok(json!(a + b)),
+///             _ => Err(BoxError::from("`a` and `b` must be numbers")),
+///         };
+///         ready(sum).boxed()
+///     }
+/// }
+///
+/// let add = Add {
+///     schema: json!({
+///         "type": "object",
+///         "properties": { "a": { "type": "number" }, "b": { "type": "number" } },
+///         "required": ["a", "b"],
+///     }),
+/// };
+/// let model = ScriptedModel::new([
+///     Turn::empty().tool_call("call-1", "add", json!({ "a": 2, "b": 3 })),
+///     Turn::text("2 + 3 = 5"),
+/// ]);
+/// let agent = Agent::builder().model(model.clone()).tool(Arc::new(add)).build().unwrap();
+/// let result = agent.generate("What is 2 + 3?").await.unwrap();
+/// assert_eq!(result.tool_results[0].result, json!(5.0));
+/// assert_eq!(result.text, "2 + 3 = 5");
+/// assert_eq!(model.requests()[0].tools[0].name, "add");
+/// # });
+/// ```
 pub trait Tool: Send + Sync + 'static {
     /// Its name, as the model calls it.
     fn name(&self) -> &str;

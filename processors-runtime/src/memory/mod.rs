@@ -67,6 +67,110 @@ pub enum MemoryError {
 }
 
 /// Storage for threads and their messages. Async and fallible, so that databases fit.
+///
+/// [`Memory`] loads and saves through it; [`InMemoryStore`] is the store for tests and
+/// short-lived agents. A store of your own, here a map and a vector behind a lock:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use futures::FutureExt;
+/// use futures::future::{BoxFuture, ready};
+/// use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+/// use processors_runtime::prelude::*;
+/// use std::collections::HashMap;
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Clone, Default)]
+/// struct VecStore(Arc<Mutex<(HashMap<String, Thread>, Vec<Message>)>>);
+///
+/// impl MemoryStore for VecStore {
+///     fn get_thread<'a>(
+///         &'a self,
+///         thread_id: &'a str,
+///     ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>> {
+///         ready(Ok(self.0.lock().unwrap().0.get(thread_id).cloned())).boxed()
+///     }
+///
+///     fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>> {
+///         self.0.lock().unwrap().0.insert(thread.id.clone(), thread);
+///         ready(Ok(())).boxed()
+///     }
+///
+///     fn list_messages<'a>(
+///         &'a self,
+///         thread_id: &'a str,
+///         limit: Option<usize>,
+///     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+///         let data = self.0.lock().unwrap();
+///         let all: Vec<Message> = data.1.iter()
+///             .filter(|m| m.thread_id.as_deref() == Some(thread_id))
+///             .cloned()
+///             .collect();
+///         let skip = limit.map_or(0, |n| all.len().saturating_sub(n));
+///         ready(Ok(all[skip..].to_vec())).boxed()
+///     }
+///
+///     fn list_messages_by_resource<'a>(
+///         &'a self,
+///         resource_id: &'a str,
+///     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>> {
+///         let data = self.0.lock().unwrap();
+///         let all = data.1.iter()
+///             .filter(|m| m.resource_id.as_deref() == Some(resource_id))
+///             .cloned()
+///             .collect();
+///         ready(Ok(all)).boxed()
+///     }
+///
+///     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
+///         let mut data = self.0.lock().unwrap();
+///         // All or nothing: refuse the batch before writing any of it.
+///         let foreign = messages.iter().find(|m| {
+///             data.1.iter().any(|x| {
+///                 x.id == m.id && (x.thread_id != m.thread_id || x.resource_id != m.resource_id)
+///             })
+///         });
+///         if let Some(m) = foreign {
+///             return ready(Err(MemoryError::ForeignMessage { id: m.id.clone() })).boxed();
+///         }
+///         for m in messages {
+///             match data.1.iter_mut().find(|x| x.id == m.id) {
+///                 Some(slot) => *slot = m,
+///                 None => data.1.push(m),
+///             }
+///         }
+///         ready(Ok(())).boxed()
+///     }
+///
+///     fn delete_messages<'a>(
+///         &'a self,
+///         ids: &'a [String],
+///     ) -> BoxFuture<'a, Result<(), MemoryError>> {
+///         self.0.lock().unwrap().1.retain(|m| !ids.contains(&m.id));
+///         ready(Ok(())).boxed()
+///     }
+/// }
+///
+/// let store = VecStore::default();
+/// let model = ScriptedModel::new([Turn::text("Hello, Ada."), Turn::text("You are Ada.")]);
+/// let agent = Agent::builder()
+///     .model(model.clone())
+///     .memory(Memory::new(store.clone()))
+///     .build()
+///     .unwrap();
+/// // Memory works on the thread the request context names.
+/// let ada = || {
+///     GenerateOptions::new().request_context(RequestContext::new().with_thread("t-1", "ada"))
+/// };
+/// agent.generate_with("I am Ada.", ada()).await.unwrap();
+/// agent.generate_with("Who am I?", ada()).await.unwrap();
+///
+/// // The second call's prompt starts with the first turn, loaded from the store.
+/// let prompt: Vec<String> = model.requests()[1].prompt.iter().map(Message::text).collect();
+/// assert_eq!(prompt, ["I am Ada.", "Hello, Ada.", "Who am I?"]);
+/// assert_eq!(store.0.lock().unwrap().1.len(), 4);
+/// # });
+/// ```
 pub trait MemoryStore: Send + Sync + 'static {
     /// The thread with this id.
     fn get_thread<'a>(

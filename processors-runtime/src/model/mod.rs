@@ -13,6 +13,30 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A provider's error, classified.
+///
+/// A model returns it when the provider rejects a request or the stream fails. The error
+/// processors ([`process_api_error`](crate::Processor::process_api_error)) see it and may fix
+/// the request and ask for a retry; unrecovered, the run fails with
+/// [`AgentError::Api`](crate::AgentError::Api).
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+///
+/// assert!(ApiError::new(429, "slow down").retryable);
+/// assert!(!ApiError::new(400, "prompt too long").retryable);
+///
+/// let model = ScriptedModel::new([Turn::error(ApiError::new(400, "prompt too long"))]);
+/// let agent = Agent::builder().model(model).build().unwrap();
+/// match agent.generate("hi").await {
+///     Err(AgentError::Api(e)) => {
+///         assert_eq!(e.status, Some(400));
+///         assert_eq!(e.to_string(), "model API error (status 400): prompt too long");
+///     }
+///     other => panic!("expected the provider's error, got {other:?}"),
+/// }
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[error("model API error{}: {message}", status.map(|s| format!(" (status {s})")).unwrap_or_default())]
 pub struct ApiError {
@@ -125,6 +149,54 @@ pub type ModelStream = BoxStream<'static, Result<ChunkKind, ApiError>>;
 /// `stream` resolves once the provider accepted the request (or rejected it: a 4xx is an
 /// [`ApiError`] here, which the `process_api_error` processors may fix); the stream then yields
 /// [`ChunkKind`]s ending with [`ChunkKind::Finish`]. Dropping the stream cancels the call.
+///
+/// A model of your own: an echo that answers with the user's last message, in two deltas.
+/// [`ScriptedModel`] is a ready-made one for tests; `processors-providers` has the HTTP ones.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use futures::FutureExt;
+/// use futures::future::BoxFuture;
+/// use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
+/// use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream};
+/// use processors_runtime::prelude::*;
+/// use std::sync::Arc;
+///
+/// struct Echo;
+///
+/// impl LanguageModel for Echo {
+///     fn provider(&self) -> &str {
+///         "echo"
+///     }
+///     fn model_id(&self) -> &str {
+///         "echo-1"
+///     }
+///     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+///         let Some(last) = request.prompt.iter().rev().find(|m| m.role == Role::User) else {
+///             return futures::future::ready(Err(ApiError::new(400, "no user message"))).boxed();
+///         };
+///         let text = last.text();
+///         let (head, tail) = text.split_at(text.len() / 2);
+///         let id: Arc<str> = Arc::from("text-0");
+///         let usage = Usage { input_tokens: 1, output_tokens: 2, total_tokens: 3 };
+///         let chunks = vec![
+///             ChunkKind::TextStart { id: id.clone() },
+///             ChunkKind::TextDelta { id: id.clone(), text: head.to_owned() },
+///             ChunkKind::TextDelta { id: id.clone(), text: tail.to_owned() },
+///             ChunkKind::TextEnd { id },
+///             ChunkKind::Finish { finish_reason: FinishReason::Stop, usage },
+///         ];
+///         let stream: ModelStream = Box::pin(futures::stream::iter(chunks.into_iter().map(Ok)));
+///         futures::future::ready(Ok(stream)).boxed()
+///     }
+/// }
+///
+/// let agent = Agent::builder().model(Echo).build().unwrap();
+/// let result = agent.generate("hello").await.unwrap();
+/// assert_eq!(result.text, "hello");
+/// assert_eq!(result.usage.output_tokens, 2);
+/// # });
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a language model",
     label = "not a `LanguageModel`",

@@ -274,12 +274,17 @@ macro_rules! args_types {
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             doc: $doc:literal,
+            example: $example:literal,
             fields { $( $(#[$fdoc:meta])* $f:ident : $fty:ty, )* }
             message: $message:literal, note: $note:literal,
             provide { $( $pty:ty => |$p:ident| $e:expr; )* }
         }
     )*) => { $(
         #[doc = $doc]
+        #[doc = ""]
+        #[doc = "# Example"]
+        #[doc = ""]
+        #[doc = $example]
         #[non_exhaustive]
         pub struct $args<$a, S: ?Sized> {
             $( $(#[$fdoc])* pub $f: $fty, )*

@@ -50,7 +50,45 @@ macro_rules! dyn_hook_impls {
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
 ///
-/// Implemented for every [`Processor`]; each hook call returns a boxed future.
+/// Implemented for every [`Processor`]; each hook call returns a boxed future. A
+/// [`DynPipeline`](super::DynPipeline) holds [`ProcessorRef`]s (`Arc<dyn DynProcessor>`), so
+/// a list can be made from configuration read at run time, and replaced per call:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+/// use processors_runtime::processor::ProcessorRef;
+///
+/// fn by_name(name: &str) -> Option<ProcessorRef> {
+///     match name {
+///         "upper" => Some(boxed(output_stream_fn("upper", |a: &mut OutputStreamArgs<'_, ()>| {
+///             a.chunk.clone().map_text(|t| t.to_uppercase())
+///         }))),
+///         "exclaim" => Some(boxed(output_stream_fn("exclaim", |a: &mut OutputStreamArgs<'_, ()>| {
+///             a.chunk.clone().map_text(|t| t.replace('.', "!"))
+///         }))),
+///         _ => None,
+///     }
+/// }
+///
+/// let configured = "upper,exclaim";
+/// let list: DynPipeline = configured.split(',').filter_map(by_name).collect();
+/// let ids: Vec<&str> = list.processors().iter().map(|p| p.dyn_id()).collect();
+/// assert_eq!(ids, ["upper", "exclaim"]);
+/// assert!(list.processors()[0].dyn_hooks().contains(Hook::OutputStream));
+///
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::cycle([Turn::text("hello.")]))
+///     .output_pipeline(list)
+///     .build()
+///     .unwrap();
+/// assert_eq!(agent.generate("hi").await.unwrap().text, "HELLO!");
+///
+/// // A list given for one call replaces the agent's for that call.
+/// let plain = GenerateOptions::new().output_processors(DynPipeline::new());
+/// assert_eq!(agent.generate_with("hi", plain).await.unwrap().text, "hello.");
+/// # });
+/// ```
 pub trait DynProcessor: Send + Sync + 'static {
     /// [`Processor::id`].
     fn dyn_id(&self) -> &str;

@@ -48,6 +48,7 @@ macro_rules! hook_parts {
             args: $args:ident, parts: $parts:ident, extractor: $trait:ident,
             outcome: $outcome:ty,
             doc: $doc:literal,
+            example: $example:literal,
             fields { $( $(#[$fdoc:meta])* $f:ident : $fty:ty, )* }
             message: $msg:literal, note: $note:literal,
             provide { $( $pty:ty => |$p:ident| $e:expr; )* }

@@ -1,30 +1,8 @@
 //! Processors from closures, for lists built at run time: `output_stream_fn("upper", |a| …)`,
 //! in the style of tower's `service_fn` and axum's `from_fn`.
 //!
-//! Each function makes a processor with one hook, whose closure gets the hook's arguments
-//! (`&mut InputArgs<'_, S>`, `&mut OutputStreamArgs<'_, S>`, …, with `S` the processor's
-//! per-request state) and returns what a `#[processor]` hook may return: the hook's outcome,
-//! something that converts into it (`()` for "unchanged", a `Chunk`, `Option<Chunk>` or
-//! `Vec<Chunk>` for a stream hook, …), or a `Result` of either. The closures never wait: a
-//! stream closure runs on every chunk without a future.
-//!
-//! ```
-//! # futures::executor::block_on(async {
-//! use processors_runtime::prelude::*;
-//!
-//! // Counts the chunks it sees in its state, and upper-cases text.
-//! let shout = output_stream_fn("shout", |a: &mut OutputStreamArgs<'_, usize>| {
-//!     *a.state += 1;
-//!     a.chunk.clone().map_text(|t| t.to_uppercase())
-//! });
-//! let agent = Agent::builder()
-//!     .model(ScriptedModel::new([Turn::text("hello")]))
-//!     .output(shout)
-//!     .build()
-//!     .unwrap();
-//! assert_eq!(agent.generate("hi").await.unwrap().text, "HELLO");
-//! # });
-//! ```
+//! Each function makes a processor with one hook; see [`output_stream_fn`] for what the
+//! closure gets and may return.
 
 use super::extract::HookReturn;
 use super::*;
@@ -82,21 +60,28 @@ macro_rules! hook_fn {
 }
 
 hook_fn! {
-    /// A processor whose `process_input` is `f`.
+    /// A processor whose `process_input` is `f`; see [`output_stream_fn`].
     input_fn => InputFn, process_input, InputArgs, InputOutcome, INPUT, InputProcessor;
-    /// A processor whose `process_input_step` is `f`.
+    /// A processor whose `process_input_step` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     input_step_fn => InputStepFn, process_input_step, InputStepArgs, StepOverrides, INPUT_STEP, InputProcessor;
-    /// A processor whose `process_llm_request` is `f`.
+    /// A processor whose `process_llm_request` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     llm_request_fn => LlmRequestFn, process_llm_request, LlmRequestArgs, LlmRequestAction, LLM_REQUEST, InputProcessor;
-    /// A processor whose `process_llm_response` is `f`.
+    /// A processor whose `process_llm_response` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     llm_response_fn => LlmResponseFn, process_llm_response, LlmResponseArgs, (), LLM_RESPONSE, OutputProcessor;
-    /// A processor whose `process_output_step` is `f`.
+    /// A processor whose `process_output_step` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     output_step_fn => OutputStepFn, process_output_step, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
-    /// A processor whose `process_tool_result` is `f`.
+    /// A processor whose `process_tool_result` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     tool_result_fn => ToolResultFn, process_tool_result, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
-    /// A processor whose `process_output_result` is `f`.
+    /// A processor whose `process_output_result` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     output_result_fn => OutputResultFn, process_output_result, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;
-    /// A processor whose `process_api_error` is `f`.
+    /// A processor whose `process_api_error` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
     api_error_fn => ApiErrorFn, process_api_error, ApiErrorArgs, ApiErrorAction, API_ERROR, ErrorProcessor;
 }
 
@@ -107,8 +92,32 @@ pub struct OutputStreamFn<S, F> {
     state: PhantomData<fn() -> S>,
 }
 
-/// A processor whose `process_output_stream` is `f`, called on every chunk without a future;
-/// see the [module](self) for an example.
+/// A processor whose `process_output_stream` is `f`, called on every chunk without a future.
+///
+/// Each `*_fn` function makes a processor with one hook, whose closure gets the hook's arguments
+/// (`&mut InputArgs<'_, S>`, `&mut OutputStreamArgs<'_, S>`, …, with `S` the processor's
+/// per-request state) and returns what a `#[processor]` hook may return: the hook's outcome,
+/// something that converts into it (`()` for "unchanged", a `Chunk`, `Option<Chunk>` or
+/// `Vec<Chunk>` for a stream hook, …), or a `Result` of either. The closures never wait: a
+/// stream closure runs on every chunk without a future.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+///
+/// // Counts the chunks it sees in its state, and upper-cases text.
+/// let shout = output_stream_fn("shout", |a: &mut OutputStreamArgs<'_, usize>| {
+///     *a.state += 1;
+///     a.chunk.clone().map_text(|t| t.to_uppercase())
+/// });
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([Turn::text("hello")]))
+///     .output(shout)
+///     .build()
+///     .unwrap();
+/// assert_eq!(agent.generate("hi").await.unwrap().text, "HELLO");
+/// # });
+/// ```
 pub fn output_stream_fn<S, F, R>(id: impl Into<String>, f: F) -> OutputStreamFn<S, F>
 where
     S: Default + Send + 'static,

@@ -82,7 +82,7 @@ pub trait Processor: Send + Sync + 'static {
 
     /// The hooks this value has: [`HOOKS`](Processor::HOOKS) for a type whose hooks are
     /// known statically. A processor made of others at run time (a
-    /// [`Workflow`](crate::processor::Workflow)) declares every hook in `HOOKS` and narrows it
+    /// [`Workflow`]) declares every hook in `HOOKS` and narrows it
     /// here to what its parts have; the runner calls only these, and an agent refuses it in a
     /// list it has none for.
     #[inline(always)]
@@ -110,6 +110,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Once, before the loop, on the new input messages.
+    ///
+    /// What it receives, with an example: [`InputArgs`].
     fn process_input(
         &self,
         args: InputArgs<'_, Self::State>,
@@ -119,6 +121,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Before every model call, including tool continuations.
+    ///
+    /// What it receives, with an example: [`InputStepArgs`].
     fn process_input_step(
         &self,
         args: InputStepArgs<'_, Self::State>,
@@ -128,6 +132,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// On the provider request, before the call: rewrite it, or answer it.
+    ///
+    /// What it receives, with an example: [`LlmRequestArgs`].
     fn process_llm_request(
         &self,
         args: LlmRequestArgs<'_, Self::State>,
@@ -137,6 +143,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After a step's model chunks are collected (or replayed from a cache).
+    ///
+    /// What it receives, with an example: [`LlmResponseArgs`].
     fn process_llm_response(
         &self,
         args: LlmResponseArgs<'_, Self::State>,
@@ -162,6 +170,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// On every streamed chunk.
+    ///
+    /// What it receives, with an example: [`OutputStreamArgs`].
     fn process_output_stream(
         &self,
         args: OutputStreamArgs<'_, Self::State>,
@@ -171,6 +181,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After each model response, before tools run: the place for guardrails that retry.
+    ///
+    /// What it receives, with an example: [`OutputStepArgs`].
     fn process_output_step(
         &self,
         args: OutputStepArgs<'_, Self::State>,
@@ -180,6 +192,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// After a tool succeeds, before its result enters history: `Some` replaces the result.
+    ///
+    /// What it receives, with an example: [`ToolResultArgs`].
     fn process_tool_result(
         &self,
         args: ToolResultArgs<'_, Self::State>,
@@ -189,6 +203,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// Once at the end, on the response messages.
+    ///
+    /// What it receives, with an example: [`OutputResultArgs`].
     fn process_output_result(
         &self,
         args: OutputResultArgs<'_, Self::State>,
@@ -198,6 +214,8 @@ pub trait Processor: Send + Sync + 'static {
     }
 
     /// When the provider rejects a request.
+    ///
+    /// What it receives, with an example: [`ApiErrorArgs`].
     fn process_api_error(
         &self,
         args: ApiErrorArgs<'_, Self::State>,
@@ -251,7 +269,56 @@ pub trait OutputProcessor: Processor {
 
 /// A processor that belongs in an agent's `error` list.
 ///
-/// `#[processor]` implements it as [`InputProcessor`] describes.
+/// `#[processor]` implements it as [`InputProcessor`] describes. An error processor has
+/// [`process_api_error`](Processor::process_api_error): when the provider rejects a request
+/// (an [`ApiError`](crate::model::ApiError), such as a 400 for a prompt that is too long), it
+/// may fix the message list and ask for the call again. Here, by hand, one that keeps only the
+/// newest input message:
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+///
+/// struct KeepNewest;
+///
+/// impl Processor for KeepNewest {
+///     type State = ();
+///     const HOOKS: Hooks = Hooks::API_ERROR;
+///     fn id(&self) -> &str {
+///         "keep-newest"
+///     }
+///     async fn process_api_error(
+///         &self,
+///         args: ApiErrorArgs<'_, ()>,
+///     ) -> Result<ApiErrorAction, ProcessorError> {
+///         if args.error.status != Some(400) || !args.error.message.contains("too long") {
+///             return Ok(ApiErrorAction::Unhandled);
+///         }
+///         let ids: Vec<String> = args.message_list.input().map(|m| m.id.clone()).collect();
+///         let Some((_, older)) = ids.split_last() else {
+///             return Ok(ApiErrorAction::Unhandled);
+///         };
+///         let older: Vec<&str> = older.iter().map(String::as_str).collect();
+///         args.message_list.remove(&older);
+///         Ok(ApiErrorAction::Retry)
+///     }
+/// }
+/// impl ErrorProcessor for KeepNewest {}
+///
+/// let model = ScriptedModel::new([
+///     Turn::error(ApiError::new(400, "prompt too long")),
+///     Turn::text("Paris."),
+/// ]);
+/// let agent = Agent::builder().model(model.clone()).error(KeepNewest).build().unwrap();
+/// let input = vec![Message::user("(a very long document)"), Message::user("Capital of France?")];
+/// let result = agent.generate(input).await.unwrap();
+/// assert_eq!(result.text, "Paris.");
+/// // The retried call was sent the newest message only.
+/// let retried = &model.requests()[1].prompt;
+/// assert_eq!(retried.len(), 1);
+/// assert_eq!(retried[0].text(), "Capital of France?");
+/// # });
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an error processor",
     label = "this processor has no `process_api_error` hook",

@@ -569,7 +569,20 @@ tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12
 tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
 tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
 
-/// A processor list built at run time.
+/// A processor list built at run time: processors of any types, each behind an
+/// `Arc<dyn DynProcessor>` (see [`DynProcessor`] for a list made from configuration).
+///
+/// ```
+/// use processors_runtime::prelude::*;
+///
+/// let count = output_stream_fn("count", |a: &mut OutputStreamArgs<'_, usize>| *a.state += 1);
+/// let mut list = DynPipeline::new().with(count);
+/// list.push(boxed(input_fn("noop", |_: &mut InputArgs<'_, ()>| ())));
+/// assert_eq!(list.len(), 2);
+/// // Building the agent checks where each processor belongs: `noop` has no output hook.
+/// let agent = Agent::builder().model(ScriptedModel::new([])).output_pipeline(list).build();
+/// assert!(agent.is_err());
+/// ```
 #[derive(Clone, Default)]
 pub struct DynPipeline {
     processors: Vec<ProcessorRef>,

@@ -9,8 +9,9 @@
 /// Calls `$gen! { 'a; <hook>* }` with every hook's declaration.
 ///
 /// A hook's declaration: its variant of [`Hook`](super::Hook), its method and the type-erased
-/// method, the argument, parts and extractor types, the outcome, the argument fields (each with
-/// its doc), the diagnostic for a parameter the hook does not provide, and the parameter types
+/// method, the argument, parts and extractor types, the outcome, the argument type's doc and
+/// its runnable example (a doctest on the generated type), the argument fields (each with its
+/// doc), the diagnostic for a parameter the hook does not provide, and the parameter types
 /// it provides with how each is taken out of the parts.
 macro_rules! for_each_hook {
     ($gen:ident) => {
@@ -20,6 +21,30 @@ macro_rules! for_each_hook {
                 args: InputArgs, parts: InputParts, extractor: FromInput,
                 outcome: InputOutcome,
                 doc: "Arguments of `process_input`.",
+                example: r##"
+Trims the new input before the model sees it:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let trim = input_fn("trim", |a: &mut InputArgs<'_, ()>| {
+    a.messages
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            m.set_text(m.text().trim().to_owned());
+            m
+        })
+        .collect::<Vec<_>>()
+});
+let model = ScriptedModel::new([Turn::text("ok")]);
+let agent = Agent::builder().model(model.clone()).input(trim).build().unwrap();
+agent.generate("  hello  ").await.unwrap();
+assert_eq!(model.requests()[0].prompt.last().unwrap().text(), "hello");
+# });
+```
+"##,
                 fields {
                     /// The new input messages of this run (a copy; return it changed to change the list).
                     messages: Vec<Message>,
@@ -51,6 +76,24 @@ macro_rules! for_each_hook {
                 args: InputStepArgs, parts: InputStepParts, extractor: FromInputStep,
                 outcome: StepOverrides,
                 doc: "Arguments of `process_input_step`.",
+                example: r##"
+Tells the model which step it is on, for that step only:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let step_note = input_step_fn("step-note", |a: &mut InputStepArgs<'_, ()>| {
+    let note = Message::system(format!("This is step {}.", a.step_number));
+    StepOverrides::new().system_messages(vec![note])
+});
+let model = ScriptedModel::new([Turn::text("ok")]);
+let agent = Agent::builder().model(model.clone()).input(step_note).build().unwrap();
+agent.generate("hi").await.unwrap();
+assert_eq!(model.requests()[0].prompt[0].text(), "This is step 0.");
+# });
+```
+"##,
                 fields {
                     /// The step about to run, from 0.
                     step_number: u32,
@@ -91,6 +134,37 @@ macro_rules! for_each_hook {
                 args: LlmRequestArgs, parts: LlmRequestParts, extractor: FromLlmRequest,
                 outcome: LlmRequestAction,
                 doc: "Arguments of `process_llm_request`.",
+                example: r##"
+Answers a known question without calling the model (a cache hit):
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+use std::sync::Arc;
+
+let canned = llm_request_fn("canned", |a: &mut LlmRequestArgs<'_, ()>| {
+    match a.request.prompt.last().map(Message::text).as_deref() {
+        Some("ping") => {
+            let id: Arc<str> = Arc::from("text-0");
+            LlmRequestAction::Respond(LlmResponse {
+                chunks: vec![
+                    ChunkKind::TextStart { id: id.clone() },
+                    ChunkKind::TextDelta { id: id.clone(), text: "pong".into() },
+                    ChunkKind::TextEnd { id },
+                    ChunkKind::Finish { finish_reason: FinishReason::Stop, usage: Usage::default() },
+                ],
+            })
+        }
+        _ => LlmRequestAction::Continue,
+    }
+});
+let model = ScriptedModel::new([]);
+let agent = Agent::builder().model(model.clone()).input(canned).build().unwrap();
+assert_eq!(agent.generate("ping").await.unwrap().text, "pong");
+assert_eq!(model.calls(), 0);
+# });
+```
+"##,
                 fields {
                     /// The step, from 0.
                     step_number: u32,
@@ -118,6 +192,36 @@ macro_rules! for_each_hook {
                 args: LlmResponseArgs, parts: LlmResponseParts, extractor: FromLlmResponse,
                 outcome: (),
                 doc: "Arguments of `process_llm_response`.",
+                example: r##"
+Records what the model answered, as a response cache would:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+use std::sync::{Arc, Mutex};
+
+let seen = Arc::new(Mutex::new(String::new()));
+let record = {
+    let seen = seen.clone();
+    llm_response_fn("record", move |a: &mut LlmResponseArgs<'_, ()>| {
+        for chunk in &a.response.chunks {
+            if let ChunkKind::TextDelta { text, .. } = chunk {
+                seen.lock().unwrap().push_str(text);
+            }
+        }
+        assert!(!a.from_cache);
+    })
+};
+let agent = Agent::builder()
+    .model(ScriptedModel::new([Turn::deltas(["Hel", "lo"])]))
+    .output(record)
+    .build()
+    .unwrap();
+agent.generate("hi").await.unwrap();
+assert_eq!(*seen.lock().unwrap(), "Hello");
+# });
+```
+"##,
                 fields {
                     /// The step, from 0.
                     step_number: u32,
@@ -153,6 +257,31 @@ macro_rules! for_each_hook {
                 args: OutputStreamArgs, parts: OutputStreamParts, extractor: FromOutputStream,
                 outcome: StreamAction,
                 doc: "Arguments of `process_output_stream`.",
+                example: r##"
+Masks a word as it streams, counting the masked deltas in its state:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let mask = output_stream_fn("mask", |a: &mut OutputStreamArgs<'_, usize>| {
+    match a.chunk.text_delta() {
+        Some(t) if t.contains("darn") => {
+            *a.state += 1;
+            a.chunk.clone().map_text(|t| t.replace("darn", "****")).into()
+        }
+        _ => StreamAction::Pass,
+    }
+});
+let agent = Agent::builder()
+    .model(ScriptedModel::new([Turn::deltas(["Oh ", "darn", " it"])]))
+    .output(mask)
+    .build()
+    .unwrap();
+assert_eq!(agent.generate("hi").await.unwrap().text, "Oh **** it");
+# });
+```
+"##,
                 fields {
                     /// The chunk.
                     chunk: &'a Chunk,
@@ -186,6 +315,33 @@ macro_rules! for_each_hook {
                 args: OutputStepArgs, parts: OutputStepParts, extractor: FromOutputStep,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_step`.",
+                example: r##"
+Rejects a one-word answer; the model tries again with the reason as feedback:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let no_one_word = output_step_fn("no-one-word", |a: &mut OutputStepArgs<'_, ()>| {
+    if !a.text.trim().contains(' ') {
+        return Err(a.abort().reason("answer in a sentence").retry(true).into());
+    }
+    Ok::<_, ProcessorError>(())
+});
+let model = ScriptedModel::new([Turn::text("Yes"), Turn::text("Yes, it is.")]);
+let agent = Agent::builder()
+    .model(model.clone())
+    .output(no_one_word)
+    .max_processor_retries(1)
+    .build()
+    .unwrap();
+let result = agent.generate("Is it open?").await.unwrap();
+assert_eq!(result.text, "Yes, it is.");
+assert_eq!(result.steps[0].tripwire.as_ref().unwrap().reason, "answer in a sentence");
+assert_eq!(model.calls(), 2);
+# });
+```
+"##,
                 fields {
                     /// The step, from 0.
                     step_number: u32,
@@ -238,6 +394,32 @@ macro_rules! for_each_hook {
                 args: ToolResultArgs, parts: ToolResultParts, extractor: FromToolResult,
                 outcome: Option<Value>,
                 doc: "Arguments of `process_tool_result`.",
+                example: r##"
+Takes a field out of a tool's result before the model sees it:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+use serde_json::json;
+
+let account = tool("account", "The user's account", json!({ "type": "object" }), |_| async {
+    Ok(json!({ "plan": "pro", "api_key": "sk-123" }))
+});
+let strip = tool_result_fn("strip-keys", |a: &mut ToolResultArgs<'_, ()>| {
+    let mut result = a.result.clone();
+    result.as_object_mut()?.remove("api_key");
+    Some(result)
+});
+let model = ScriptedModel::new([
+    Turn::empty().tool_call("call-1", "account", json!({})),
+    Turn::text("You are on the pro plan."),
+]);
+let agent = Agent::builder().model(model).tool(account).output(strip).build().unwrap();
+let result = agent.generate("Which plan am I on?").await.unwrap();
+assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
+# });
+```
+"##,
                 fields {
                     /// The call.
                     tool_call: &'a ToolCall,
@@ -262,6 +444,30 @@ macro_rules! for_each_hook {
                 args: OutputResultArgs, parts: OutputResultParts, extractor: FromOutputResult,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_result`.",
+                example: r##"
+Signs the final answer, once, after every step:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let sign = output_result_fn("sign", |a: &mut OutputResultArgs<'_, ()>| {
+    let mut messages = a.messages.clone();
+    if let Some(last) = messages.iter_mut().rev().find(|m| m.role == Role::Assistant) {
+        last.set_text(format!("{} (answered in {} step)", last.text(), a.result.steps.len()));
+    }
+    messages
+});
+let agent = Agent::builder()
+    .model(ScriptedModel::new([Turn::text("Done.")]))
+    .output(sign)
+    .build()
+    .unwrap();
+let result = agent.generate("hi").await.unwrap();
+assert_eq!(result.response_messages[0].text(), "Done. (answered in 1 step)");
+# });
+```
+"##,
                 fields {
                     /// The response messages of the run (a copy; return it changed to change the list).
                     messages: Vec<Message>,
@@ -293,6 +499,31 @@ macro_rules! for_each_hook {
                 args: ApiErrorArgs, parts: ApiErrorParts, extractor: FromApiError,
                 outcome: ApiErrorAction,
                 doc: "Arguments of `process_api_error`.",
+                example: r##"
+Recovers from a provider that finds the prompt too long: the processor fixes the list
+and asks for the call again.
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+
+let shorten = api_error_fn("shorten", |a: &mut ApiErrorArgs<'_, ()>| {
+    if a.error.status != Some(400) {
+        return ApiErrorAction::Unhandled;
+    }
+    a.message_list.add_system(Message::system("Be brief."), Some("shorten"));
+    ApiErrorAction::Retry
+});
+let model = ScriptedModel::new([
+    Turn::error(ApiError::new(400, "prompt too long")),
+    Turn::text("Short answer."),
+]);
+let agent = Agent::builder().model(model.clone()).error(shorten).build().unwrap();
+assert_eq!(agent.generate("hi").await.unwrap().text, "Short answer.");
+assert_eq!(model.calls(), 2);
+# });
+```
+"##,
                 fields {
                     /// The provider's error.
                     error: &'a ApiError,

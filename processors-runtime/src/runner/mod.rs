@@ -1,9 +1,9 @@
 //! The runner: each hook's chain over a processor list, and the stream driver.
 //!
-//! Every hook call goes through [`call`]: it runs the hook in a tracing span, catches a panic,
-//! reports a warning, and turns an abort or a failure into a [`Halt`]. One function per hook
-//! ([`hooks`]) runs the processors that have the hook in list order and applies what each
-//! returns; [`stream`] runs the per-chunk chain and hands chunks to the consumer. The agent
+//! Every hook call goes through one function (`call`): it runs the hook in a tracing span,
+//! catches a panic, reports a warning, and turns an abort or a failure into a halt. One
+//! function per hook runs the processors that have the hook in list order and applies what
+//! each returns; the stream driver runs the per-chunk chain and hands chunks to the consumer. The agent
 //! loop (`agent::run`) calls these and decides what a halt means for the run. The semantics
 //! are those of `docs/semantics.md`.
 
