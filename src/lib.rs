@@ -351,8 +351,10 @@
 //! output processors (unless the word `memory` places it in a list), so what is saved is what they produced (redacted text is what is saved),
 //! and a run that ends in a trip wire saves nothing. The thread and its owner come from the
 //! request's [`RequestContext`]; without them memory does nothing.
-//! [`InMemoryStore`](memory::InMemoryStore) keeps them in the process; a database is a store of
-//! your own.
+//! [`InMemoryStore`](memory::InMemoryStore) keeps them in the process;
+//! `Memory::sqlite("agent.db")` keeps them in a SQLite file across restarts
+//! ([`builtins::storage::SqliteStore`]); with the feature `postgres`, `PostgresStore` shares
+//! them between processes; any other database is a store of your own.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -486,6 +488,9 @@
 //! | `prepareStep` | [`GenerateOptions::prepare_step`] |
 //! | processor workflows (`createWorkflow(...).then(...).parallel(...).branch(...)`) | [`Workflow::new(id).then(..).parallel(..).branch(..).map(..)`](processor::Workflow) |
 //! | `Memory` with `lastMessages`, the call's `memory: { thread, resource }` | `Memory::new(store).last_messages(Some(n))`, `RequestContext::new().with_thread(thread, resource)` |
+//! | `LibSQLStore`, `PostgresStore` | `Memory::sqlite(path)`, `builtins::storage::PostgresStore` (feature `postgres`) |
+//! | `ResponseCache` with `InMemoryServerCache` or `RedisCache`, `ResponseCache.context({ key, scope, bust })` | [`builtins::ResponseCache`] in `input` and `output`, over `InMemoryCache` or `RedisCache` (feature `redis`); a `CacheControl` in the request context |
+//! | `SystemPromptScrubber` with a model | `SystemPromptScrubber` (verbatim, no model) and `builtins::detector::PromptLeakDetector` (judged) |
 //! | `agent.generate()`, `agent.stream()` | [`Agent::generate`], [`Agent::stream`] |
 //! | a model id `"openai/gpt-4o-mini"` | [`providers::resolve("openai/gpt-4o-mini")`](providers::resolve) |
 //! | `ModerationProcessor`, `PIIDetector`, `PromptInjectionDetector`, `LanguageDetector`, `UnicodeNormalizer`, `TokenLimiterProcessor`, `BatchPartsProcessor`, `StructuredOutputProcessor`, … | the same names in [`builtins`] (`Moderation`, `PiiDetector`, `TokenLimiter`, `BatchParts`, `StructuredOutput`, …) |
