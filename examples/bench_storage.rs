@@ -92,9 +92,8 @@ async fn cache_costs(cache: Arc<dyn Cache>, label: &str) {
         hit.push(started.elapsed().as_secs_f64() * 1e6 / TURNS as f64);
         let started = Instant::now();
         for _ in 0..TURNS {
-            let bust = GenerateOptions::new().request_context(
-                RequestContext::new().with(CacheControl::new().bust(true)),
-            );
+            let bust = GenerateOptions::new()
+                .request_context(RequestContext::new().with(CacheControl::new().bust(true)));
             agent.generate_with("status of A-17?", bust).await.unwrap();
         }
         miss.push(started.elapsed().as_secs_f64() * 1e6 / TURNS as f64);

@@ -1734,3 +1734,43 @@ on_every_path!(
         assert_eq!(r.processor_usage["guard"], Usage::new(50, 5));
     }
 );
+
+on_every_path!(
+    b63_a_warning_reported_beside_a_result_reaches_on_violation,
+    |path| {
+        let m = model([Turn::deltas(["a", "b"])]);
+        let seen = Log::new();
+        let log = seen.clone();
+        let warn = |id: &str, why: &str| TripWire {
+            reason: why.to_owned(),
+            retry: false,
+            metadata: None,
+            processor_id: id.to_owned(),
+        };
+        let agent = build_agent!(path, model: m, on_violation: move |v: &Violation| {
+            log.push(format!("{:?} {} {}", v.kind, v.processor_id, v.reason));
+        }, output: [
+            Probe::new("upper").stream(move |a| {
+                if a.chunk.text_delta() == Some("a") {
+                    a.request_context.report_warning(warn("upper", "first delta"));
+                }
+                upper(a)
+            }),
+            Probe::new("tidy").output_result(move |a| {
+                a.request_context.report_warning(warn("tidy", "kept as it was"));
+                let mut ms = a.messages.clone();
+                for m in &mut ms {
+                    let t = format!("{}!", m.text());
+                    m.set_text(t);
+                }
+                Ok(ms.into())
+            }),
+        ]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(r.text, "AB!", "both results applied");
+        assert_eq!(
+            seen.entries(),
+            ["Warn upper first delta", "Warn tidy kept as it was"]
+        );
+    }
+);

@@ -715,3 +715,54 @@ fn bad_configurations_are_refused_at_build() {
         DetectorError::NothingToDo
     );
 }
+
+#[test]
+fn a_result_filtered_and_a_judging_warning_of_another_message_both_reach_the_run() {
+    // "kill" is flagged; a message about "weird" things gets a verdict that is not one.
+    let judge = judge(|content: &str| {
+        if content.contains("weird") {
+            json!("not a verdict")
+        } else {
+            violence(content)
+        }
+    });
+    let noop = tool(
+        "noop",
+        "Does nothing.",
+        json!({"type": "object"}),
+        |_| async { Ok(json!("done")) },
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            Turn::text("weird things").tool_call("c1", "noop", json!({})),
+            Turn::text("kill it"),
+        ]))
+        .tool(noop)
+        .output(
+            Moderation::builder(Judge::new(judge))
+                .on_stream(false)
+                .strategy(Strategy::Filter)
+                .build()
+                .unwrap(),
+        )
+        .on_violation(move |v: &Violation| log.lock().unwrap().push((v.kind, v.reason.clone())))
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("hi")).unwrap();
+    let kept: Vec<String> = result
+        .response_messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .map(Message::text)
+        .collect();
+    assert_eq!(kept, ["weird things"], "the flagged answer was dropped");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].0, ViolationKind::Warn);
+    assert!(
+        seen[0].1.starts_with("the answer could not be judged"),
+        "{seen:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! [`RequestContext`]: typed values of one request.
 
 use crate::chunk::Usage;
+use crate::tripwire::TripWire;
 use serde_json::Value;
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
@@ -29,13 +30,26 @@ pub struct RequestContext {
     resource_id: Option<String>,
     values: HashMap<String, Value>,
     typed: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    /// The model usage processors report during a run (one per run, shared by the copies
-    /// workflows make); `None` outside a run.
-    processor_usage: Option<Arc<UsageMeter>>,
+    /// What processors report to the run besides their results (one per run, shared by the
+    /// copies workflows make); `None` outside a run.
+    run: Option<Arc<RunReports>>,
 }
 
-/// What processors' own model calls used, per processor id.
-type UsageMeter = Mutex<BTreeMap<String, Usage>>;
+/// What processors report to their run through the request context.
+#[derive(Debug, Default)]
+pub(crate) struct RunReports {
+    /// What processors' own model calls used, per processor id.
+    usage: Mutex<BTreeMap<String, Usage>>,
+    /// Warnings reported alongside a result, for the run to hand to `on_violation`.
+    warnings: Mutex<Vec<TripWire>>,
+}
+
+impl RunReports {
+    /// The warnings reported since the last call.
+    pub(crate) fn take_warnings(&self) -> Vec<TripWire> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
 
 impl std::fmt::Debug for RequestContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,10 +157,10 @@ impl RequestContext {
     /// # });
     /// ```
     pub fn record_usage(&self, processor_id: &str, usage: Usage) {
-        let Some(meter) = &self.processor_usage else {
+        let Some(run) = &self.run else {
             return;
         };
-        let mut meter = meter.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut meter = run.usage.lock().unwrap_or_else(PoisonError::into_inner);
         match meter.get_mut(processor_id) {
             Some(total) => *total += usage,
             None => {
@@ -155,16 +169,80 @@ impl RequestContext {
         }
     }
 
-    /// Starts metering processors' usage for a run (whatever an earlier run left).
-    pub(crate) fn meter_processor_usage(&mut self) {
-        self.processor_usage = Some(Arc::default());
+    /// Reports a warning while the hook returns a result: a hook that changed something and
+    /// also has something to warn about (a part it could not check) cannot return both, since
+    /// a returned warning leaves everything unchanged. The run hands it to `on_violation`
+    /// when the hook returns (a stream hook's, when the step's stream ends), as it does a
+    /// returned warning. Outside a run it is only logged.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::prelude::*;
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// /// Drops empty answers, and warns about answers it did not look at.
+    /// struct Tidy;
+    /// impl Processor for Tidy {
+    ///     type State = ();
+    ///     const HOOKS: Hooks = Hooks::OUTPUT_RESULT;
+    ///     fn id(&self) -> &str { "tidy" }
+    ///     async fn process_output_result(
+    ///         &self,
+    ///         args: OutputResultArgs<'_, ()>,
+    ///     ) -> Result<OutputOutcome, ProcessorError> {
+    ///         let kept: Vec<Message> =
+    ///             args.messages.into_iter().filter(|m| !m.text().is_empty()).collect();
+    ///         let warning = Abort::new().reason("one answer was too long to check");
+    ///         args.request_context.report_warning(warning.into_tripwire("tidy"));
+    ///         Ok(OutputOutcome::Messages(kept))
+    ///     }
+    /// }
+    /// impl OutputProcessor for Tidy {}
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([Turn::text("hi")]))
+    ///     .output(Tidy)
+    ///     .on_violation(move |v: &Violation| log.lock().unwrap().push(v.reason.clone()))
+    ///     .build()
+    ///     .unwrap();
+    /// agent.generate("hello").await.unwrap();
+    /// assert_eq!(*seen.lock().unwrap(), ["one answer was too long to check"]);
+    /// # });
+    /// ```
+    pub fn report_warning(&self, warning: TripWire) {
+        match &self.run {
+            Some(run) => run
+                .warnings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(warning),
+            None => tracing::warn!(
+                processor = %warning.processor_id,
+                reason = %warning.reason,
+                "processor warning (outside a run)"
+            ),
+        }
     }
 
-    /// What processors reported during the run.
+    /// Starts a run's reports (whatever an earlier run left), and gives them to the run.
+    pub(crate) fn begin_run(&mut self) -> Arc<RunReports> {
+        let run = Arc::new(RunReports::default());
+        self.run = Some(Arc::clone(&run));
+        run
+    }
+
+    /// What processors reported using during the run.
     pub(crate) fn processor_usage(&self) -> BTreeMap<String, Usage> {
-        self.processor_usage
+        self.run
             .as_ref()
-            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .map(|r| {
+                r.usage
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+            })
             .unwrap_or_default()
     }
 }

@@ -502,9 +502,9 @@ impl Moderation {
         let warning = warning(&self.reporting(Where::Result), &warnings);
         match (changed, warning) {
             (true, w) => {
+                // Changed, and a warning: it goes to the run beside the change.
                 if let Some(ProcessorError::Warning(w)) = w {
-                    let tw = w.into_tripwire(Self::ID);
-                    tracing::warn!(processor = Self::ID, reason = %tw.reason, "processor warning");
+                    cx.report_warning(w.into_tripwire(Self::ID));
                 }
                 Ok(OutputOutcome::Messages(messages))
             }

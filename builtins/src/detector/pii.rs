@@ -767,9 +767,9 @@ impl PiiDetector {
         let warning = warning(&self.reporting(Where::Result), &warnings);
         match (changed, warning) {
             (true, w) => {
+                // Changed, and a warning: it goes to the run beside the change.
                 if let Some(ProcessorError::Warning(w)) = w {
-                    let tw = w.into_tripwire(Self::ID);
-                    tracing::warn!(processor = Self::ID, reason = %tw.reason, "processor warning");
+                    cx.report_warning(w.into_tripwire(Self::ID));
                 }
                 Ok(OutputOutcome::Messages(out))
             }

@@ -94,13 +94,13 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     mut options: GenerateOptions,
     slot: Option<Arc<Handoff>>,
 ) -> Result<GenerateResult, AgentError> {
-    options.request_context.meter_processor_usage();
+    let reports = options.request_context.begin_run();
     let mut run = Run {
         s: Scope {
             states: StateMap::default(),
             list: MessageList::new(),
             cx: std::mem::take(&mut options.request_context),
-            report: Reporter::new(inner.on_violation.clone()),
+            report: Reporter::new(inner.on_violation.clone(), Some(reports)),
             steps: Vec::new(),
             retry_count: 0,
         },
@@ -221,6 +221,8 @@ impl Run {
             };
             span.record("step", number);
             span.in_scope(|| driver.trace_step(number));
+            // Warnings the step's stream hooks reported through the request context.
+            self.s.report.flush();
             let reason = match stepped {
                 Ok(reason) => {
                     span.record("finish_reason", reason.as_str());
@@ -762,6 +764,7 @@ impl Run {
         mut self,
         ended: Result<GenerateResult, Stop>,
     ) -> Result<GenerateResult, AgentError> {
+        self.s.report.flush();
         match ended {
             Ok(result) => Ok(result),
             Err(Stop::Tripwire(tw) | Stop::Rejected(tw)) => {

@@ -36,12 +36,25 @@ pub(crate) type ViolationHandler = Arc<dyn Fn(&Violation) + Send + Sync>;
 #[derive(Clone, Default)]
 pub(crate) struct Reporter {
     on_violation: Option<ViolationHandler>,
+    /// Warnings processors reported through the request context.
+    run: Option<Arc<crate::context::RunReports>>,
 }
 
 impl Reporter {
-    /// Reports to `on_violation`, when set.
-    pub(crate) fn new(on_violation: Option<ViolationHandler>) -> Self {
-        Reporter { on_violation }
+    /// Reports to `on_violation`, when set, and hands it the warnings of `run`.
+    pub(crate) fn new(
+        on_violation: Option<ViolationHandler>,
+        run: Option<Arc<crate::context::RunReports>>,
+    ) -> Self {
+        Reporter { on_violation, run }
+    }
+
+    /// Reports the warnings processors gave through the request context since the last time.
+    pub(crate) fn flush(&self) {
+        let Some(run) = &self.run else { return };
+        for tw in run.take_warnings() {
+            self.violation(&tw, ViolationKind::Warn);
+        }
     }
 
     /// Reports an abort or a warning; a panicking callback is caught and logged.

@@ -168,6 +168,8 @@ pub(crate) async fn call<T: HookOutcome>(
             u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX),
         );
     }
+    // Warnings the hook reported through the request context, besides its result.
+    report.flush();
     match ran {
         Ok(Ok(v)) => Ok(Some(v)),
         Ok(Err(ProcessorError::Warning(a))) => {
