@@ -5,6 +5,7 @@ use crate::tripwire::TripWire;
 use serde_json::Value;
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Values the caller attaches to one request: the memory thread and resource, named JSON
@@ -42,11 +43,16 @@ pub(crate) struct RunReports {
     usage: Mutex<BTreeMap<String, Usage>>,
     /// Warnings reported alongside a result, for the run to hand to `on_violation`.
     warnings: Mutex<Vec<TripWire>>,
+    /// Whether `warnings` may hold any: the run looks after every hook call, without a lock.
+    warned: AtomicBool,
 }
 
 impl RunReports {
     /// The warnings reported since the last call.
     pub(crate) fn take_warnings(&self) -> Vec<TripWire> {
+        if !self.warned.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
@@ -213,11 +219,13 @@ impl RequestContext {
     /// ```
     pub fn report_warning(&self, warning: TripWire) {
         match &self.run {
-            Some(run) => run
-                .warnings
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(warning),
+            Some(run) => {
+                run.warnings
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(warning);
+                run.warned.store(true, Ordering::Release);
+            }
             None => tracing::warn!(
                 processor = %warning.processor_id,
                 reason = %warning.reason,
