@@ -393,12 +393,12 @@ mod tests {
         assert_eq!(units(&refs), [0..4, 4..6, 7..9, 9..11]);
         let ms = roles("ata");
         let refs: Vec<&Message> = ms.iter().collect();
-        assert_eq!(units(&refs), [0..2]);
+        assert_eq!(units(&refs), vec![Range { start: 0, end: 2 }]);
         let ms = roles("u");
         let refs: Vec<&Message> = ms.iter().collect();
         assert!(units(&refs).is_empty());
         let ms = roles("au");
         let refs: Vec<&Message> = ms.iter().collect();
-        assert_eq!(units(&refs), [0..1]);
+        assert_eq!(units(&refs), vec![Range { start: 0, end: 1 }]);
     }
 }
