@@ -63,12 +63,12 @@ pub use context_length::{
     ContextLengthHandlerState,
 };
 pub use history_compat::{
-    BuiltinRule, CompatRule, ProviderHistoryCompat, ProviderHistoryCompatBuilder,
-    ProviderHistoryCompatError, ProviderHistoryCompatState,
+    BuiltinRule, CompatRule, MAX_TOOL_CALL_ID_LEN, ProviderHistoryCompat,
+    ProviderHistoryCompatBuilder, ProviderHistoryCompatError, ProviderHistoryCompatState,
 };
 pub use prefill::{
-    PrefillErrorHandler, PrefillErrorHandlerBuilder, PrefillErrorHandlerError,
-    PrefillErrorHandlerState,
+    DEFAULT_CONTINUATION, PrefillErrorHandler, PrefillErrorHandlerBuilder,
+    PrefillErrorHandlerError, PrefillErrorHandlerState,
 };
 pub use stream_retry::{
     Backoff, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryError,
