@@ -27,7 +27,13 @@
 //! | [`ModelSelection`] | input step | picks each step's model by the request's class |
 //! | [`ResponseCache`] | LLM request, LLM response, output result | answers a model call made before from a cache (in memory, bounded, with expiry), skipping the model; scoped per resource |
 //! | [`StructuredOutput`] | output step | makes the answer JSON of a Rust type: retries with the schema as feedback, or converts it with a model call; the typed value on the result |
+//! | [`PrefillErrorHandler`] | API error | continues a conversation that ends with an assistant message when the provider refuses to ("assistant message prefill"), once per step |
+//! | [`ProviderHistoryCompat`] | LLM request, API error | rewrites history a provider refuses (orphan tool results, calls without results, empty assistant messages, unsigned reasoning, invalid tool-call ids, your own rules): in each call's prompt, or in the list after a refusal that names it |
+//! | [`ContextLengthHandler`] | API error | on a prompt over the context window, drops the oldest turns (pair-safe, never the newest user message) and retries |
+//! | [`StreamErrorRetry`] | API error | calls the model again when its stream failed mid-answer, bounded, with an optional backoff |
 //!
+//! The [`recovery`] processors go in `error` (`ProviderHistoryCompat` in `input`, where it
+//! also rewrites prompts).
 //!
 //! A guard stack, input and output:
 //!
@@ -90,6 +96,7 @@ pub mod ensure_final_response;
 pub mod environment;
 pub mod history_window;
 pub mod loop_detection;
+pub mod recovery;
 pub mod regex_filter;
 pub mod response_cache;
 pub mod storage;
@@ -111,6 +118,9 @@ pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
+pub use recovery::{
+    ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
+};
 pub use regex_filter::RegexFilter;
 pub use response_cache::ResponseCache;
 pub use system_prompt::SystemPromptInjector;

@@ -179,6 +179,19 @@ impl Tokenizer {
         }
     }
 
+    /// The tokens of a message as a provider receives it: its text, tool calls (name and JSON
+    /// arguments) and tool results, 85 per file and 3 of framing; reasoning and `data` parts
+    /// cost nothing. [`Tokenizer::ByModel`] counts with `o200k_base` here.
+    ///
+    /// ```
+    /// use processors_builtins::token_limiter::Tokenizer;
+    /// use processors_runtime::message::Message;
+    /// assert_eq!(Tokenizer::O200k.count_message(&Message::user("Hello, world!")), 3 + 4);
+    /// ```
+    pub fn count_message(self, message: &Message) -> usize {
+        message_tokens(self, message)
+    }
+
     /// The longest prefix of `text` of at most `tokens` tokens, cut at a character boundary.
     ///
     /// ```

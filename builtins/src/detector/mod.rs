@@ -97,7 +97,7 @@ mod pii;
 mod prompt_injection;
 mod prompt_leak;
 mod structured;
-mod timeout;
+pub(crate) mod timeout;
 mod verdict;
 
 pub use classifier::{

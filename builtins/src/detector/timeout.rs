@@ -1,4 +1,4 @@
-//! A deadline for a judging call, on any executor.
+//! A deadline for a judging call, and a pause, on any executor.
 //!
 //! Under a Tokio runtime with timers the deadline is a Tokio timer (so tests with paused time
 //! control it); elsewhere (`futures::executor::block_on`, another runtime, a Tokio runtime
@@ -43,4 +43,9 @@ pub(crate) async fn within<F: Future>(limit: Duration, f: F) -> Option<F::Output
         // The thread ended without firing: it cannot have (it owns the sender until it fires).
         Either::Right((Err(_), f)) => Some(f.await),
     }
+}
+
+/// Waits `duration`, on any executor, as [`within`] keeps a deadline.
+pub(crate) async fn sleep(duration: Duration) {
+    within(duration, std::future::pending::<()>()).await;
 }
