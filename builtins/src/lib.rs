@@ -99,6 +99,7 @@ pub mod token_limiter;
 pub mod tool_call_filter;
 pub mod tool_search;
 pub mod unicode_normalizer;
+pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
@@ -119,3 +120,4 @@ pub use token_limiter::TokenLimiter;
 pub use tool_call_filter::ToolCallFilter;
 pub use tool_search::ToolSearch;
 pub use unicode_normalizer::UnicodeNormalizer;
+pub use working_memory::WorkingMemory;

@@ -3,14 +3,17 @@
 //! store on a real server (`scripts/services.sh` starts it; each test has a schema of its
 //! own). What a store must do: keep threads and their
 //! messages in order, replace a known message in place, refuse a message id of another
-//! thread or resource without saving any of its batch, save a turn whole or not at all, and,
-//! through the agent's memory, never show one resource another's threads.
+//! thread or resource without saving any of its batch, save a turn whole or not at all, keep a
+//! working memory per scope key, and, through the agent's memory, never show one resource
+//! another's threads.
 
 mod services;
 
 use futures::executor::block_on;
 use processors_builtins::storage::SqliteStore;
-use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::memory::{
+    MemoryError, MemoryStore, Thread, WorkingMemoryScope, working_memory_key,
+};
 use processors_runtime::message::{Message, Part, ToolCall};
 use processors_runtime::prelude::*;
 use std::path::PathBuf;
@@ -193,6 +196,50 @@ fn every_part_of_a_message_round_trips(store: &dyn MemoryStore) {
     assert_eq!(block_on(store.list_messages("t-1", None)).unwrap(), [m]);
 }
 
+fn b120_working_memory_round_trips_and_a_write_replaces_it(store: &dyn MemoryStore) {
+    let ada = working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1");
+    assert_eq!(block_on(store.get_working_memory(&ada)).unwrap(), None);
+    block_on(store.set_working_memory(&ada, "# Ada\n- likes: tea".into())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("# Ada\n- likes: tea")
+    );
+    block_on(store.set_working_memory(&ada, "# Ada\n- likes: coffee 'now'".into())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("# Ada\n- likes: coffee 'now'")
+    );
+    block_on(store.set_working_memory(&ada, String::new())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("")
+    );
+}
+
+fn b121_each_scope_key_has_its_own_working_memory(store: &dyn MemoryStore) {
+    let keys = [
+        working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1"),
+        working_memory_key(WorkingMemoryScope::Resource, "bob", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "ada", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "bob", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "ada", "t-2"),
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        block_on(store.set_working_memory(key, format!("memory {i}"))).unwrap();
+    }
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(
+            block_on(store.get_working_memory(key)).unwrap(),
+            Some(format!("memory {i}")),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        block_on(store.get_working_memory("resource:carol")).unwrap(),
+        None
+    );
+}
+
 fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers(store: SharedStore) {
     let memory = Memory::shared(store.0.clone());
     let model = ScriptedModel::new([Turn::text("Hello Ada."), Turn::text("You are Ada.")]);
@@ -320,6 +367,18 @@ macro_rules! conformance {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
                 super::every_part_of_a_message_round_trips(&*s.0);
+            }
+            #[test]
+            fn b120_working_memory_round_trips_and_a_write_replaces_it() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b120_working_memory_round_trips_and_a_write_replaces_it(&*s.0);
+            }
+            #[test]
+            fn b121_each_scope_key_has_its_own_working_memory() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b121_each_scope_key_has_its_own_working_memory(&*s.0);
             }
             #[test]
             fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers() {

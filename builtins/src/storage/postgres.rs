@@ -1,4 +1,4 @@
-//! [`PostgresStore`]: threads and messages in PostgreSQL, shared by every process that
+//! [`PostgresStore`]: threads, messages and working memory in PostgreSQL, shared by every process that
 //! connects.
 
 use deadpool_postgres::{Pool, Runtime};
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio_postgres::NoTls;
 
 /// The schema version this build writes (the same numbering as the SQLite store's).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 1;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 2;
 
 /// The migrations, in order; `{s}` is the schema's quoted name.
 const MIGRATIONS: &[&str] = &[
@@ -33,6 +33,12 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX ON {s}.messages (thread_id, seq);
     CREATE INDEX ON {s}.messages (resource_id, seq);",
+    // 2: working memory, one text per scope key (a resource's or a thread's).
+    "CREATE TABLE {s}.working_memory (
+        scope_key TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );",
 ];
 
 /// A [`MemoryStore`] in PostgreSQL, for several processes (several machines) sharing
@@ -142,6 +148,8 @@ struct Sql {
     list: String,
     by_resource: String,
     delete: String,
+    get_working: String,
+    set_working: String,
 }
 
 impl Sql {
@@ -175,6 +183,12 @@ impl Sql {
                 "SELECT id, body FROM {s}.messages WHERE resource_id = $1 ORDER BY seq"
             ),
             delete: format!("DELETE FROM {s}.messages WHERE id = ANY($1)"),
+            get_working: format!("SELECT body FROM {s}.working_memory WHERE scope_key = $1"),
+            set_working: format!(
+                "INSERT INTO {s}.working_memory (scope_key, body, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (scope_key) DO UPDATE SET body = excluded.body,
+                     updated_at = excluded.updated_at"
+            ),
             quoted: s,
         }
     }
@@ -419,6 +433,41 @@ impl MemoryStore for PostgresStore {
             let client = self.client().await?;
             client
                 .execute(&self.sql.delete, &[&ids])
+                .await
+                .map_err(db)?;
+            Ok(())
+        })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.get_working)
+                .await
+                .map_err(db)?;
+            let row = client.query_opt(&stmt, &[&scope_key]).await.map_err(db)?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.set_working)
+                .await
+                .map_err(db)?;
+            let now = to_sql(processors_runtime::message::now_millis());
+            client
+                .execute(&stmt, &[&scope_key, &text, &now])
                 .await
                 .map_err(db)?;
             Ok(())

@@ -1,4 +1,4 @@
-//! [`SqliteStore`]: threads and messages in a SQLite file.
+//! [`SqliteStore`]: threads, messages and working memory in a SQLite file.
 
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 /// The schema version this build writes; [`SqliteStore::open`] migrates older databases to
 /// it and refuses newer ones.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The migrations, in order: the database at version `n` has run the first `n`.
 const MIGRATIONS: &[&str] = &[
@@ -37,6 +37,12 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX messages_by_thread ON messages (thread_id, seq);
     CREATE INDEX messages_by_resource ON messages (resource_id, seq);",
+    // 2: working memory, one text per scope key (a resource's or a thread's).
+    "CREATE TABLE working_memory (
+        scope_key TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    );",
 ];
 
 /// How long a write waits for another connection's (another process's) write to end.
@@ -440,6 +446,40 @@ impl MemoryStore for SqliteStore {
                 }
             }
             tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let key = scope_key.to_owned();
+        self.run(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT body FROM working_memory WHERE scope_key = ?1")?
+                .query_row([&key], |r| r.get::<_, String>(0))
+                .optional()?)
+        })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let key = scope_key.to_owned();
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO working_memory (scope_key, body, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope_key) DO UPDATE SET body = excluded.body,
+                     updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                key,
+                text,
+                to_sql(processors_runtime::message::now_millis())
+            ])?;
             Ok(())
         })
     }

@@ -6,6 +6,7 @@ use std::sync::{Mutex, PoisonError};
 struct Data {
     threads: HashMap<String, Thread>,
     messages: Vec<Message>,
+    working: HashMap<String, String>,
 }
 
 impl Data {
@@ -113,6 +114,23 @@ impl MemoryStore for InMemoryStore {
 
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
         self.with(|d| d.messages.retain(|m| !ids.contains(&m.id)));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let text = self.with(|d| d.working.get(scope_key).cloned());
+        Box::pin(async move { Ok(text) })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.with(|d| d.working.insert(scope_key.to_owned(), text));
         Box::pin(async { Ok(()) })
     }
 }

@@ -210,6 +210,74 @@ pub trait MemoryStore: Send + Sync + 'static {
     }
     /// Deletes messages by id.
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>>;
+    /// The working memory kept under `scope_key` (a resource's or a thread's scratchpad, see
+    /// [`working_memory_key`]), or `None` when nothing was kept yet.
+    ///
+    /// The default keeps none: it fails with [`MemoryError::Backend`] saying so, as
+    /// [`set_working_memory`](Self::set_working_memory) does. A store that keeps working
+    /// memory implements both.
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let _ = scope_key;
+        Box::pin(async { Err(no_working_memory()) })
+    }
+    /// Replaces the working memory kept under `scope_key` with `text`.
+    ///
+    /// The default keeps none and fails; see
+    /// [`get_working_memory`](Self::get_working_memory).
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let _ = (scope_key, text);
+        Box::pin(async { Err(no_working_memory()) })
+    }
+}
+
+/// What a store that keeps no working memory fails with.
+fn no_working_memory() -> MemoryError {
+    MemoryError::Backend(
+        "this memory store does not keep working memory; implement \
+         `MemoryStore::get_working_memory` and `set_working_memory`, or use a store that does \
+         (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
+            .into(),
+    )
+}
+
+/// Whose working memory a key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WorkingMemoryScope {
+    /// One scratchpad per resource (a user, a tenant), shared by all of its threads.
+    #[default]
+    Resource,
+    /// One scratchpad per thread.
+    Thread,
+}
+
+/// The key a resource's or a thread's working memory is stored under.
+///
+/// Keys of different resources never collide, whatever their ids contain: a thread's key
+/// names its resource too, so two resources' threads of the same id have two scratchpads.
+///
+/// ```
+/// use processors_runtime::memory::{WorkingMemoryScope, working_memory_key};
+/// let ada = working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1");
+/// assert_eq!(ada, "resource:ada");
+/// assert_eq!(ada, working_memory_key(WorkingMemoryScope::Resource, "ada", "t-2"));
+/// let t1 = working_memory_key(WorkingMemoryScope::Thread, "ada", "t-1");
+/// assert_ne!(t1, working_memory_key(WorkingMemoryScope::Thread, "bob", "t-1"));
+/// ```
+pub fn working_memory_key(scope: WorkingMemoryScope, resource_id: &str, thread_id: &str) -> String {
+    match scope {
+        WorkingMemoryScope::Resource => format!("resource:{resource_id}"),
+        // The resource's length first: no id can end one part and begin the other.
+        WorkingMemoryScope::Thread => {
+            format!("thread:{}:{resource_id}:{thread_id}", resource_id.len())
+        }
+    }
 }
 
 /// The id of the memory processor.
