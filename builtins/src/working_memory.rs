@@ -144,7 +144,11 @@ impl WorkingMemory {
 
 /// The key of the request's working memory, when the request names a thread and resource.
 fn scope_key(scope: WorkingMemoryScope, cx: &RequestContext) -> Option<String> {
-    Some(working_memory_key(scope, cx.resource_id()?, cx.thread_id()?))
+    Some(working_memory_key(
+        scope,
+        cx.resource_id()?,
+        cx.thread_id()?,
+    ))
 }
 
 /// `update_working_memory`: replaces the request's working memory.
@@ -197,7 +201,9 @@ impl Tool for UpdateTool {
             let Some(key) = key else {
                 return Err("this conversation has no memory: nothing can be kept".into());
             };
-            self.store.set_working_memory(&key, memory.to_owned()).await?;
+            self.store
+                .set_working_memory(&key, memory.to_owned())
+                .await?;
             Ok(json!({ "updated": true }))
         })
     }
@@ -221,7 +227,11 @@ impl WorkingMemory {
             self.system_message(memory.as_deref()),
             Some(WORKING_MEMORY_TAG),
         );
-        if config.tools.iter().any(|t| t.name() == UPDATE_WORKING_MEMORY) {
+        if config
+            .tools
+            .iter()
+            .any(|t| t.name() == UPDATE_WORKING_MEMORY)
+        {
             return Ok(StepOverrides::new());
         }
         let mut tools = config.tools.clone();

@@ -92,10 +92,15 @@ fn a_version_1_database_is_migrated_and_keeps_its_conversations() {
     }
     let store = SqliteStore::open(&path).unwrap();
     assert!(block_on(store.get_thread("t-1")).unwrap().is_some());
-    assert_eq!(block_on(store.get_working_memory("resource:ada")).unwrap(), None);
+    assert_eq!(
+        block_on(store.get_working_memory("resource:ada")).unwrap(),
+        None
+    );
     block_on(store.set_working_memory("resource:ada", "- name: Ada".into())).unwrap();
     assert_eq!(
-        block_on(store.get_working_memory("resource:ada")).unwrap().as_deref(),
+        block_on(store.get_working_memory("resource:ada"))
+            .unwrap()
+            .as_deref(),
         Some("- name: Ada")
     );
 }

@@ -117,7 +117,9 @@ fn b123_a_resources_working_memory_spans_its_threads_and_no_other_resource_sees_
     assert!(ada.contains("- name: Ada") && !ada.contains("Bob"), "{ada}");
     let key = |r| working_memory_key(WorkingMemoryScope::Resource, r, "t-1");
     assert_eq!(
-        block_on(store.get_working_memory(&key("bob"))).unwrap().as_deref(),
+        block_on(store.get_working_memory(&key("bob")))
+            .unwrap()
+            .as_deref(),
         Some("- name: Bob")
     );
 }
@@ -180,9 +182,12 @@ fn b125_the_template_is_shown_while_the_memory_is_empty() {
 
 #[test]
 fn b126_without_a_thread_nothing_is_added_and_the_agents_tools_are_kept() {
-    let clock = tool("clock", "The time.", json!({ "type": "object" }), |_| async {
-        Ok(json!("12:00"))
-    });
+    let clock = tool(
+        "clock",
+        "The time.",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!("12:00")) },
+    );
     let model = ScriptedModel::new([Turn::text("hi"), Turn::text("hi")]);
     let agent = Agent::builder()
         .model(model.clone())
@@ -218,7 +223,10 @@ fn b127_an_update_without_text_is_a_tool_error_and_keeps_nothing() {
     let r = block_on(agent.generate_with("I am Ada.", as_("t-1", "ada"))).unwrap();
     assert!(r.tool_results[0].is_error);
     assert!(
-        r.tool_results[0].result.to_string().contains("give `memory`"),
+        r.tool_results[0]
+            .result
+            .to_string()
+            .contains("give `memory`"),
         "{}",
         r.tool_results[0].result
     );
@@ -264,7 +272,10 @@ impl MemoryStore for NoWorkingMemory {
 fn b128_a_store_without_working_memory_fails_the_run_with_a_clear_error() {
     let store = NoWorkingMemory(InMemoryStore::new());
     let err = block_on(store.set_working_memory("resource:ada", "x".into())).unwrap_err();
-    assert!(err.to_string().contains("does not keep working memory"), "{err}");
+    assert!(
+        err.to_string().contains("does not keep working memory"),
+        "{err}"
+    );
     let model = ScriptedModel::new([Turn::text("hi")]);
     let agent = Agent::builder()
         .model(model.clone())

@@ -57,6 +57,8 @@ const MIGRATIONS: &[&str] = &[
 ///   thread's row first: two processes saving turns of one thread at once save one after the
 ///   other, and a thread's messages read as whole turns, never interleaved; a refused message
 ///   or a lost connection leaves none of the turn.
+/// - **Working memory**: one row per scope key ([`MemoryStore::set_working_memory`]),
+///   replaced by each write.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {

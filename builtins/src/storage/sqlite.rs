@@ -69,7 +69,8 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 ///   panic or a silently shorter history.
 ///
 /// Messages are stored as the JSON of [`Message`], in the order they were first saved; saving
-/// a known id again replaces it in place.
+/// a known id again replaces it in place. Working memory
+/// ([`MemoryStore::set_working_memory`]) is one row per scope key, replaced by each write.
 #[derive(Clone)]
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
