@@ -235,6 +235,112 @@ pub trait MemoryStore: Send + Sync + 'static {
         let _ = (scope_key, text);
         Box::pin(async { Err(no_working_memory()) })
     }
+    /// Saves embeddings of messages, for semantic recall; a known message id's embedding is
+    /// replaced, one of another thread or resource refused with
+    /// [`MemoryError::ForeignMessage`]. All or nothing.
+    ///
+    /// The default keeps none and fails with [`MemoryError::Backend`] saying so, as
+    /// [`search_embeddings`](Self::search_embeddings) does.
+    fn save_embeddings(
+        &self,
+        embeddings: Vec<MessageEmbedding>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        let _ = embeddings;
+        Box::pin(async { Err(no_embeddings()) })
+    }
+    /// The `top_k` messages of `resource_id` whose embeddings are the most similar to `query`
+    /// (cosine similarity), most similar first; ties in the order they were first saved.
+    /// Messages of other resources are never returned.
+    ///
+    /// The default keeps none and fails; see [`save_embeddings`](Self::save_embeddings).
+    fn search_embeddings<'a>(
+        &'a self,
+        resource_id: &'a str,
+        query: &'a [f32],
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<SimilarMessage>, MemoryError>> {
+        let _ = (resource_id, query, top_k);
+        Box::pin(async { Err(no_embeddings()) })
+    }
+}
+
+/// What a store that keeps no embeddings fails with.
+fn no_embeddings() -> MemoryError {
+    MemoryError::Backend(
+        "this memory store does not keep message embeddings; implement \
+         `MemoryStore::save_embeddings` and `search_embeddings`, or use a store that does \
+         (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
+            .into(),
+    )
+}
+
+/// The embedding of a saved message, for semantic recall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageEmbedding {
+    /// The message's id.
+    pub message_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// Its resource.
+    pub resource_id: String,
+    /// The embedding.
+    pub vector: Vec<f32>,
+}
+
+/// A message found by [`MemoryStore::search_embeddings`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimilarMessage {
+    /// The message's id.
+    pub message_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// Its cosine similarity to the query, from -1 to 1.
+    pub score: f32,
+}
+
+/// The cosine similarity of two vectors (0 when either is zero or their lengths differ).
+///
+/// ```
+/// use processors_runtime::memory::cosine_similarity;
+/// assert!((cosine_similarity(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
+/// assert_eq!(cosine_similarity(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
+/// assert_eq!(cosine_similarity(&[1.0], &[1.0, 0.0]), 0.0);
+/// ```
+pub fn cosine_similarity(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        return 0.0;
+    }
+    dot / (na.sqrt() * nb.sqrt())
+}
+
+/// The `top_k` most similar of `(message id, thread id, vector)` candidates in saved order,
+/// most similar first (a stable sort: ties keep their order). For stores that search by brute
+/// force.
+pub fn top_k_similar<'a>(
+    candidates: impl IntoIterator<Item = (&'a str, &'a str, &'a [f32])>,
+    query: &[f32],
+    top_k: usize,
+) -> Vec<SimilarMessage> {
+    let mut scored: Vec<SimilarMessage> = candidates
+        .into_iter()
+        .map(|(id, thread, v)| SimilarMessage {
+            message_id: id.to_owned(),
+            thread_id: thread.to_owned(),
+            score: cosine_similarity(query, v),
+        })
+        .collect();
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+    scored.truncate(top_k);
+    scored
 }
 
 /// What a store that keeps no working memory fails with.
