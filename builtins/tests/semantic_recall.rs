@@ -32,7 +32,10 @@ fn agent(store: &InMemoryStore, model: &ScriptedModel, recall: SemanticRecall) -
 #[test]
 fn b132_the_hash_embedder_is_deterministic_and_normalised() {
     let e = HashEmbedder::new(64);
-    let texts = vec!["Blue is my colour".to_owned(), "blue IS my colour!".to_owned()];
+    let texts = vec![
+        "Blue is my colour".to_owned(),
+        "blue IS my colour!".to_owned(),
+    ];
     let v = block_on(e.embed(&texts)).unwrap();
     assert_eq!(v.len(), 2);
     assert_eq!(v[0], v[1], "case and punctuation aside, the same words");
@@ -110,9 +113,12 @@ fn b135_the_turns_text_messages_are_indexed_and_tool_calls_are_not() {
         Turn::empty().tool_call("c1", "clock", json!({})),
         Turn::text("It is noon."),
     ]);
-    let clock = tool("clock", "The time.", json!({ "type": "object" }), |_| async {
-        Ok(json!("12:00"))
-    });
+    let clock = tool(
+        "clock",
+        "The time.",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!("12:00")) },
+    );
     let recall = SemanticRecall::new(store.clone(), HashEmbedder::new(64));
     let agent = Agent::builder()
         .model(model.clone())
@@ -125,6 +131,9 @@ fn b135_the_turns_text_messages_are_indexed_and_tool_calls_are_not() {
     let e = HashEmbedder::new(64);
     let found = block_on(store.search_embeddings("ada", &e.vector("noon"), 10)).unwrap();
     assert_eq!(found.len(), 2, "the question and the answer; {found:?}");
-    assert!((found[0].score - cosine_similarity(&e.vector("noon"), &e.vector("It is noon."))).abs() < 1e-6);
+    assert!(
+        (found[0].score - cosine_similarity(&e.vector("noon"), &e.vector("It is noon."))).abs()
+            < 1e-6
+    );
     assert_eq!(found[0].thread_id, "t-1");
 }
