@@ -99,6 +99,7 @@ pub mod loop_detection;
 pub mod recovery;
 pub mod regex_filter;
 pub mod response_cache;
+pub mod semantic_recall;
 pub mod storage;
 pub mod system_prompt;
 pub mod system_prompt_scrubber;
@@ -106,6 +107,7 @@ pub mod token_limiter;
 pub mod tool_call_filter;
 pub mod tool_search;
 pub mod unicode_normalizer;
+pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
@@ -123,9 +125,11 @@ pub use recovery::{
 };
 pub use regex_filter::RegexFilter;
 pub use response_cache::ResponseCache;
+pub use semantic_recall::SemanticRecall;
 pub use system_prompt::SystemPromptInjector;
 pub use system_prompt_scrubber::SystemPromptScrubber;
 pub use token_limiter::TokenLimiter;
 pub use tool_call_filter::ToolCallFilter;
 pub use tool_search::ToolSearch;
 pub use unicode_normalizer::UnicodeNormalizer;
+pub use working_memory::WorkingMemory;

@@ -3,14 +3,18 @@
 //! store on a real server (`scripts/services.sh` starts it; each test has a schema of its
 //! own). What a store must do: keep threads and their
 //! messages in order, replace a known message in place, refuse a message id of another
-//! thread or resource without saving any of its batch, save a turn whole or not at all, and,
-//! through the agent's memory, never show one resource another's threads.
+//! thread or resource without saving any of its batch, save a turn whole or not at all, keep a
+//! working memory per scope key, and, through the agent's memory, never show one resource
+//! another's threads.
 
 mod services;
 
 use futures::executor::block_on;
 use processors_builtins::storage::SqliteStore;
-use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::memory::{
+    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread, WorkingMemoryScope,
+    working_memory_key,
+};
 use processors_runtime::message::{Message, Part, ToolCall};
 use processors_runtime::prelude::*;
 use std::path::PathBuf;
@@ -193,6 +197,117 @@ fn every_part_of_a_message_round_trips(store: &dyn MemoryStore) {
     assert_eq!(block_on(store.list_messages("t-1", None)).unwrap(), [m]);
 }
 
+fn b140_working_memory_round_trips_and_a_write_replaces_it(store: &dyn MemoryStore) {
+    let ada = working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1");
+    assert_eq!(block_on(store.get_working_memory(&ada)).unwrap(), None);
+    block_on(store.set_working_memory(&ada, "# Ada\n- likes: tea".into())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("# Ada\n- likes: tea")
+    );
+    block_on(store.set_working_memory(&ada, "# Ada\n- likes: coffee 'now'".into())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("# Ada\n- likes: coffee 'now'")
+    );
+    block_on(store.set_working_memory(&ada, String::new())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory(&ada)).unwrap().as_deref(),
+        Some("")
+    );
+}
+
+fn b141_each_scope_key_has_its_own_working_memory(store: &dyn MemoryStore) {
+    let keys = [
+        working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1"),
+        working_memory_key(WorkingMemoryScope::Resource, "bob", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "ada", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "bob", "t-1"),
+        working_memory_key(WorkingMemoryScope::Thread, "ada", "t-2"),
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        block_on(store.set_working_memory(key, format!("memory {i}"))).unwrap();
+    }
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(
+            block_on(store.get_working_memory(key)).unwrap(),
+            Some(format!("memory {i}")),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        block_on(store.get_working_memory("resource:carol")).unwrap(),
+        None
+    );
+}
+
+fn embedding(id: &str, thread: &str, resource: &str, vector: &[f32]) -> MessageEmbedding {
+    MessageEmbedding {
+        message_id: id.into(),
+        thread_id: thread.into(),
+        resource_id: resource.into(),
+        vector: vector.to_vec(),
+    }
+}
+
+fn ids(found: &[SimilarMessage]) -> Vec<&str> {
+    found.iter().map(|s| s.message_id.as_str()).collect()
+}
+
+fn b150_a_search_returns_a_resources_most_similar_messages_first(store: &dyn MemoryStore) {
+    block_on(store.save_embeddings(vec![
+        embedding("a1", "t-1", "ada", &[1.0, 0.0, 0.0]),
+        embedding("a2", "t-1", "ada", &[0.0, 1.0, 0.0]),
+        embedding("a3", "t-2", "ada", &[0.7, 0.7, 0.0]),
+        embedding("a4", "t-2", "ada", &[0.0, 0.0, 1.0]),
+        embedding("b1", "t-3", "bob", &[1.0, 0.0, 0.0]),
+    ]))
+    .unwrap();
+    let found = block_on(store.search_embeddings("ada", &[0.9, 0.1, 0.0], 3)).unwrap();
+    assert_eq!(ids(&found), ["a1", "a3", "a2"]);
+    assert_eq!(found[1].thread_id, "t-2");
+    assert!(found[0].score > found[1].score && found[1].score > found[2].score);
+    assert!(
+        (found[0].score - 0.993_884).abs() < 1e-4,
+        "{}",
+        found[0].score
+    );
+    // Bob's vectors are never Ada's results, however similar.
+    let all = block_on(store.search_embeddings("ada", &[1.0, 0.0, 0.0], 10)).unwrap();
+    assert_eq!(all.len(), 4);
+    assert!(!ids(&all).contains(&"b1"));
+    assert!(
+        block_on(store.search_embeddings("carol", &[1.0, 0.0, 0.0], 10))
+            .unwrap()
+            .is_empty()
+    );
+    // Saving a known message's embedding again replaces it.
+    block_on(store.save_embeddings(vec![embedding("a4", "t-2", "ada", &[1.0, 0.0, 0.0])])).unwrap();
+    let found = block_on(store.search_embeddings("ada", &[1.0, 0.0, 0.0], 2)).unwrap();
+    assert_eq!(ids(&found), ["a1", "a4"], "ties in saved order");
+}
+
+fn b151_an_embedding_of_another_resources_message_is_refused(store: &dyn MemoryStore) {
+    block_on(store.save_embeddings(vec![embedding("a1", "t-1", "ada", &[1.0, 0.0])])).unwrap();
+    let err = block_on(store.save_embeddings(vec![
+        embedding("b1", "t-2", "bob", &[0.0, 1.0]),
+        embedding("a1", "t-2", "bob", &[0.0, 1.0]),
+    ]))
+    .unwrap_err();
+    assert!(
+        matches!(&err, MemoryError::ForeignMessage { id } if id == "a1"),
+        "{err}"
+    );
+    assert!(
+        block_on(store.search_embeddings("bob", &[0.0, 1.0], 5))
+            .unwrap()
+            .is_empty()
+    );
+    let ada = block_on(store.search_embeddings("ada", &[0.0, 1.0], 5)).unwrap();
+    assert_eq!(ids(&ada), ["a1"]);
+    assert!(ada[0].score.abs() < 1e-6, "Ada's vector is unchanged");
+}
+
 fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers(store: SharedStore) {
     let memory = Memory::shared(store.0.clone());
     let model = ScriptedModel::new([Turn::text("Hello Ada."), Turn::text("You are Ada.")]);
@@ -320,6 +435,30 @@ macro_rules! conformance {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
                 super::every_part_of_a_message_round_trips(&*s.0);
+            }
+            #[test]
+            fn b140_working_memory_round_trips_and_a_write_replaces_it() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b140_working_memory_round_trips_and_a_write_replaces_it(&*s.0);
+            }
+            #[test]
+            fn b141_each_scope_key_has_its_own_working_memory() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b141_each_scope_key_has_its_own_working_memory(&*s.0);
+            }
+            #[test]
+            fn b150_a_search_returns_a_resources_most_similar_messages_first() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b150_a_search_returns_a_resources_most_similar_messages_first(&*s.0);
+            }
+            #[test]
+            fn b151_an_embedding_of_another_resources_message_is_refused() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::b151_an_embedding_of_another_resources_message_is_refused(&*s.0);
             }
             #[test]
             fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers() {

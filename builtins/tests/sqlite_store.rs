@@ -69,7 +69,40 @@ fn the_schema_version_is_recorded_once_and_opening_again_migrates_nothing() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, [SCHEMA_VERSION]);
+    assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_version_1_database_is_migrated_and_keeps_its_conversations() {
+    let path = temp_db();
+    {
+        // A database as version 1 wrote it: threads and messages, no working memory.
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);
+             INSERT INTO schema_version (version) VALUES (1);
+             CREATE TABLE threads (id TEXT PRIMARY KEY, resource_id TEXT NOT NULL, title TEXT,
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, metadata TEXT);
+             CREATE TABLE messages (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 id TEXT NOT NULL UNIQUE, thread_id TEXT, resource_id TEXT,
+                 created_at INTEGER NOT NULL, body TEXT NOT NULL);
+             INSERT INTO threads VALUES ('t-1', 'ada', NULL, 1, 1, NULL);",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(block_on(store.get_thread("t-1")).unwrap().is_some());
+    assert_eq!(
+        block_on(store.get_working_memory("resource:ada")).unwrap(),
+        None
+    );
+    block_on(store.set_working_memory("resource:ada", "- name: Ada".into())).unwrap();
+    assert_eq!(
+        block_on(store.get_working_memory("resource:ada"))
+            .unwrap()
+            .as_deref(),
+        Some("- name: Ada")
+    );
 }
 
 #[test]
@@ -94,7 +127,9 @@ fn a_database_of_a_newer_schema_is_refused_with_a_clear_error() {
     let err = SqliteStore::open(&path).unwrap_err().to_string();
     assert!(err.contains(&path.display().to_string()), "{err}");
     assert!(
-        err.contains("its schema is version 99, newer than this build's 1"),
+        err.contains(&format!(
+            "its schema is version 99, newer than this build's {SCHEMA_VERSION}"
+        )),
         "{err}"
     );
 }

@@ -1,15 +1,17 @@
-//! [`PostgresStore`]: threads and messages in PostgreSQL, shared by every process that
+//! [`PostgresStore`]: threads, messages and working memory in PostgreSQL, shared by every process that
 //! connects.
 
 use deadpool_postgres::{Pool, Runtime};
 use futures::future::BoxFuture;
-use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::memory::{
+    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread, top_k_similar,
+};
 use processors_runtime::message::Message;
 use std::sync::Arc;
 use tokio_postgres::NoTls;
 
 /// The schema version this build writes (the same numbering as the SQLite store's).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 1;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 3;
 
 /// The migrations, in order; `{s}` is the schema's quoted name.
 const MIGRATIONS: &[&str] = &[
@@ -33,6 +35,21 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX ON {s}.messages (thread_id, seq);
     CREATE INDEX ON {s}.messages (resource_id, seq);",
+    // 2: working memory, one text per scope key (a resource's or a thread's).
+    "CREATE TABLE {s}.working_memory (
+        scope_key TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );",
+    // 3: message embeddings for semantic recall, searched by resource.
+    "CREATE TABLE {s}.message_embeddings (
+        seq BIGSERIAL PRIMARY KEY,
+        message_id TEXT NOT NULL UNIQUE,
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        vector REAL[] NOT NULL
+    );
+    CREATE INDEX ON {s}.message_embeddings (resource_id, seq);",
 ];
 
 /// A [`MemoryStore`] in PostgreSQL, for several processes (several machines) sharing
@@ -51,6 +68,8 @@ const MIGRATIONS: &[&str] = &[
 ///   thread's row first: two processes saving turns of one thread at once save one after the
 ///   other, and a thread's messages read as whole turns, never interleaved; a refused message
 ///   or a lost connection leaves none of the turn.
+/// - **Working memory**: one row per scope key ([`MemoryStore::set_working_memory`]),
+///   replaced by each write.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -142,6 +161,11 @@ struct Sql {
     list: String,
     by_resource: String,
     delete: String,
+    get_working: String,
+    set_working: String,
+    embedding_owner: String,
+    upsert_embedding: String,
+    embeddings: String,
 }
 
 impl Sql {
@@ -175,6 +199,24 @@ impl Sql {
                 "SELECT id, body FROM {s}.messages WHERE resource_id = $1 ORDER BY seq"
             ),
             delete: format!("DELETE FROM {s}.messages WHERE id = ANY($1)"),
+            embedding_owner: format!(
+                "SELECT thread_id, resource_id FROM {s}.message_embeddings WHERE message_id = $1"
+            ),
+            upsert_embedding: format!(
+                "INSERT INTO {s}.message_embeddings (message_id, thread_id, resource_id, vector)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (message_id) DO UPDATE SET vector = excluded.vector"
+            ),
+            embeddings: format!(
+                "SELECT message_id, thread_id, vector FROM {s}.message_embeddings
+                 WHERE resource_id = $1 ORDER BY seq"
+            ),
+            get_working: format!("SELECT body FROM {s}.working_memory WHERE scope_key = $1"),
+            set_working: format!(
+                "INSERT INTO {s}.working_memory (scope_key, body, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (scope_key) DO UPDATE SET body = excluded.body,
+                     updated_at = excluded.updated_at"
+            ),
             quoted: s,
         }
     }
@@ -422,6 +464,103 @@ impl MemoryStore for PostgresStore {
                 .await
                 .map_err(db)?;
             Ok(())
+        })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.get_working)
+                .await
+                .map_err(db)?;
+            let row = client.query_opt(&stmt, &[&scope_key]).await.map_err(db)?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.set_working)
+                .await
+                .map_err(db)?;
+            let now = to_sql(processors_runtime::message::now_millis());
+            client
+                .execute(&stmt, &[&scope_key, &text, &now])
+                .await
+                .map_err(db)?;
+            Ok(())
+        })
+    }
+
+    fn save_embeddings(
+        &self,
+        embeddings: Vec<MessageEmbedding>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(db)?;
+            let owner = tx
+                .prepare_cached(&self.sql.embedding_owner)
+                .await
+                .map_err(db)?;
+            let upsert = tx
+                .prepare_cached(&self.sql.upsert_embedding)
+                .await
+                .map_err(db)?;
+            for e in &embeddings {
+                if let Some(row) = tx.query_opt(&owner, &[&e.message_id]).await.map_err(db)? {
+                    let (thread, resource): (String, String) = (row.get(0), row.get(1));
+                    if thread != e.thread_id || resource != e.resource_id {
+                        return Err(MemoryError::ForeignMessage {
+                            id: e.message_id.clone(),
+                        });
+                    }
+                }
+                tx.execute(
+                    &upsert,
+                    &[&e.message_id, &e.thread_id, &e.resource_id, &e.vector],
+                )
+                .await
+                .map_err(db)?;
+            }
+            tx.commit().await.map_err(db)
+        })
+    }
+
+    fn search_embeddings<'a>(
+        &'a self,
+        resource_id: &'a str,
+        query: &'a [f32],
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<SimilarMessage>, MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.embeddings)
+                .await
+                .map_err(db)?;
+            let rows = client.query(&stmt, &[&resource_id]).await.map_err(db)?;
+            let candidates: Vec<(String, String, Vec<f32>)> = rows
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect();
+            Ok(top_k_similar(
+                candidates
+                    .iter()
+                    .map(|(id, thread, v)| (id.as_str(), thread.as_str(), &v[..])),
+                query,
+                top_k,
+            ))
         })
     }
 }

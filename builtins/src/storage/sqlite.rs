@@ -1,8 +1,10 @@
-//! [`SqliteStore`]: threads and messages in a SQLite file.
+//! [`SqliteStore`]: threads, messages and working memory in a SQLite file.
 
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
-use processors_runtime::memory::{MemoryError, MemoryStore, Thread};
+use processors_runtime::memory::{
+    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread,
+};
 use processors_runtime::message::Message;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::panic::AssertUnwindSafe;
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 /// The schema version this build writes; [`SqliteStore::open`] migrates older databases to
 /// it and refuses newer ones.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, in order: the database at version `n` has run the first `n`.
 const MIGRATIONS: &[&str] = &[
@@ -37,6 +39,22 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX messages_by_thread ON messages (thread_id, seq);
     CREATE INDEX messages_by_resource ON messages (resource_id, seq);",
+    // 2: working memory, one text per scope key (a resource's or a thread's).
+    "CREATE TABLE working_memory (
+        scope_key TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    );",
+    // 3: message embeddings for semantic recall, searched by resource (vectors are
+    // little-endian f32s).
+    "CREATE TABLE message_embeddings (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id TEXT NOT NULL UNIQUE,
+        thread_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX message_embeddings_by_resource ON message_embeddings (resource_id, seq);",
 ];
 
 /// How long a write waits for another connection's (another process's) write to end.
@@ -63,7 +81,8 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 ///   panic or a silently shorter history.
 ///
 /// Messages are stored as the JSON of [`Message`], in the order they were first saved; saving
-/// a known id again replaces it in place.
+/// a known id again replaces it in place. Working memory
+/// ([`MemoryStore::set_working_memory`]) is one row per scope key, replaced by each write.
 #[derive(Clone)]
 pub struct SqliteStore {
     jobs: mpsc::Sender<Job>,
@@ -441,6 +460,117 @@ impl MemoryStore for SqliteStore {
             }
             tx.commit()?;
             Ok(())
+        })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let key = scope_key.to_owned();
+        self.run(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT body FROM working_memory WHERE scope_key = ?1")?
+                .query_row([&key], |r| r.get::<_, String>(0))
+                .optional()?)
+        })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let key = scope_key.to_owned();
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO working_memory (scope_key, body, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (scope_key) DO UPDATE SET body = excluded.body,
+                     updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                key,
+                text,
+                to_sql(processors_runtime::message::now_millis())
+            ])?;
+            Ok(())
+        })
+    }
+
+    fn save_embeddings(
+        &self,
+        embeddings: Vec<MessageEmbedding>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.run(move |conn| {
+            let tx = write(conn)?;
+            {
+                let mut owner = tx.prepare_cached(
+                    "SELECT thread_id, resource_id FROM message_embeddings WHERE message_id = ?1",
+                )?;
+                let mut upsert = tx.prepare_cached(
+                    "INSERT INTO message_embeddings (message_id, thread_id, resource_id, vector)
+                     VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (message_id) DO UPDATE SET vector = excluded.vector",
+                )?;
+                for e in &embeddings {
+                    let known = owner
+                        .query_row([&e.message_id], |r| {
+                            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                        })
+                        .optional()?;
+                    if let Some((thread, resource)) = known
+                        && (thread != e.thread_id || resource != e.resource_id)
+                    {
+                        return Err(MemoryError::ForeignMessage {
+                            id: e.message_id.clone(),
+                        }
+                        .into());
+                    }
+                    let bytes: Vec<u8> = e.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+                    upsert.execute(params![e.message_id, e.thread_id, e.resource_id, bytes])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn search_embeddings<'a>(
+        &'a self,
+        resource_id: &'a str,
+        query: &'a [f32],
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<SimilarMessage>, MemoryError>> {
+        let resource = resource_id.to_owned();
+        let query = query.to_vec();
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT message_id, thread_id, vector FROM message_embeddings
+                 WHERE resource_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([&resource], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
+            })?;
+            let mut candidates = Vec::new();
+            for row in rows {
+                let (id, thread, bytes) = row?;
+                let vector: Vec<f32> = bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                candidates.push((id, thread, vector));
+            }
+            Ok(processors_runtime::memory::top_k_similar(
+                candidates
+                    .iter()
+                    .map(|(id, thread, v)| (id.as_str(), thread.as_str(), &v[..])),
+                &query,
+                top_k,
+            ))
         })
     }
 }

@@ -6,6 +6,8 @@ use std::sync::{Mutex, PoisonError};
 struct Data {
     threads: HashMap<String, Thread>,
     messages: Vec<Message>,
+    working: HashMap<String, String>,
+    embeddings: Vec<MessageEmbedding>,
 }
 
 impl Data {
@@ -114,5 +116,72 @@ impl MemoryStore for InMemoryStore {
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
         self.with(|d| d.messages.retain(|m| !ids.contains(&m.id)));
         Box::pin(async { Ok(()) })
+    }
+
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let text = self.with(|d| d.working.get(scope_key).cloned());
+        Box::pin(async move { Ok(text) })
+    }
+
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        self.with(|d| d.working.insert(scope_key.to_owned(), text));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn save_embeddings(
+        &self,
+        embeddings: Vec<MessageEmbedding>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        let saved = self.with(|d| {
+            let foreign = embeddings.iter().find(|e| {
+                d.embeddings.iter().any(|x| {
+                    x.message_id == e.message_id
+                        && (x.thread_id != e.thread_id || x.resource_id != e.resource_id)
+                })
+            });
+            if let Some(e) = foreign {
+                return Err(MemoryError::ForeignMessage {
+                    id: e.message_id.clone(),
+                });
+            }
+            for e in embeddings {
+                match d
+                    .embeddings
+                    .iter_mut()
+                    .find(|x| x.message_id == e.message_id)
+                {
+                    Some(slot) => *slot = e,
+                    None => d.embeddings.push(e),
+                }
+            }
+            Ok(())
+        });
+        Box::pin(async move { saved })
+    }
+
+    fn search_embeddings<'a>(
+        &'a self,
+        resource_id: &'a str,
+        query: &'a [f32],
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<SimilarMessage>, MemoryError>> {
+        let found = self.with(|d| {
+            top_k_similar(
+                d.embeddings
+                    .iter()
+                    .filter(|e| e.resource_id == resource_id)
+                    .map(|e| (e.message_id.as_str(), e.thread_id.as_str(), &e.vector[..])),
+                query,
+                top_k,
+            )
+        });
+        Box::pin(async move { Ok(found) })
     }
 }

@@ -210,6 +210,180 @@ pub trait MemoryStore: Send + Sync + 'static {
     }
     /// Deletes messages by id.
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>>;
+    /// The working memory kept under `scope_key` (a resource's or a thread's scratchpad, see
+    /// [`working_memory_key`]), or `None` when nothing was kept yet.
+    ///
+    /// The default keeps none: it fails with [`MemoryError::Backend`] saying so, as
+    /// [`set_working_memory`](Self::set_working_memory) does. A store that keeps working
+    /// memory implements both.
+    fn get_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, MemoryError>> {
+        let _ = scope_key;
+        Box::pin(async { Err(no_working_memory()) })
+    }
+    /// Replaces the working memory kept under `scope_key` with `text`.
+    ///
+    /// The default keeps none and fails; see
+    /// [`get_working_memory`](Self::get_working_memory).
+    fn set_working_memory<'a>(
+        &'a self,
+        scope_key: &'a str,
+        text: String,
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        let _ = (scope_key, text);
+        Box::pin(async { Err(no_working_memory()) })
+    }
+    /// Saves embeddings of messages, for semantic recall; a known message id's embedding is
+    /// replaced, one of another thread or resource refused with
+    /// [`MemoryError::ForeignMessage`]. All or nothing.
+    ///
+    /// The default keeps none and fails with [`MemoryError::Backend`] saying so, as
+    /// [`search_embeddings`](Self::search_embeddings) does.
+    fn save_embeddings(
+        &self,
+        embeddings: Vec<MessageEmbedding>,
+    ) -> BoxFuture<'_, Result<(), MemoryError>> {
+        let _ = embeddings;
+        Box::pin(async { Err(no_embeddings()) })
+    }
+    /// The `top_k` messages of `resource_id` whose embeddings are the most similar to `query`
+    /// (cosine similarity), most similar first; ties in the order they were first saved.
+    /// Messages of other resources are never returned.
+    ///
+    /// The default keeps none and fails; see [`save_embeddings`](Self::save_embeddings).
+    fn search_embeddings<'a>(
+        &'a self,
+        resource_id: &'a str,
+        query: &'a [f32],
+        top_k: usize,
+    ) -> BoxFuture<'a, Result<Vec<SimilarMessage>, MemoryError>> {
+        let _ = (resource_id, query, top_k);
+        Box::pin(async { Err(no_embeddings()) })
+    }
+}
+
+/// What a store that keeps no embeddings fails with.
+fn no_embeddings() -> MemoryError {
+    MemoryError::Backend(
+        "this memory store does not keep message embeddings; implement \
+         `MemoryStore::save_embeddings` and `search_embeddings`, or use a store that does \
+         (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
+            .into(),
+    )
+}
+
+/// The embedding of a saved message, for semantic recall.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageEmbedding {
+    /// The message's id.
+    pub message_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// Its resource.
+    pub resource_id: String,
+    /// The embedding.
+    pub vector: Vec<f32>,
+}
+
+/// A message found by [`MemoryStore::search_embeddings`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimilarMessage {
+    /// The message's id.
+    pub message_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// Its cosine similarity to the query, from -1 to 1.
+    pub score: f32,
+}
+
+/// The cosine similarity of two vectors (0 when either is zero or their lengths differ).
+///
+/// ```
+/// use processors_runtime::memory::cosine_similarity;
+/// assert!((cosine_similarity(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
+/// assert_eq!(cosine_similarity(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
+/// assert_eq!(cosine_similarity(&[1.0], &[1.0, 0.0]), 0.0);
+/// ```
+pub fn cosine_similarity(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        return 0.0;
+    }
+    dot / (na.sqrt() * nb.sqrt())
+}
+
+/// The `top_k` most similar of `(message id, thread id, vector)` candidates in saved order,
+/// most similar first (a stable sort: ties keep their order). For stores that search by brute
+/// force.
+pub fn top_k_similar<'a>(
+    candidates: impl IntoIterator<Item = (&'a str, &'a str, &'a [f32])>,
+    query: &[f32],
+    top_k: usize,
+) -> Vec<SimilarMessage> {
+    let mut scored: Vec<SimilarMessage> = candidates
+        .into_iter()
+        .map(|(id, thread, v)| SimilarMessage {
+            message_id: id.to_owned(),
+            thread_id: thread.to_owned(),
+            score: cosine_similarity(query, v),
+        })
+        .collect();
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+    scored.truncate(top_k);
+    scored
+}
+
+/// What a store that keeps no working memory fails with.
+fn no_working_memory() -> MemoryError {
+    MemoryError::Backend(
+        "this memory store does not keep working memory; implement \
+         `MemoryStore::get_working_memory` and `set_working_memory`, or use a store that does \
+         (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
+            .into(),
+    )
+}
+
+/// Whose working memory a key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WorkingMemoryScope {
+    /// One scratchpad per resource (a user, a tenant), shared by all of its threads.
+    #[default]
+    Resource,
+    /// One scratchpad per thread.
+    Thread,
+}
+
+/// The key a resource's or a thread's working memory is stored under.
+///
+/// Keys of different resources never collide, whatever their ids contain: a thread's key
+/// names its resource too, so two resources' threads of the same id have two scratchpads.
+///
+/// ```
+/// use processors_runtime::memory::{WorkingMemoryScope, working_memory_key};
+/// let ada = working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1");
+/// assert_eq!(ada, "resource:ada");
+/// assert_eq!(ada, working_memory_key(WorkingMemoryScope::Resource, "ada", "t-2"));
+/// let t1 = working_memory_key(WorkingMemoryScope::Thread, "ada", "t-1");
+/// assert_ne!(t1, working_memory_key(WorkingMemoryScope::Thread, "bob", "t-1"));
+/// ```
+pub fn working_memory_key(scope: WorkingMemoryScope, resource_id: &str, thread_id: &str) -> String {
+    match scope {
+        WorkingMemoryScope::Resource => format!("resource:{resource_id}"),
+        // The resource's length first: no id can end one part and begin the other.
+        WorkingMemoryScope::Thread => {
+            format!("thread:{}:{resource_id}:{thread_id}", resource_id.len())
+        }
+    }
 }
 
 /// The id of the memory processor.
