@@ -99,6 +99,30 @@ impl Embedder for HashEmbedder {
     }
 }
 
+/// A real embedding model: an OpenAI-compatible embeddings API (OpenAI, Ollama, vLLM,
+/// llama.cpp's server, LM Studio), with the providers' timeouts, retries and error classes.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use processors_builtins::semantic_recall::Embedder;
+/// use processors_providers::OpenAiEmbeddings;
+/// let embedder: Box<dyn Embedder> = Box::new(
+///     OpenAiEmbeddings::builder("text-embedding-3-small")
+///         .api_key(std::env::var("OPENAI_API_KEY")?)
+///         .build()?,
+/// );
+/// # Ok(()) }
+/// ```
+impl Embedder for processors_providers::OpenAiEmbeddings {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, BoxError>> {
+        Box::pin(async move {
+            let (vectors, _usage) =
+                processors_providers::OpenAiEmbeddings::embed(self, texts).await?;
+            Ok(vectors)
+        })
+    }
+}
+
 /// Recalls earlier messages similar to the new one; see the [module docs](self).
 #[derive(Clone)]
 pub struct SemanticRecall {

@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
+pub mod embeddings;
 mod error;
 pub mod openai;
 mod parts;
@@ -57,6 +58,7 @@ pub mod sse;
 mod transport;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+pub use embeddings::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
 pub use openai::{OpenAiCompatible, OpenAiCompatibleBuilder};
 pub use resolve::{KNOWN_PROVIDERS, KnownProvider, resolve, resolve_with_env};
 pub use retry::RetryPolicy;

@@ -253,20 +253,39 @@ impl Transport {
         body: &Value,
         decoder: D,
     ) -> Result<ModelStream, ApiError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| ApiError::other(format!("could not encode the request: {e}"), false))?;
-        let body = Bytes::from(body);
-        let mut attempt = 0u32;
+        let body = encode(body)?;
+        let answer = self
+            .retrying(url, || self.attempt::<D>(url, body.clone()))
+            .await?;
+        Ok(match answer {
+            Answer::Events(body) => drive(body, decoder, self.timeouts.idle),
+            Answer::Whole(events) => replay(decoder, events),
+        })
+    }
+
+    /// Posts `body` to `url` and reads the JSON answer whole (at most 16 MiB), with the same
+    /// retries, timeouts and error classification as [`stream`](Self::stream).
+    pub(crate) async fn json(&self, url: &str, body: &Value) -> Result<Value, ApiError> {
+        let body = encode(body)?;
+        self.retrying(url, || self.attempt_json(url, body.clone()))
+            .await
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retry policy says stop.
+    async fn retrying<T, F>(&self, url: &str, mut attempt: impl FnMut() -> F) -> Result<T, ApiError>
+    where
+        F: Future<Output = Result<T, (ApiError, Option<Duration>)>>,
+    {
+        let mut tried = 0u32;
         loop {
-            let (error, asked) = match self.attempt::<D>(url, body.clone()).await {
-                Ok(Answer::Events(body)) => return Ok(drive(body, decoder, self.timeouts.idle)),
-                Ok(Answer::Whole(events)) => return Ok(replay(decoder, events)),
+            let (error, asked) = match attempt().await {
+                Ok(answer) => return Ok(answer),
                 Err(failure) => failure,
             };
-            if !error.retryable || attempt >= self.retry.max_retries {
+            if !error.retryable || tried >= self.retry.max_retries {
                 return Err(error);
             }
-            let wait = asked.unwrap_or_else(|| self.retry.backoff(attempt));
+            let wait = asked.unwrap_or_else(|| self.retry.backoff(tried));
             if wait > self.retry.max_backoff {
                 let mut error = error;
                 error.message.push_str(&format!(
@@ -275,10 +294,10 @@ impl Transport {
                 ));
                 return Err(error);
             }
-            attempt += 1;
+            tried += 1;
             tracing::debug!(
                 url,
-                attempt,
+                attempt = tried,
                 wait_ms = wait.as_millis() as u64,
                 error = %error,
                 "retrying the provider call"
@@ -287,19 +306,19 @@ impl Transport {
         }
     }
 
-    /// One request: what a success response holds, or the error with the wait the provider
-    /// asked for.
-    async fn attempt<D: Decoder>(
+    /// Sends one request: the response, or the error with the wait the provider asked for.
+    async fn send(
         &self,
         url: &str,
         body: Bytes,
-    ) -> Result<Answer, (ApiError, Option<Duration>)> {
+        accept: &'static str,
+    ) -> Result<reqwest::Response, (ApiError, Option<Duration>)> {
         let request = self
             .client
             .post(url)
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
+            .header(ACCEPT, accept)
             .body(body)
             .send();
         let response = match tokio::time::timeout(self.timeouts.first_byte, request).await {
@@ -314,19 +333,75 @@ impl Transport {
             Ok(Ok(response)) => response,
         };
         let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
         let asked = retry::retry_after(response.headers());
         let content_type = content_type(&response);
-        if status.is_success() {
-            return self
-                .accept::<D>(response, content_type.as_deref())
-                .await
-                .map_err(|e| (e, asked));
-        }
         let text = read_limited(response, self.timeouts.idle).await;
         Err((
             error::from_response(status.as_u16(), content_type.as_deref(), &text),
             asked,
         ))
+    }
+
+    /// One request whose answer is a JSON document.
+    async fn attempt_json(
+        &self,
+        url: &str,
+        body: Bytes,
+    ) -> Result<Value, (ApiError, Option<Duration>)> {
+        let response = self.send(url, body, "application/json").await?;
+        let asked = retry::retry_after(response.headers());
+        let mut stream: Body = response.bytes_stream().boxed();
+        let mut bytes = Vec::new();
+        let whole = fill(
+            &mut stream,
+            &mut bytes,
+            MAX_ANSWER_BYTES,
+            self.timeouts.idle,
+            |_| false,
+        )
+        .await
+        .map_err(|e| (e, asked))?;
+        let text = String::from_utf8_lossy(&bytes);
+        if !whole {
+            return Err((
+                error::protocol(
+                    format_args!("a JSON answer larger than the limit of {MAX_ANSWER_BYTES} bytes"),
+                    &text,
+                ),
+                None,
+            ));
+        }
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            (
+                error::protocol(
+                    format_args!("a JSON answer that does not parse ({e})"),
+                    &text,
+                ),
+                None,
+            )
+        })?;
+        if error::is_error_object(&value) {
+            return Err((error::in_answer(&value, &text), asked));
+        }
+        Ok(value)
+    }
+
+    /// One request: what a success response holds, or the error with the wait the provider
+    /// asked for.
+    async fn attempt<D: Decoder>(
+        &self,
+        url: &str,
+        body: Bytes,
+    ) -> Result<Answer, (ApiError, Option<Duration>)> {
+        let response = self.send(url, body, "text/event-stream").await?;
+        let asked = retry::retry_after(response.headers());
+        let content_type = content_type(&response);
+        self.accept::<D>(response, content_type.as_deref())
+            .await
+            .map_err(|e| (e, asked))
     }
 
     /// Tells an event stream from a whole JSON answer by the content type, or, without one,
@@ -382,6 +457,13 @@ impl Transport {
             )
         })
     }
+}
+
+/// The request body's bytes.
+fn encode(body: &Value) -> Result<Bytes, ApiError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::other(format!("could not encode the request: {e}"), false))
 }
 
 fn content_type(response: &reqwest::Response) -> Option<String> {
