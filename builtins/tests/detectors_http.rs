@@ -3,6 +3,9 @@
 //! usage read from the provider's events, and an HTTP error handled by the error strategy.
 
 mod common;
+mod loopback;
+
+use loopback::server;
 
 use common::Violations;
 use processors_builtins::detector::{
@@ -13,60 +16,7 @@ use processors_builtins::detector::{
 use processors_providers::{Anthropic, OpenAiCompatible};
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A server answering each connection with the next of `replies` (raw HTTP responses) and
-/// recording the JSON bodies it received.
-async fn server(replies: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let recorded = bodies.clone();
-    tokio::spawn(async move {
-        let mut replies = replies.into_iter();
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let Some(reply) = replies.next() else { break };
-            if let Some(body) = read_body(&mut socket).await {
-                recorded.lock().unwrap().push(body);
-            }
-            let _ = socket.write_all(reply.as_bytes()).await;
-            let _ = socket.shutdown().await;
-        }
-    });
-    (url, bodies)
-}
-
-/// The JSON body of one HTTP/1.1 request.
-async fn read_body(socket: &mut TcpStream) -> Option<Value> {
-    let mut buf = Vec::new();
-    let mut piece = [0u8; 4096];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + length {
-                let n = socket.read(&mut piece).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&piece[..n]);
-            }
-            return serde_json::from_slice(&buf[end + 4..end + 4 + length]).ok();
-        }
-        let n = socket.read(&mut piece).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&piece[..n]);
-    }
-}
 
 fn sse(body: &str) -> String {
     format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}")

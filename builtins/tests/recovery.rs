@@ -4,6 +4,9 @@
 //! answers with the provider's own error body.
 
 mod common;
+mod loopback;
+
+use loopback::server;
 
 use common::{saved, thread};
 use futures::StreamExt;
@@ -20,8 +23,6 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 // ---------------------------------------------------------------------------------------------
 // Errors as the provider clients classify them, and conversations.
@@ -1353,56 +1354,6 @@ async fn b124_under_tokio_the_backoff_is_a_tokio_timer() {
 
 // ---------------------------------------------------------------------------------------------
 // Through the HTTP clients, against the providers' own error bodies.
-
-/// A server answering each connection with the next of `replies` (raw HTTP responses) and
-/// recording the JSON bodies it received.
-async fn server(replies: Vec<String>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let recorded = bodies.clone();
-    tokio::spawn(async move {
-        let mut replies = replies.into_iter();
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let Some(reply) = replies.next() else { break };
-            if let Some(body) = read_body(&mut socket).await {
-                recorded.lock().unwrap().push(body);
-            }
-            let _ = socket.write_all(reply.as_bytes()).await;
-            let _ = socket.shutdown().await;
-        }
-    });
-    (url, bodies)
-}
-
-/// The JSON body of one HTTP/1.1 request.
-async fn read_body(socket: &mut TcpStream) -> Option<Value> {
-    let mut buf = Vec::new();
-    let mut piece = [0u8; 4096];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + length {
-                let n = socket.read(&mut piece).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&piece[..n]);
-            }
-            return serde_json::from_slice(&buf[end + 4..end + 4 + length]).ok();
-        }
-        let n = socket.read(&mut piece).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&piece[..n]);
-    }
-}
 
 fn http_error(status: u16, body: &Value) -> String {
     let body = body.to_string();

@@ -1,6 +1,8 @@
 //! `SemanticRecall` on an agent, with the deterministic `HashEmbedder`: similar earlier
 //! messages of the resource come back with their neighbours, never another resource's.
 
+mod loopback;
+
 use futures::executor::block_on;
 use processors_builtins::semantic_recall::{Embedder, HashEmbedder, SemanticRecall};
 use processors_runtime::memory::cosine_similarity;
@@ -139,64 +141,25 @@ fn b155_the_turns_text_messages_are_indexed_and_tool_calls_are_not() {
 }
 
 /// An OpenAI-compatible embeddings server on loopback that embeds each input with
-/// `HashEmbedder`, as a real model would with its own vectors; its URL and the number of
-/// requests it served.
-async fn embeddings_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!(
-        "http://127.0.0.1:{}/v1",
-        listener.local_addr().unwrap().port()
-    );
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = served.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let count = count.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut piece = [0u8; 4096];
-                let body = loop {
-                    let n = socket.read(&mut piece).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&piece[..n]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buf.len() >= end + 4 + length {
-                        break serde_json::from_slice::<serde_json::Value>(
-                            &buf[end + 4..end + 4 + length],
-                        )
-                        .unwrap();
-                    }
-                };
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let e = HashEmbedder::new(512);
-                let data: Vec<_> = body["input"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| json!({"index": i, "embedding": e.vector(t.as_str().unwrap())}))
-                    .collect();
-                let answer = json!({"data": data, "usage": {"prompt_tokens": 3}}).to_string();
-                let reply = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-                let _ = socket.write_all(reply.as_bytes()).await;
-            });
-        }
-    });
-    (url, served)
+/// `HashEmbedder`, as a real model would with its own vectors.
+async fn embeddings_server() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+) {
+    let e = HashEmbedder::new(512);
+    let (url, bodies) = loopback::serve(move |body| {
+        let data: Vec<_> = body["input"]
+            .as_array()?
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"index": i, "embedding": e.vector(t.as_str().unwrap_or(""))}))
+            .collect();
+        Some(loopback::json_reply(
+            &json!({"data": data, "usage": {"prompt_tokens": 3}}),
+        ))
+    })
+    .await;
+    (format!("{url}/v1"), bodies)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,5 +193,5 @@ async fn b153_recall_through_an_openai_compatible_embeddings_api() {
         third,
         ["I keep bees in the garden.", "Where do I keep bees?"]
     );
-    assert!(served.load(std::sync::atomic::Ordering::SeqCst) >= 3);
+    assert!(served.lock().unwrap().len() >= 3);
 }
