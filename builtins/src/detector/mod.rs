@@ -124,10 +124,11 @@ pub use prompt_leak::{
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
 use futures::StreamExt;
-use processors_runtime::chunk::{ChunkKind, Usage};
+use processors_runtime::chunk::{Chunk, ChunkKind, Usage};
 use processors_runtime::context::RequestContext;
 use processors_runtime::message::Message;
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelSettings};
+use processors_runtime::processor::StreamAction;
 use processors_runtime::{Abort, ProcessorError};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -512,6 +513,63 @@ impl JudgeLedger {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(record);
+    }
+}
+
+/// What a detector that judges the stream a window at a time keeps for a request: the
+/// deltas held back, the context for the next window, and what the step's end must report.
+#[derive(Debug, Default)]
+pub(crate) struct StreamWindow {
+    /// Text deltas held back, not judged yet.
+    pub(crate) held: Vec<Chunk>,
+    /// The text of the window judged last (context for the next one).
+    pub(crate) previous: String,
+    /// Whether the stream judged any text.
+    pub(crate) streamed: bool,
+    /// Verdicts to report as a warning with the next chunk that passes.
+    pub(crate) pending: Vec<JudgeRecord>,
+    /// Whether the stream judged text of the current step.
+    pub(crate) step_judged: bool,
+    /// Windows of the current step flagged under a retry strategy.
+    pub(crate) rejected: Vec<JudgeRecord>,
+}
+
+impl StreamWindow {
+    /// Takes a text delta: what becomes of it while the window fills (held back), or once
+    /// the step is rejected (dropped: the rest of its text is neither judged nor shown);
+    /// `None` when the window is full and is to be judged.
+    pub(crate) fn hold(&mut self, chunk: &Chunk, size: usize) -> Option<StreamAction> {
+        if !self.rejected.is_empty() {
+            return Some(StreamAction::Drop);
+        }
+        self.held.push(chunk.clone());
+        (self.held.len() < size).then_some(StreamAction::Drop)
+    }
+
+    /// A chunk that passes with nothing held: it carries the pending warnings, if any.
+    pub(crate) fn pass(&mut self, rep: &Reporting<'_>) -> Result<StreamAction, ProcessorError> {
+        let pending = std::mem::take(&mut self.pending);
+        match warning(rep, &pending) {
+            Some(w) => Err(w),
+            None => Ok(StreamAction::Pass),
+        }
+    }
+
+    /// At the step's end: the retry the windows flagged in it ask for, with their verdicts
+    /// as feedback.
+    pub(crate) fn rejection(&mut self, rep: &Reporting<'_>) -> Option<ProcessorError> {
+        let rejected = std::mem::take(&mut self.rejected);
+        if rejected.is_empty() {
+            return None;
+        }
+        let refs: Vec<&JudgeRecord> = rejected.iter().collect();
+        Some(
+            Abort::new()
+                .reason(flagged_reason(Where::Step, &refs))
+                .retry(true)
+                .metadata(rep.metadata(&refs))
+                .into(),
+        )
     }
 }
 

@@ -2,8 +2,8 @@
 //! falls into harmful categories, and blocks, flags or drops what does.
 
 use super::{
-    DetectorError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, Where, bullet_list,
-    check_threshold, flag, flagged_reason, judged_text, verdict, warning,
+    DetectorError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
+    bullet_list, check_threshold, flag, flagged_reason, judged_text, verdict, warning,
 };
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
@@ -204,18 +204,8 @@ impl fmt::Debug for Moderation {
 #[derive(Default)]
 pub struct ModerationState {
     log: JudgeLog,
-    /// Text deltas held back, not judged yet.
-    held: Vec<Chunk>,
-    /// The text of the window judged last (context for the next one).
-    previous: String,
-    /// Whether the stream judged any text.
-    streamed: bool,
-    /// Verdicts to report as a warning with the next chunk that passes.
-    pending: Vec<JudgeRecord>,
-    /// Whether the stream judged text of the current step.
-    step_judged: bool,
-    /// Windows of the current step flagged under [`Strategy::Retry`].
-    rejected: Vec<JudgeRecord>,
+    /// The stream's window.
+    window: StreamWindow,
 }
 
 impl ModerationState {
@@ -229,7 +219,7 @@ impl fmt::Debug for ModerationState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModerationState")
             .field("log", &self.log)
-            .field("held_deltas", &self.held.len())
+            .field("held_deltas", &self.window.held.len())
             .finish_non_exhaustive()
     }
 }
@@ -331,12 +321,12 @@ impl Moderation {
         state: &mut ModerationState,
         cx: &RequestContext,
     ) -> Result<Vec<Chunk>, ProcessorError> {
-        let held = std::mem::take(&mut state.held);
+        let held = std::mem::take(&mut state.window.held);
         let text: String = held.iter().filter_map(Chunk::text_delta).collect();
-        let judged = format!("{}{}", state.previous, text);
-        state.previous = text;
-        state.streamed = true;
-        state.step_judged = true;
+        let judged = format!("{}{}", state.window.previous, text);
+        state.window.previous = text;
+        state.window.streamed = true;
+        state.window.step_judged = true;
         let mut warnings = Vec::new();
         let acts = self
             .judge(
@@ -350,7 +340,7 @@ impl Moderation {
         let dropped = match acts.into_iter().next() {
             Some(Act::Drop) => true,
             Some(Act::Reject(record)) => {
-                state.rejected.push(*record);
+                state.window.rejected.push(*record);
                 true
             }
             _ => false,
@@ -358,9 +348,9 @@ impl Moderation {
         if dropped || warnings.iter().any(|r| !r.flagged.is_empty()) {
             // Flagged text is dealt with: it is not the context of the next window, which
             // would otherwise be flagged for it again.
-            state.previous.clear();
+            state.window.previous.clear();
         }
-        state.pending.extend(warnings);
+        state.window.pending.extend(warnings);
         Ok(if dropped { Vec::new() } else { held })
     }
 }
@@ -409,23 +399,13 @@ impl Moderation {
             return Ok(StreamAction::Pass);
         }
         if let ChunkKind::TextDelta { .. } = chunk.kind {
-            if !state.rejected.is_empty() {
-                // The step will be tried again: the rest of its text is neither judged nor
-                // shown.
-                return Ok(StreamAction::Drop);
-            }
-            state.held.push(chunk.clone());
-            if state.held.len() < self.inner.chunk_window {
-                return Ok(StreamAction::Drop);
+            if let Some(held) = state.window.hold(chunk, self.inner.chunk_window) {
+                return Ok(held);
             }
             return Ok(StreamAction::Many(self.window(state, cx).await?));
         }
-        if state.held.is_empty() {
-            let pending = std::mem::take(&mut state.pending);
-            return match warning(&self.reporting(Where::Stream), &pending) {
-                Some(w) => Err(w),
-                None => Ok(StreamAction::Pass),
-            };
+        if state.window.held.is_empty() {
+            return state.window.pass(&self.reporting(Where::Stream));
         }
         let mut out = self.window(state, cx).await?;
         out.push(chunk.clone());
@@ -441,24 +421,17 @@ impl Moderation {
         cx: &RequestContext,
         state: &mut ModerationState,
     ) -> Result<(), ProcessorError> {
-        let judged = std::mem::take(&mut state.step_judged);
+        let judged = std::mem::take(&mut state.window.step_judged);
         if self.inner.strategy != Strategy::Retry {
             return Ok(());
         }
-        let rejected = std::mem::take(&mut state.rejected);
-        if !rejected.is_empty() {
-            let refs: Vec<&JudgeRecord> = rejected.iter().collect();
-            let rep = self.reporting(Where::Stream);
-            return Err(Abort::new()
-                .reason(flagged_reason(Where::Step, &refs))
-                .retry(true)
-                .metadata(rep.metadata(&refs))
-                .into());
+        if let Some(retry) = state.window.rejection(&self.reporting(Where::Stream)) {
+            return Err(retry);
         }
         if judged || !self.inner.on_result || text.trim().is_empty() || !tool_calls.is_empty() {
             return Ok(());
         }
-        state.streamed = true;
+        state.window.streamed = true;
         let mut warnings = Vec::new();
         self.judge(
             Where::Step,
@@ -481,9 +454,9 @@ impl Moderation {
         cx: &RequestContext,
         state: &mut ModerationState,
     ) -> Result<OutputOutcome, ProcessorError> {
-        let mut warnings = std::mem::take(&mut state.pending);
+        let mut warnings = std::mem::take(&mut state.window.pending);
         let mut changed = false;
-        if self.inner.on_result && !state.streamed {
+        if self.inner.on_result && !state.window.streamed {
             let items: Vec<(Option<String>, String)> = messages
                 .iter()
                 .filter(|m| m.role == Role::Assistant)

@@ -3,8 +3,8 @@
 //! flags, drops, redacts or retries what does.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, Where,
-    check_threshold, flagged_reason, judged_text, warning,
+    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, StreamWindow,
+    Where, check_threshold, flagged_reason, judged_text, warning,
 };
 use crate::regex_filter::siphash::siphash24;
 use processors_macros::processor;
@@ -271,18 +271,8 @@ pub struct PromptLeakDetectorState {
     log: JudgeLog,
     /// The system prompt of the current step, once read (`Some(None)`: it has none).
     prompt: Option<Option<Arc<str>>>,
-    /// Text deltas held back, not judged yet.
-    held: Vec<Chunk>,
-    /// The text of the window judged last, as it went on (context for the next one).
-    previous: String,
-    /// Whether the stream judged any text.
-    streamed: bool,
-    /// Verdicts to report as a warning with the next chunk that passes.
-    pending: Vec<JudgeRecord>,
-    /// Whether the stream judged text of the current step.
-    step_judged: bool,
-    /// Windows of the current step flagged under [`LeakStrategy::Retry`].
-    rejected: Vec<JudgeRecord>,
+    /// The stream's window.
+    window: StreamWindow,
 }
 
 impl PromptLeakDetectorState {
@@ -297,8 +287,8 @@ impl fmt::Debug for PromptLeakDetectorState {
         // The held text and the prompt are what must not leak: only sizes are shown.
         f.debug_struct("PromptLeakDetectorState")
             .field("log", &self.log)
-            .field("held_deltas", &self.held.len())
-            .field("context_bytes", &self.previous.len())
+            .field("held_deltas", &self.window.held.len())
+            .field("context_bytes", &self.window.previous.len())
             .finish_non_exhaustive()
     }
 }
@@ -544,12 +534,12 @@ impl PromptLeakDetector {
         state: &mut PromptLeakDetectorState,
         cx: &RequestContext,
     ) -> Result<Vec<Chunk>, ProcessorError> {
-        let held = std::mem::take(&mut state.held);
+        let held = std::mem::take(&mut state.window.held);
         let text: String = held.iter().filter_map(Chunk::text_delta).collect();
-        let context = state.previous.len();
-        let judged = format!("{}{}", state.previous, text);
-        state.streamed = true;
-        state.step_judged = true;
+        let context = state.window.previous.len();
+        let judged = format!("{}{}", state.window.previous, text);
+        state.window.streamed = true;
+        state.window.step_judged = true;
         let mut warnings = Vec::new();
         let act = self
             .judge(
@@ -562,21 +552,21 @@ impl PromptLeakDetector {
             )
             .await?;
         let warned = warnings.iter().any(|r| !r.flagged.is_empty());
-        state.pending.extend(warnings);
+        state.window.pending.extend(warnings);
         Ok(match act {
             Act::Pass => {
                 // A flagged window is dealt with: it is not the context of the next one,
                 // which would otherwise be flagged for it again.
-                state.previous = if warned { String::new() } else { text };
+                state.window.previous = if warned { String::new() } else { text };
                 held
             }
             Act::Drop(_) => {
-                state.previous.clear();
+                state.window.previous.clear();
                 Vec::new()
             }
             Act::Reject(record) => {
-                state.rejected.push(*record);
-                state.previous.clear();
+                state.window.rejected.push(*record);
+                state.window.previous.clear();
                 Vec::new()
             }
             Act::Redact(spans) => {
@@ -605,7 +595,7 @@ impl PromptLeakDetector {
                     }
                     _ => Vec::new(),
                 };
-                state.previous = now;
+                state.window.previous = now;
                 out
             }
         })
@@ -635,27 +625,17 @@ impl PromptLeakDetector {
                 // Nothing to disclose: nothing is judged.
                 return Ok(StreamAction::Pass);
             };
-            if !state.rejected.is_empty() {
-                // The step will be tried again: the rest of its text is neither judged nor
-                // shown.
-                return Ok(StreamAction::Drop);
-            }
-            state.held.push(chunk.clone());
-            if state.held.len() < self.inner.chunk_window {
-                return Ok(StreamAction::Drop);
+            if let Some(held) = state.window.hold(chunk, self.inner.chunk_window) {
+                return Ok(held);
             }
             return Ok(StreamAction::Many(self.window(&prompt, state, cx).await?));
         }
-        let prompt = match state.held.is_empty() {
+        let prompt = match state.window.held.is_empty() {
             true => None,
             false => Self::step_prompt(list, state),
         };
         let Some(prompt) = prompt else {
-            let pending = std::mem::take(&mut state.pending);
-            return match warning(&self.reporting(Where::Stream), &pending) {
-                Some(w) => Err(w),
-                None => Ok(StreamAction::Pass),
-            };
+            return state.window.pass(&self.reporting(Where::Stream));
         };
         let mut out = self.window(&prompt, state, cx).await?;
         out.push(chunk.clone());
@@ -672,19 +652,12 @@ impl PromptLeakDetector {
         cx: &RequestContext,
         state: &mut PromptLeakDetectorState,
     ) -> Result<(), ProcessorError> {
-        let judged = std::mem::take(&mut state.step_judged);
+        let judged = std::mem::take(&mut state.window.step_judged);
         if self.inner.strategy != LeakStrategy::Retry {
             return Ok(());
         }
-        let rejected = std::mem::take(&mut state.rejected);
-        if !rejected.is_empty() {
-            let refs: Vec<&JudgeRecord> = rejected.iter().collect();
-            let rep = self.reporting(Where::Stream);
-            return Err(Abort::new()
-                .reason(flagged_reason(Where::Step, &refs))
-                .retry(true)
-                .metadata(rep.metadata(&refs))
-                .into());
+        if let Some(retry) = state.window.rejection(&self.reporting(Where::Stream)) {
+            return Err(retry);
         }
         if judged || !self.inner.on_result || text.trim().is_empty() || !tool_calls.is_empty() {
             return Ok(());
@@ -692,7 +665,7 @@ impl PromptLeakDetector {
         let Some(prompt) = system_prompt(list) else {
             return Ok(());
         };
-        state.streamed = true;
+        state.window.streamed = true;
         let mut warnings = Vec::new();
         self.judge(
             Where::Step,
@@ -717,8 +690,8 @@ impl PromptLeakDetector {
         cx: &RequestContext,
         state: &mut PromptLeakDetectorState,
     ) -> Result<OutputOutcome, ProcessorError> {
-        let from_stream = std::mem::take(&mut state.pending);
-        let prompt = match self.inner.on_result && !state.streamed {
+        let from_stream = std::mem::take(&mut state.window.pending);
+        let prompt = match self.inner.on_result && !state.window.streamed {
             true => system_prompt(list),
             false => None,
         };
