@@ -282,6 +282,35 @@ fn once(args: Vec<String>) {
     );
 }
 
+/// R `generate()` calls of one configuration, unmeasured, for a profiler:
+/// `once-generate static|dynamic K R`.
+fn once_generate(args: Vec<String>) {
+    let [dispatch, k, r] = args.as_slice() else {
+        eprintln!("usage: bench once-generate static|dynamic K R");
+        std::process::exit(2);
+    };
+    let (Ok(k), Ok(r)) = (k.parse::<usize>(), r.parse::<usize>()) else {
+        eprintln!("K and R are numbers");
+        std::process::exit(2);
+    };
+    let dispatch = match dispatch.as_str() {
+        "static" => Dispatch::Static,
+        "dynamic" => Dispatch::Dynamic,
+        other => {
+            eprintln!("unknown dispatch `{other}`");
+            std::process::exit(2);
+        }
+    };
+    let agent = support::agent(dispatch, k, Turn::text(DELTA));
+    for _ in 0..r {
+        block_on(support::run_generate(&*agent, k, DELTA.len()));
+    }
+    println!(
+        "{}",
+        json!({ "dispatch": dispatch.name(), "k": k, "calls": r })
+    );
+}
+
 fn main() {
     let which = std::env::args().nth(1);
     match which.as_deref() {
@@ -292,9 +321,10 @@ fn main() {
         Some("stream") => stream(),
         Some("generate") => generate(),
         Some("once") => once(std::env::args().skip(2).collect()),
+        Some("once-generate") => once_generate(std::env::args().skip(2).collect()),
         Some(other) => {
             eprintln!(
-                "unknown scenario `{other}`; use `stream`, `generate`, `once DISPATCH K N` or nothing"
+                "unknown scenario `{other}`; use `stream`, `generate`, `once DISPATCH K N`, `once-generate DISPATCH K R` or nothing"
             );
             std::process::exit(2);
         }

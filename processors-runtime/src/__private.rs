@@ -98,6 +98,16 @@ pub const fn reads_stream_history(parts: u8) -> bool {
     parts & STREAM_HISTORY != 0
 }
 
+/// `hook` if parameters taking `parts` read the hook's `messages` or `system_messages`
+/// (for [`Processor::READS_MESSAGES`]).
+pub const fn if_reads_messages(hook: Hooks, parts: u8) -> Hooks {
+    if parts & (MESSAGES | SYSTEM_MESSAGES) != 0 {
+        hook
+    } else {
+        Hooks::NONE
+    }
+}
+
 /// `Takes::<T>::PARTS` for every type without an inherent constant above: nothing.
 pub trait TakesNothing {
     /// No part.

@@ -278,6 +278,12 @@ enum RunIdRepr {
 }
 
 impl RunId {
+    /// Whether the id is kept inline (no allocation).
+    #[cfg(test)]
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.0, RunIdRepr::Inline { .. })
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         match &self.0 {

@@ -49,6 +49,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         }
     });
     let history = stream_history(p);
+    let reads_messages = reads_messages(p);
     let methods = p.hooks.iter().map(|h| hook_method(p, h));
     let present: Vec<Side> = Side::ALL
         .into_iter()
@@ -67,6 +68,7 @@ pub fn processor(p: &Processor) -> TokenStream {
             type State = #state;
             const HOOKS: #private::Hooks = #private::Hooks::NONE #(.with(#private::Hooks::#constants))*;
             const STATIC_ID: ::core::option::Option<&'static str> = #static_id;
+            #reads_messages
             fn id(&self) -> &str {
                 #id_fn
             }
@@ -138,6 +140,35 @@ fn stream_history(p: &Processor) -> Option<TokenStream> {
             #private::reads_stream_history(0 #(| #private::Takes::<#types>::PARTS)*)
         }
     })
+}
+
+/// `READS_MESSAGES`: the hooks with a parameter taking the `messages` or `system_messages`
+/// argument, by its type (so through aliases too). A parameter whose type names the impl's
+/// generics or `Self` counts as reading them.
+fn reads_messages(p: &Processor) -> TokenStream {
+    let private = &p.private;
+    let generics = generic_names(&p.generics);
+    let hooks = p.hooks.iter().map(|h| {
+        let constant = h.hook.constant();
+        let hook = quote!(#private::Hooks::#constant);
+        let mut parts = Vec::new();
+        for param in &h.params {
+            if let Param::Extract(ty) = param {
+                if names_any(ty.to_token_stream(), &generics) {
+                    return hook;
+                }
+                parts.push(quote!(#private::Takes::<#ty>::PARTS));
+            }
+        }
+        quote!(#private::if_reads_messages(#hook, 0 #(| #parts)*))
+    });
+    quote! {
+        const READS_MESSAGES: #private::Hooks = {
+            #[allow(unused_imports)]
+            use #private::TakesNothing as _;
+            #private::Hooks::NONE #(.with(#hooks))*
+        };
+    }
 }
 
 /// The user's item, the errors, and stub impls in place of the real ones, so code using the

@@ -74,6 +74,7 @@ impl<'p, O: Pipeline> Call<'p, O> {
         if let Some(p) = &options.prepare_step {
             steps.push(p);
         }
+        states.reserve(inputs.len() + outputs.len() + errors.len() + 1);
         let lists = Lists {
             input: Chain::bind(&inputs, states)?,
             step: Chain::bind(&steps, states)?,

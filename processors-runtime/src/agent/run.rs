@@ -7,7 +7,7 @@ use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
 use super::tools;
 use super::*;
-use crate::chunk::{ChunkKind, FinishReason, RunId, StepRetry, Usage};
+use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
 use crate::message::{MessageList, MessageSource, Part, Role};
 use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
@@ -104,7 +104,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             steps: Vec::new(),
             retry_count: 0,
         },
-        out: Outbox::new(RunId::from(crate::message::new_id("run")), slot),
+        out: Outbox::new(crate::message::new_run_id(), slot),
         carried: Vec::new(),
         warnings: Vec::new(),
         usage: Usage::default(),
@@ -272,9 +272,13 @@ impl Run {
             text: hooks::response_text(&self.s.list),
             usage: self.usage,
             finish_reason: last_reason,
-            steps: self.s.steps.clone(),
+            // Lent to the summary, not copied: no hook of `process_output_result` reads them
+            // from the scope, and a trip wire there ends the run with them.
+            steps: std::mem::take(&mut self.s.steps),
         };
-        hooks::output_result(&lists.output, &mut self.s, &mut summary).await?;
+        let outcome = hooks::output_result(&lists.output, &mut self.s, &mut summary).await;
+        self.s.steps = std::mem::take(&mut summary.steps);
+        outcome?;
         self.out.release().await;
 
         let steps = std::mem::take(&mut self.s.steps);
@@ -288,7 +292,8 @@ impl Run {
             usage: self.usage,
             processor_usage: self.s.cx.processor_usage(),
             tripwire: None,
-            response_messages: self.s.list.response().cloned().collect(),
+            // The list ends with the run.
+            response_messages: self.s.list.take_response(),
             warnings: std::mem::take(&mut self.warnings),
         })
     }
@@ -366,6 +371,7 @@ impl Run {
                         step_number,
                         driver,
                         &mut api_retries,
+                        collect_raw,
                     )
                     .await?;
                 // Provider-error retries before it were steps of their own.
@@ -403,7 +409,8 @@ impl Run {
             chat.record("from_cache", from_cache);
         }
         let through = !from_cache;
-        if collect_raw {
+        // Kept from the model call only for `process_llm_response`.
+        if let Some(request) = request.as_ref().filter(|_| collect_raw) {
             let mut chunks = driver.acc.delivered.take().unwrap_or_default();
             chunks.push(ChunkKind::Finish {
                 finish_reason: reason,
@@ -412,7 +419,7 @@ impl Run {
             let delivered = LlmResponse { chunks };
             let response = Response {
                 step_number,
-                request: &request,
+                request,
                 response: &LlmResponse { chunks: raw },
                 delivered: &delivered,
                 from_cache,
@@ -485,7 +492,8 @@ impl Run {
     /// Builds the request, lets `process_llm_request` rewrite or answer it, and calls the
     /// model, asking the processors about a provider error. A retried call is a step of its
     /// own (an empty `step-start`/`step-finish` pair with reason `retry`). Returns the model's
-    /// stream, whether it replays an answer, and the request.
+    /// stream, whether it replays an answer, and the request if `keep` (the model is given
+    /// the request itself otherwise, not a copy).
     #[allow(clippy::too_many_arguments)]
     async fn call_model<O: Pipeline>(
         &mut self,
@@ -496,7 +504,8 @@ impl Run {
         step_number: u32,
         driver: &mut StreamDriver<'_, O>,
         api_retries: &mut u32,
-    ) -> Result<(ModelStream, bool, ModelRequest), Stop> {
+        keep: bool,
+    ) -> Result<(ModelStream, bool, Option<ModelRequest>), Stop> {
         loop {
             let mut request = ModelRequest {
                 prompt: self.s.list.to_prompt(),
@@ -510,10 +519,11 @@ impl Run {
                 hooks::llm_request(&lists.input, &mut self.s, step_number, &mut request, model)
                     .await?;
             if let Some(response) = answer {
-                return Ok((replay(response.chunks), true, request));
+                return Ok((replay(response.chunks), true, keep.then_some(request)));
             }
-            let error = match model.stream(request.clone()).await {
-                Ok(stream) => return Ok((stream, false, request)),
+            let kept = keep.then(|| request.clone());
+            let error = match model.stream(request).await {
+                Ok(stream) => return Ok((stream, false, kept)),
                 Err(e) => e,
             };
             let retry = self

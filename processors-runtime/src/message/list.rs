@@ -178,6 +178,15 @@ impl MessageList {
         self.view(MessageSource::Response)
     }
 
+    /// Takes the response messages out of the list, in order (the end of a run, when the
+    /// list is no longer needed).
+    pub(crate) fn take_response(&mut self) -> Vec<Message> {
+        self.entries
+            .extract_if(.., |e| e.source == MessageSource::Response)
+            .map(|e| e.message)
+            .collect()
+    }
+
     /// The messages loaded from memory.
     pub fn remembered(&self) -> impl Iterator<Item = &Message> {
         self.view(MessageSource::Memory)

@@ -142,12 +142,74 @@ pub struct Message {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A unique id with the given prefix (`msg-…`, `run-…`): a stamp of this process, then a
-/// counter. Stored conversations outlive the process and may be shared by several
-/// processes, on several machines: the stamp mixes the start time and the process id with
-/// the process's random hashing seed, so two processes never hand out the same ids.
+/// counter, both in base 62 (`0-9a-zA-Z`). Stored conversations outlive the process and may
+/// be shared by several processes, on several machines: the stamp mixes the start time and
+/// the process id with the process's random hashing seed, so two processes never hand out
+/// the same ids.
 pub fn new_id(prefix: &str) -> String {
-    let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{:x}-{n:x}", process_stamp())
+    let mut buf = IdBuf::new();
+    String::from(buf.fill(prefix))
+}
+
+/// A fresh run id, kept inline (`run-` and the id's 11 + 1 to 6 characters fit a
+/// [`RunId`](crate::chunk::RunId) without an allocation).
+pub(crate) fn new_run_id() -> crate::chunk::RunId {
+    let mut buf = IdBuf::new();
+    crate::chunk::RunId::from(buf.fill("run"))
+}
+
+/// Room for an id written without `format!` (which made ids a sixth of a `generate()`
+/// call's work): a prefix of up to 16 bytes, the stamp (11 digits) and the counter (up to 11).
+struct IdBuf {
+    bytes: [u8; 16 + 1 + 11 + 1 + 11],
+    len: usize,
+}
+
+impl IdBuf {
+    fn new() -> Self {
+        IdBuf {
+            bytes: [0; 16 + 1 + 11 + 1 + 11],
+            len: 0,
+        }
+    }
+
+    /// Writes `prefix-stamp-counter` (a longer prefix is cut at 16 bytes, on a character
+    /// boundary).
+    fn fill(&mut self, prefix: &str) -> &str {
+        let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut cut = prefix.len().min(16);
+        while !prefix.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.push(&prefix.as_bytes()[..cut]);
+        self.push(b"-");
+        self.push_base62(process_stamp());
+        self.push(b"-");
+        self.push_base62(n);
+        // Only the prefix's whole characters and ASCII digits were written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// `n` in base 62, most significant digit first, without leading zeros.
+    fn push_base62(&mut self, mut n: u64) {
+        const DIGITS: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let mut digits = [0u8; 11];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = DIGITS[(n % 62) as usize];
+            n /= 62;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
 }
 
 fn process_stamp() -> u64 {
@@ -253,5 +315,77 @@ impl From<&str> for Message {
 impl From<String> for Message {
     fn from(text: String) -> Self {
         Message::user(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base62(id: &str) -> u64 {
+        id.bytes().fold(0u64, |n, b| {
+            let d = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'z' => b - b'a' + 10,
+                b'A'..=b'Z' => b - b'A' + 36,
+                _ => panic!("not a base-62 digit: {b}"),
+            };
+            n * 62 + u64::from(d)
+        })
+    }
+
+    #[test]
+    fn numbers_are_written_in_base_62_without_leading_zeros() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            61,
+            62,
+            3843,
+            3844,
+            0xdead_beef,
+            u64::MAX >> 1,
+            u64::MAX,
+        ] {
+            let mut buf = IdBuf::new();
+            buf.push_base62(n);
+            let s = std::str::from_utf8(&buf.bytes[..buf.len]).unwrap();
+            assert_eq!(base62(s), n, "{s}");
+            assert!(n == 0 || !s.starts_with('0'), "{s}");
+        }
+        let mut buf = IdBuf::new();
+        buf.push_base62(u64::MAX);
+        assert_eq!(buf.len, 11);
+    }
+
+    #[test]
+    fn ids_are_the_prefix_the_process_stamp_and_a_counter() {
+        let (a, b) = (new_id("msg"), new_id("msg"));
+        assert_ne!(a, b);
+        for id in [&a, &b] {
+            let rest = id.strip_prefix("msg-").expect("prefix");
+            let (stamp, n) = rest.split_once('-').expect("two dashes");
+            assert_eq!(base62(stamp), process_stamp());
+            assert!(base62(n) >= 1, "{id}");
+        }
+        assert_eq!(
+            base62(b.rsplit('-').next().unwrap()),
+            base62(a.rsplit('-').next().unwrap()) + 1
+        );
+    }
+
+    #[test]
+    fn a_long_prefix_is_cut_on_a_character_boundary() {
+        let id = new_id("ééééééééé-long-prefix");
+        assert!(id.starts_with("éééééééé-"), "{id}");
+    }
+
+    #[test]
+    fn run_ids_fit_inline() {
+        let id = new_run_id();
+        assert!(id.starts_with("run-") && id.len() <= 22, "{}", &*id);
+        assert!(id.is_inline());
     }
 }

@@ -92,6 +92,14 @@ macro_rules! dyn_hook_impls {
 pub trait DynProcessor: Send + Sync + 'static {
     /// [`Processor::id`].
     fn dyn_id(&self) -> &str;
+    /// [`Processor::STATIC_ID`]: the id, when it is the same for every value of the type.
+    fn dyn_static_id(&self) -> Option<&'static str> {
+        None
+    }
+    /// [`Processor::READS_MESSAGES`].
+    fn dyn_reads_messages(&self) -> Hooks {
+        Hooks::ALL
+    }
     /// [`Processor::hooks`].
     fn dyn_hooks(&self) -> Hooks;
     /// [`Processor::process_data_parts`].
@@ -134,6 +142,12 @@ pub(crate) fn state_mismatch<P: Processor>(p: &P) -> ProcessorError {
 impl<P: Processor> DynProcessor for P {
     fn dyn_id(&self) -> &str {
         self.id()
+    }
+    fn dyn_static_id(&self) -> Option<&'static str> {
+        P::STATIC_ID
+    }
+    fn dyn_reads_messages(&self) -> Hooks {
+        P::READS_MESSAGES
     }
     fn dyn_hooks(&self) -> Hooks {
         self.hooks()

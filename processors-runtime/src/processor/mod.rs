@@ -153,6 +153,12 @@ pub trait Processor: Send + Sync + 'static {
         async { Ok(()) }
     }
 
+    /// The hooks whose `messages` and `system_messages` arguments this processor reads. The
+    /// runner copies the conversation into those arguments only for these hooks, and passes
+    /// empty vectors to the others. The default is every hook; `#[processor]` declares the
+    /// hooks with a parameter that takes them (`Vec<Message>`, `SystemMessages`).
+    const READS_MESSAGES: Hooks = Hooks::ALL;
+
     /// Whether `process_output_stream` never waits: the runner then calls
     /// [`process_output_stream_now`](Processor::process_output_stream_now) on every chunk,
     /// without a future (and, behind `dyn`, without a boxed one). `#[processor]` sets it for a

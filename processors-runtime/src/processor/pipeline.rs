@@ -514,6 +514,7 @@ macro_rules! tuple_pipeline {
         impl<$($T: Processor),+> sealed::Sealed for ($($T,)+) {}
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
             fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
+                out.reserve([$($idx),+].len());
                 $( out.push(&self.$idx); )+
             }
             #[inline]

@@ -35,6 +35,7 @@ macro_rules! shared_processor {
             const HOOKS: Hooks = P::HOOKS;
             const STATIC_ID: Option<&'static str> = P::STATIC_ID;
             const OUTPUT_STREAM_IS_SYNC: bool = P::OUTPUT_STREAM_IS_SYNC;
+            const READS_MESSAGES: Hooks = P::READS_MESSAGES;
 
             #[inline]
             fn id(&self) -> &str {

@@ -2,9 +2,11 @@
 
 use super::DynProcessor;
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 
 struct StateEntry {
-    id: String,
+    /// Borrowed when the id is static (as `#[processor]` declares it): no copy per run.
+    id: Cow<'static, str>,
     ty: TypeId,
     ty_name: &'static str,
     value: Box<dyn Any + Send>,
@@ -25,6 +27,11 @@ pub(crate) struct StateConflict {
 }
 
 impl StateMap {
+    /// Room for `n` more processors' states.
+    pub fn reserve(&mut self, n: usize) {
+        self.slots.reserve(n);
+    }
+
     /// The slot of `p`'s id, created on first use. Processors with one id share one slot.
     pub fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
         let id = p.dyn_id();
@@ -40,8 +47,12 @@ impl StateMap {
             }
             return Ok(i);
         }
+        let id = match p.dyn_static_id() {
+            Some(fixed) if fixed == id => Cow::Borrowed(fixed),
+            _ => Cow::Owned(id.to_owned()),
+        };
         self.slots.push(StateEntry {
-            id: id.to_owned(),
+            id,
             ty,
             ty_name,
             value: p.dyn_new_state(),

@@ -13,14 +13,22 @@ use crate::processor::{
 use crate::step::RunSummary;
 use serde_json::Value;
 
+/// The messages `copy` gives, for a processor that reads them (see
+/// [`Processor::READS_MESSAGES`](crate::processor::Processor::READS_MESSAGES)); nothing for
+/// one that does not.
+fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
+    if reads { copy() } else { T::default() }
+}
+
 /// `process_input`: each processor sees the input as the ones before it left it; returned
 /// messages are reconciled with the input, a returned system set replaces the untagged one.
 pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
     for (p, slot) in chain.with(Hook::Input) {
         let id = p.dyn_id();
+        let reads = p.dyn_reads_messages().contains(Hook::Input);
         let args = InputArgs {
-            messages: s.list.input().cloned().collect(),
-            system_messages: s.list.system_messages().to_vec(),
+            messages: copy_if(reads, || s.list.input().cloned().collect()),
+            system_messages: copy_if(reads, || s.list.system_messages().to_vec()),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
             request_context: &mut s.cx,
@@ -41,14 +49,18 @@ pub(crate) fn apply_input(
     outcome: InputOutcome,
     id: &str,
 ) -> Result<(), HookError> {
-    let view = ids(list.input());
     let applied = match outcome {
         InputOutcome::Unchanged => Ok(()),
-        InputOutcome::Messages(ms) => list.reconcile(&view, ms, MessageSource::Input),
+        InputOutcome::Messages(ms) => {
+            let view = ids(list.input());
+            list.reconcile(&view, ms, MessageSource::Input)
+        }
         // The system set first: system-role messages inside `messages` then add to it.
-        InputOutcome::MessagesAndSystem { messages, system } => list
-            .reconcile_system(system)
-            .and_then(|()| list.reconcile(&view, messages, MessageSource::Input)),
+        InputOutcome::MessagesAndSystem { messages, system } => {
+            let view = ids(list.input());
+            list.reconcile_system(system)
+                .and_then(|()| list.reconcile(&view, messages, MessageSource::Input))
+        }
     };
     applied.map_err(|e| HookError::invalid(id, Hook::Input, e))
 }
@@ -63,11 +75,12 @@ pub(crate) async fn input_step(
 ) -> Result<(), Halt> {
     for (p, slot) in chain.with(Hook::InputStep) {
         let id = p.dyn_id();
+        let reads = p.dyn_reads_messages().contains(Hook::InputStep);
         let args = InputStepArgs {
             step_number,
             steps: &s.steps,
-            messages: s.list.all().cloned().collect(),
-            system_messages: s.list.all_system_messages().cloned().collect(),
+            messages: copy_if(reads, || s.list.all().cloned().collect()),
+            system_messages: copy_if(reads, || s.list.all_system_messages().cloned().collect()),
             config: &*config,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
@@ -227,19 +240,22 @@ pub(crate) async fn output_step(
 ) -> Result<(), Halt> {
     for (p, slot) in chain.with(Hook::OutputStep) {
         let id = p.dyn_id();
+        let reads = p.dyn_reads_messages().contains(Hook::OutputStep);
         let args = OutputStepArgs {
             step_number: step.step_number,
-            messages: step_ids
-                .iter()
-                .filter_map(|i| s.list.get(i).cloned())
-                .collect(),
+            messages: copy_if(reads, || {
+                step_ids
+                    .iter()
+                    .filter_map(|i| s.list.get(i).cloned())
+                    .collect()
+            }),
             text: step.text,
             finish_reason: step.finish_reason,
             usage: step.usage,
             run_usage: step.run_usage,
             tool_calls: step.tool_calls,
             steps: &s.steps,
-            system_messages: s.list.all_system_messages().cloned().collect(),
+            system_messages: copy_if(reads, || s.list.all_system_messages().cloned().collect()),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
             request_context: &mut s.cx,
@@ -312,8 +328,9 @@ pub(crate) async fn output_result(
 ) -> Result<(), Halt> {
     for (p, slot) in chain.with(Hook::OutputResult) {
         let id = p.dyn_id();
+        let reads = p.dyn_reads_messages().contains(Hook::OutputResult);
         let args = OutputResultArgs {
-            messages: s.list.response().cloned().collect(),
+            messages: copy_if(reads, || s.list.response().cloned().collect()),
             result: &*summary,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),

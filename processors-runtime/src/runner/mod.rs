@@ -264,17 +264,15 @@ impl<'p> Chain<'p> {
         processors: &[&'p dyn DynProcessor],
         states: &mut StateMap,
     ) -> Result<Self, HookError> {
-        let entries = processors
-            .iter()
-            .map(|&p| {
-                let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
-                    id: c.id,
-                    first: c.first,
-                    second: c.second,
-                })?;
-                Ok((p, slot))
-            })
-            .collect::<Result<_, HookError>>()?;
+        let mut entries = Vec::with_capacity(processors.len());
+        for &p in processors {
+            let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
+                id: c.id,
+                first: c.first,
+                second: c.second,
+            })?;
+            entries.push((p, slot));
+        }
         Ok(Chain { entries })
     }
 

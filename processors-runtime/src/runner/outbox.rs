@@ -69,10 +69,15 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     pub(crate) fn new(run_id: RunId, slot: Option<Arc<Handoff>>) -> Self {
+        // `generate()` batches nothing: no buffer.
+        let batch = match slot {
+            Some(_) => Vec::with_capacity(AHEAD),
+            None => Vec::new(),
+        };
         Outbox {
             run_id,
             slot,
-            batch: Vec::with_capacity(AHEAD),
+            batch,
             held: None,
         }
     }

@@ -1,0 +1,148 @@
+//! What a `generate()` call allocates: the conversation is copied into a hook's arguments
+//! only for processors that read it (`Processor::READS_MESSAGES`), and a call's own
+//! allocations stay within a pinned bound (BENCHMARKS.md, "generate()").
+
+use futures::executor::block_on;
+use processors::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts the allocations of the current thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Passes the input on without looking at it.
+macro_rules! passes {
+    ($($name:ident $id:literal),*) => { $(
+        struct $name;
+
+        #[processor(id = $id)]
+        impl $name {
+            fn process_input(&self) {}
+        }
+    )* };
+}
+
+passes!(Pass0 "pass-0", Pass1 "pass-1", Pass2 "pass-2", Pass3 "pass-3", Pass4 "pass-4");
+
+static READ: AtomicUsize = AtomicUsize::new(0);
+
+/// Reads the input's messages.
+struct Reader;
+
+#[processor(id = "reader")]
+impl Reader {
+    fn process_input(&self, messages: Vec<Message>) {
+        READ.fetch_add(
+            messages.iter().map(|m| m.text().len()).sum(),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+type Input = Vec<Message>;
+
+/// Reads them through an alias, in two hooks, one of which reads the system messages only.
+struct AliasReader;
+
+#[processor(id = "alias-reader")]
+impl AliasReader {
+    fn process_input(&self, messages: Input) {
+        let _ = messages;
+    }
+
+    fn process_input_step(&self, system: SystemMessages) {
+        let _ = system;
+    }
+
+    fn process_output_result(&self) {}
+}
+
+fn model() -> ScriptedModel {
+    ScriptedModel::cycle([Turn::text("Hello there.")]).without_recording()
+}
+
+/// The allocations of one `generate()` call, after one call to warm up.
+fn allocations<I: Pipeline, O: Pipeline, E: Pipeline>(agent: &Agent<I, O, E>) -> usize {
+    block_on(agent.generate("What is the weather like?")).expect("runs");
+    let before = ALLOCATIONS.with(Cell::get);
+    block_on(agent.generate("What is the weather like?")).expect("runs");
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[test]
+fn hooks_are_given_copies_of_the_messages_only_where_they_read_them() {
+    assert_eq!(<Pass0 as Processor>::READS_MESSAGES, Hooks::NONE);
+    assert_eq!(<Reader as Processor>::READS_MESSAGES, Hooks::INPUT);
+    assert_eq!(
+        <AliasReader as Processor>::READS_MESSAGES,
+        Hooks::INPUT.with(Hooks::INPUT_STEP)
+    );
+    // Through a pointer, as the pointee.
+    assert_eq!(
+        <std::sync::Arc<Reader> as Processor>::READS_MESSAGES,
+        Hooks::INPUT
+    );
+}
+
+#[test]
+fn processors_that_read_no_messages_cost_no_copy_of_them() {
+    let one = allocations(&agent! { model: model(), input: [Pass0] });
+    let five = allocations(&agent! {
+        model: model(),
+        input: [Pass0, Pass1, Pass2, Pass3, Pass4],
+    });
+    // Each more processor costs its hook call's future (behind `dyn`), not a copy of the
+    // conversation (a vector, and per message its id, parts and text).
+    assert!(five <= one + 4, "one passing: {one}, five passing: {five}");
+
+    // A processor that reads them gets them, copied: the count above would see it.
+    READ.store(0, Ordering::Relaxed);
+    let reading = allocations(&agent! { model: model(), input: [Reader] });
+    assert_eq!(
+        READ.load(Ordering::Relaxed),
+        2 * "What is the weather like?".len()
+    );
+    assert!(
+        reading >= one + 4,
+        "one passing: {one}, one reading: {reading}"
+    );
+}
+
+#[test]
+fn a_call_allocates_within_its_pinned_bound() {
+    // One user message in, one answer out, no processor: the message, the answer, the
+    // model's request and stream, the result (BENCHMARKS.md has the breakdown).
+    let bare = allocations(&agent! { model: model() });
+    assert!(bare <= BARE_BOUND, "{bare} allocations, bound {BARE_BOUND}");
+}
+
+/// 31 when pinned: 4 for the input (`"…".into()`: the vector, the message's parts, text and
+/// id), 9 the scripted model's own, the rest the run's (the prompt given to the model, the
+/// answer, the step, the result).
+const BARE_BOUND: usize = 31;
