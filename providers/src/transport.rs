@@ -874,3 +874,50 @@ impl<D: Decoder> Driver<D> {
         self.body = futures::stream::empty().boxed();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_total_timeout_too_large_to_add_is_no_limit_not_a_panic() {
+        let timeouts = Timeouts {
+            total: Duration::MAX,
+            ..Timeouts::default()
+        };
+        let clock = Clock::start(&timeouts);
+        assert!(clock.left() > Duration::from_secs(50 * 365 * 86_400));
+    }
+
+    #[test]
+    fn credential_headers_are_known_by_their_names() {
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "api-key",
+            "X-Auth-Token",
+            "Cookie",
+        ] {
+            assert!(is_sensitive(name), "{name}");
+        }
+        for name in ["anthropic-version", "OpenAI-Organization", "user-agent"] {
+            assert!(!is_sensitive(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn scrubbing_replaces_the_key_with_and_without_its_scheme() {
+        let key = Secret::new("sk-1".to_owned());
+        let headers = [("authorization".to_owned(), "Bearer tok-2".to_owned())];
+        let secrets = Secrets::of(Some(&key), headers.iter());
+        let error =
+            ApiError::other("saw Bearer tok-2 and tok-2 and sk-1", false).with_body("sk-1 tok-2");
+        let error = secrets.scrub(error);
+        assert_eq!(
+            error.message,
+            "saw <redacted> and <redacted> and <redacted>"
+        );
+        assert_eq!(error.body.as_deref(), Some("<redacted> <redacted>"));
+        assert_eq!(format!("{secrets:?}"), "3 redacted");
+    }
+}
