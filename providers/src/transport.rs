@@ -299,7 +299,7 @@ impl Secrets {
             values.extend(value.split_once(' ').map(|(_, token)| token.trim()));
         }
         values.retain(|v| !v.is_empty());
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         values.dedup();
         Secrets(
             values
@@ -483,20 +483,22 @@ impl Transport {
                 return Err(error);
             }
             let wait = asked.unwrap_or_else(|| self.retry.backoff(tried));
-            if wait > self.retry.max_backoff {
-                let mut error = error;
-                error.message.push_str(&format!(
-                    " (the provider asked to retry after {}, longer than the retry policy allows)",
+            let refused = if wait > self.retry.max_backoff {
+                Some(format!(
+                    "the provider asked to retry after {}, longer than the retry policy allows",
                     error::seconds(wait)
-                ));
-                return Err(error);
-            }
-            if wait >= clock.left() {
-                let mut error = error;
-                error.message.push_str(&format!(
-                    " (not retried: the call's total timeout of {} ends before the retry)",
+                ))
+            } else if wait >= clock.left() {
+                Some(format!(
+                    "not retried: the call's total timeout of {} ends before the retry",
                     error::seconds(clock.total)
-                ));
+                ))
+            } else {
+                None
+            };
+            if let Some(refused) = refused {
+                let mut error = error;
+                error.message.push_str(&format!(" ({refused})"));
                 return Err(error);
             }
             tried += 1;

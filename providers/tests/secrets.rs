@@ -215,10 +215,19 @@ async fn errors_and_traces_never_show_the_key_even_when_the_server_echoes_it() {
         "each error but the connection failure quoted the key: {errors:#?}"
     );
 
-    // Through an agent: its error processors and the run's spans see the error too.
-    let server = Server::start([Reply::Echo(401)]).await;
+    // Through an agent: its error processors, its retry of the call and the run's spans see
+    // the error too.
+    let server = Server::start([Reply::Echo(401), Reply::Echo(401)]).await;
+    let retry_once = api_error_fn("retry-once", |a: &mut ApiErrorArgs<'_, ()>| {
+        if a.retry_count == 0 {
+            ApiErrorAction::Retry
+        } else {
+            ApiErrorAction::Unhandled
+        }
+    });
     let agent = Agent::builder()
         .model(openai(&server.url("")))
+        .error(retry_once)
         .build()
         .unwrap();
     let mut stream = agent.stream("hi");
@@ -229,7 +238,11 @@ async fn errors_and_traces_never_show_the_key_even_when_the_server_echoes_it() {
     let traces = String::from_utf8_lossy(&traces.lock().unwrap()).into_owned();
     assert!(
         traces.contains("retrying the provider call"),
-        "the retries were traced:\n{traces}"
+        "the provider's retries were traced:\n{traces}"
+    );
+    assert!(
+        traces.contains("retrying the model call after an API error"),
+        "the agent's retry was traced:\n{traces}"
     );
     assert!(traces.contains("<redacted>"), "the errors were traced");
     assert_clean("the traces", &traces);
