@@ -68,14 +68,14 @@ impl AnthropicBuilder {
 
     /// The model; fails without an API key.
     pub fn build(self) -> Result<Anthropic, ConfigError> {
-        let Some(key) = self.http.api_key.clone() else {
+        let Some(key) = self.http.api_key.as_ref() else {
             return Err(ConfigError::MissingApiKey {
                 provider: "anthropic".to_owned(),
                 env_var: "ANTHROPIC_API_KEY".to_owned(),
             });
         };
         let headers = [
-            ("x-api-key".to_owned(), key),
+            ("x-api-key".to_owned(), key.expose().to_owned()),
             ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
         ];
         let transport = Transport::new(&self.http, headers)?;

@@ -85,11 +85,12 @@ impl OpenAiEmbeddingsBuilder {
 
     /// The client.
     pub fn build(self) -> Result<OpenAiEmbeddings, ConfigError> {
-        let auth = self
-            .http
-            .api_key
-            .as_ref()
-            .map(|key| ("authorization".to_owned(), format!("Bearer {key}")));
+        let auth = self.http.api_key.as_ref().map(|key| {
+            (
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            )
+        });
         let transport = Transport::new(&self.http, auth)?;
         Ok(OpenAiEmbeddings {
             url: self.http.url("embeddings"),

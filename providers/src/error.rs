@@ -127,7 +127,19 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 }
 
 /// A failure before or while receiving a response (connection refused, reset, TLS).
+///
+/// A TLS failure the server's answer caused (not TLS at all, a certificate that does not
+/// verify) is not retryable: calling again meets the same server. A connection closed during
+/// the handshake is an ordinary, retryable, connection failure.
 pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
+    if let Some(tls) = tls_failure(error) {
+        return ApiError::other(
+            format!(
+                "the TLS handshake with {url} failed: {tls}; check that the server speaks HTTPS at this address (an `http://` server needs an `http://` base URL) and that its certificate is valid for this host"
+            ),
+            false,
+        );
+    }
     let what = if error.is_connect() {
         format!("could not connect to {url}")
     } else if error.is_timeout() {
@@ -138,6 +150,45 @@ pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
         format!("the request to {url} failed")
     };
     ApiError::other(format!("{what}: {}", causes(error)), !error.is_builder())
+}
+
+/// The TLS error among `error`'s causes, when it is one. rustls reports it inside I/O errors
+/// (nested ones, through reqwest's connector), which do not list what they wrap as their
+/// source: each is opened.
+fn tls_failure(error: &reqwest::Error) -> Option<&rustls::Error> {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        let mut inner: &(dyn std::error::Error + 'static) = e;
+        loop {
+            if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+                return Some(tls);
+            }
+            match inner
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+            {
+                Some(wrapped) => inner = wrapped,
+                None => break,
+            }
+        }
+        source = e.source();
+    }
+    None
+}
+
+/// A redirect, which is not followed: the API key would go wherever it points.
+pub(crate) fn redirect(status: u16, url: &str, location: Option<&str>) -> ApiError {
+    let target = match location {
+        Some(l) => format!("to {}", truncate(l, 300)),
+        None => "without a Location".to_owned(),
+    };
+    // A 3xx is never retryable: the same request meets the same redirect.
+    ApiError::new(
+        status,
+        format!(
+            "the provider answered {status} redirecting {url} {target}; redirects are not followed, so the API key goes only to the base URL: set the base URL to the address the redirect names if you trust it"
+        ),
+    )
 }
 
 /// The body failed while streaming (connection reset, malformed chunked encoding).
@@ -172,6 +223,17 @@ pub(crate) fn idle_timeout(idle: Duration) -> ApiError {
         format!(
             "no data for {} from the provider; the stream was abandoned",
             seconds(idle)
+        ),
+        true,
+    )
+}
+
+/// The whole call took longer than its total timeout.
+pub(crate) fn total_timeout(total: Duration) -> ApiError {
+    ApiError::other(
+        format!(
+            "the call took longer than its total timeout of {}; the answer was abandoned",
+            seconds(total)
         ),
         true,
     )

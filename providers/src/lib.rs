@@ -17,9 +17,17 @@
 //! happened: a 4xx (other than 408 and 429) is returned at once and not retried, so the
 //! agent's `process_api_error` processors can fix the request; 408, 429, 5xx and connection
 //! failures are retried with exponential backoff, honouring `Retry-After`, as the
-//! [`RetryPolicy`] allows. [`Timeouts`] bound the connection, the wait for the response
-//! headers and every silence of the stream, so a call never hangs; dropping the stream closes
-//! the connection. Calls run on the Tokio runtime (as `#[tokio::main]` sets up).
+//! [`RetryPolicy`] allows (`Retry-After` in seconds or as an HTTP date). [`Timeouts`] bound
+//! the connection, the wait for the response headers, every silence of the stream and the
+//! whole call, so a call never hangs, not even on a server that sends a byte at a time;
+//! dropping the stream closes the connection. A line, an event or a whole JSON answer holds at
+//! most 8 MiB, so memory stays bounded whatever the server sends. Calls run on the Tokio
+//! runtime (as `#[tokio::main]` sets up).
+//!
+//! The API key goes only to the base URL: redirects are not followed (a 3xx is an error naming
+//! its `Location`). It never shows: `Debug` prints `<redacted>` for it and for credential
+//! headers, and an error that quotes it (a server echoing the request's headers) has it
+//! replaced by `<redacted>`. The provider crate's README lists every rule.
 //!
 //! ```no_run
 //! use processors_runtime::prelude::*;

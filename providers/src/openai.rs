@@ -78,11 +78,12 @@ impl OpenAiCompatibleBuilder {
 
     /// The model.
     pub fn build(self) -> Result<OpenAiCompatible, ConfigError> {
-        let auth = self
-            .http
-            .api_key
-            .as_ref()
-            .map(|key| ("authorization".to_owned(), format!("Bearer {key}")));
+        let auth = self.http.api_key.as_ref().map(|key| {
+            (
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            )
+        });
         let transport = Transport::new(&self.http, auth)?;
         Ok(OpenAiCompatible {
             url: self.http.url("chat/completions"),

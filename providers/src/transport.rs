@@ -12,18 +12,24 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use processors_runtime::chunk::ChunkKind;
 use processors_runtime::model::{ApiError, ModelStream};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// How long a provider waits at each stage of a call.
+///
+/// `idle` starts again with every piece of the body, so a server that trickles a byte at a
+/// time never trips it; `total` bounds the whole call whatever the server does.
 ///
 /// ```
 /// use processors_providers::Timeouts;
 /// use std::time::Duration;
 /// let t = Timeouts { idle: Duration::from_secs(30), ..Timeouts::default() };
 /// assert_eq!(t.connect, Duration::from_secs(10));
+/// assert_eq!(t.total, Duration::from_secs(600));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
@@ -34,6 +40,10 @@ pub struct Timeouts {
     /// Between two pieces of the response body (default 120 s); the stream then fails with
     /// a retryable "no data for …" error.
     pub idle: Duration,
+    /// The whole call, from the first request to the end of the answer, retries and their
+    /// waits included (default 10 min, as OpenAI's and Anthropic's own SDKs allow a request);
+    /// the call then fails with a retryable "the call took longer than …" error.
+    pub total: Duration,
 }
 
 impl Default for Timeouts {
@@ -42,18 +52,72 @@ impl Default for Timeouts {
             connect: Duration::from_secs(10),
             first_byte: Duration::from_secs(120),
             idle: Duration::from_secs(120),
+            total: Duration::from_secs(600),
         }
     }
 }
 
+/// An API key or another credential: kept, sent, never shown (`Debug` prints `<redacted>`).
+#[derive(Clone)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn new(value: String) -> Self {
+        Secret(value)
+    }
+
+    /// The value, to send.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"<redacted>\"")
+    }
+}
+
+/// What takes the place of a credential in messages and kept bodies.
+pub(crate) const REDACTED: &str = "<redacted>";
+
+/// Whether a header carries a credential, by its name: `Authorization`, `x-api-key`,
+/// Azure's `api-key`, cookies, and any name that says auth, key, token, secret or password.
+pub(crate) fn is_sensitive(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "password", "cookie"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
 /// Settings every HTTP provider has; its builder fills them in.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct HttpConfig {
     pub base_url: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
     pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let value = if is_sensitive(name) { REDACTED } else { value };
+                (name.as_str(), value)
+            })
+            .collect();
+        f.debug_struct("HttpConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("timeouts", &self.timeouts)
+            .field("retry", &self.retry)
+            .field("headers", &headers)
+            .finish()
+    }
 }
 
 impl HttpConfig {
@@ -86,9 +150,11 @@ macro_rules! http_builder_methods {
             self
         }
 
-        /// The API key.
+        /// The API key. It is sent only to the base URL (redirects are not followed) and
+        /// never shown: `Debug` prints `<redacted>`, and an error whose text quotes it has it
+        /// replaced by `<redacted>`.
         pub fn api_key(mut self, key: impl Into<String>) -> Self {
-            self.http.api_key = Some(key.into());
+            self.http.api_key = Some($crate::transport::Secret::new(key.into()));
             self
         }
 
@@ -116,6 +182,12 @@ macro_rules! http_builder_methods {
             self
         }
 
+        /// How long the whole call may take, retries included (default 10 min).
+        pub fn total_timeout(mut self, d: std::time::Duration) -> Self {
+            self.http.timeouts.total = d;
+            self
+        }
+
         /// The retry policy.
         pub fn retry(mut self, policy: $crate::RetryPolicy) -> Self {
             self.http.retry = policy;
@@ -128,7 +200,8 @@ macro_rules! http_builder_methods {
             self
         }
 
-        /// An extra header sent with every request.
+        /// An extra header sent with every request. A header whose name says auth, key,
+        /// token, secret, password or cookie is treated as the API key is: never shown.
         pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
             self.http.headers.push((name.into(), value.into()));
             self
@@ -205,6 +278,114 @@ pub(crate) struct Transport {
     headers: HeaderMap,
     timeouts: Timeouts,
     retry: RetryPolicy,
+    secrets: Secrets,
+}
+
+/// The credentials a transport sends, to take out of the errors that quote them (a server
+/// that echoes the request's headers in its error body).
+#[derive(Clone, Default)]
+struct Secrets(Arc<[Secret]>);
+
+impl Secrets {
+    /// The API key, and the values of the sensitive headers with and without their scheme
+    /// (`Bearer …`); longest first, so a value is replaced whole before a part of it.
+    fn of<'a>(
+        api_key: Option<&Secret>,
+        headers: impl Iterator<Item = &'a (String, String)>,
+    ) -> Self {
+        let mut values: Vec<&str> = api_key.map(Secret::expose).into_iter().collect();
+        for (_, value) in headers.filter(|(name, _)| is_sensitive(name)) {
+            values.push(value);
+            values.extend(value.split_once(' ').map(|(_, token)| token.trim()));
+        }
+        values.retain(|v| !v.is_empty());
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        values.dedup();
+        Secrets(
+            values
+                .into_iter()
+                .map(|v| Secret::new(v.to_owned()))
+                .collect(),
+        )
+    }
+
+    /// `error` with every credential in its message and body replaced by `<redacted>`.
+    fn scrub(&self, mut error: ApiError) -> ApiError {
+        for secret in self.0.iter().map(Secret::expose) {
+            if error.message.contains(secret) {
+                error.message = error.message.replace(secret, REDACTED);
+            }
+            if let Some(body) = error.body.as_mut().filter(|b| b.contains(secret)) {
+                *body = body.replace(secret, REDACTED);
+            }
+        }
+        error
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} redacted", self.0.len())
+    }
+}
+
+/// The time limits of one call: each piece of the answer within the idle timeout, the whole
+/// call within the total one.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    idle: Duration,
+    total: Duration,
+    deadline: Instant,
+}
+
+impl Clock {
+    fn start(timeouts: &Timeouts) -> Self {
+        let now = Instant::now();
+        // A total too large to add is no limit: a century stands for it.
+        let deadline = now
+            .checked_add(timeouts.total)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        Clock {
+            idle: timeouts.idle,
+            total: timeouts.total,
+            deadline,
+        }
+    }
+
+    /// What is left of the call.
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// `work`, or the error of the limit it runs into first: `limit` (whose error `late`
+    /// gives), or the end of the call.
+    async fn within<T>(
+        &self,
+        limit: Duration,
+        late: impl FnOnce() -> ApiError,
+        work: impl Future<Output = T>,
+    ) -> Result<T, ApiError> {
+        let left = self.left();
+        match tokio::time::timeout(limit.min(left), work).await {
+            Ok(done) => Ok(done),
+            Err(_) if left <= limit => Err(error::total_timeout(self.total)),
+            Err(_) => Err(late()),
+        }
+    }
+
+    /// The next piece of `body`; fails when it takes longer than the idle timeout or than
+    /// what is left of the call, or when the connection fails.
+    async fn next_piece(&self, body: &mut Body) -> Result<Option<Bytes>, ApiError> {
+        let idle = self.idle;
+        match self
+            .within(idle, || error::idle_timeout(idle), body.next())
+            .await?
+        {
+            Some(Ok(piece)) => Ok(Some(piece)),
+            Some(Err(e)) => Err(error::mid_stream(&e)),
+            None => Ok(None),
+        }
+    }
 }
 
 impl Transport {
@@ -213,14 +394,16 @@ impl Transport {
         config: &HttpConfig,
         headers: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
+        let headers: Vec<(String, String)> = headers
+            .into_iter()
+            .chain(config.headers.iter().cloned())
+            .collect();
         let mut map = HeaderMap::new();
-        for (name, value) in headers.into_iter().chain(config.headers.iter().cloned()) {
+        for (name, value) in &headers {
             let bad = || ConfigError::InvalidHeader(name.clone());
             let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
-            let mut value = HeaderValue::from_str(&value).map_err(|_| bad())?;
-            if header == reqwest::header::AUTHORIZATION || header.as_str() == "x-api-key" {
-                value.set_sensitive(true);
-            }
+            let mut value = HeaderValue::from_str(value).map_err(|_| bad())?;
+            value.set_sensitive(is_sensitive(name));
             map.insert(header, value);
         }
         // reqwest takes the process's default TLS crypto provider: ring, unless the
@@ -228,7 +411,11 @@ impl Transport {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
+        // Redirects are not followed: the key would go to wherever the server points,
+        // another host included (reqwest keeps `x-api-key` across hosts). A redirect is an
+        // error that names its target.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.timeouts.connect)
             .user_agent(concat!("processors-providers/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -238,6 +425,7 @@ impl Transport {
             headers: map,
             timeouts: config.timeouts,
             retry: config.retry,
+            secrets: Secrets::of(config.api_key.as_ref(), headers.iter()),
         })
     }
 
@@ -246,7 +434,8 @@ impl Transport {
     ///
     /// Retryable failures (408, 429, 5xx, connection failures, no headers in time, an error
     /// object with a success status that says so) are retried per the policy; other statuses
-    /// come back at once as non-retryable errors.
+    /// come back at once as non-retryable errors. Every error, the stream's too, has the
+    /// credentials it quotes redacted.
     pub(crate) async fn stream<D: Decoder>(
         &self,
         url: &str,
@@ -254,25 +443,33 @@ impl Transport {
         decoder: D,
     ) -> Result<ModelStream, ApiError> {
         let body = encode(body)?;
+        let clock = Clock::start(&self.timeouts);
         let answer = self
-            .retrying(url, || self.attempt::<D>(url, body.clone()))
+            .retrying(url, clock, || self.attempt::<D>(url, body.clone(), clock))
             .await?;
         Ok(match answer {
-            Answer::Events(body) => drive(body, decoder, self.timeouts.idle),
+            Answer::Events(body) => drive(body, decoder, clock, self.secrets.clone()),
             Answer::Whole(events) => replay(decoder, events),
         })
     }
 
-    /// Posts `body` to `url` and reads the JSON answer whole (at most 16 MiB), with the same
+    /// Posts `body` to `url` and reads the JSON answer whole (at most 8 MiB), with the same
     /// retries, timeouts and error classification as [`stream`](Self::stream).
     pub(crate) async fn json(&self, url: &str, body: &Value) -> Result<Value, ApiError> {
         let body = encode(body)?;
-        self.retrying(url, || self.attempt_json(url, body.clone()))
+        let clock = Clock::start(&self.timeouts);
+        self.retrying(url, clock, || self.attempt_json(url, body.clone(), clock))
             .await
     }
 
-    /// Runs `attempt` until it succeeds, fails for good, or the retry policy says stop.
-    async fn retrying<T, F>(&self, url: &str, mut attempt: impl FnMut() -> F) -> Result<T, ApiError>
+    /// Runs `attempt` until it succeeds, fails for good, or the retry policy or the call's
+    /// total timeout says stop.
+    async fn retrying<T, F>(
+        &self,
+        url: &str,
+        clock: Clock,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<T, ApiError>
     where
         F: Future<Output = Result<T, (ApiError, Option<Duration>)>>,
     {
@@ -280,18 +477,28 @@ impl Transport {
         loop {
             let (error, asked) = match attempt().await {
                 Ok(answer) => return Ok(answer),
-                Err(failure) => failure,
+                Err((error, asked)) => (self.secrets.scrub(error), asked),
             };
             if !error.retryable || tried >= self.retry.max_retries {
                 return Err(error);
             }
             let wait = asked.unwrap_or_else(|| self.retry.backoff(tried));
-            if wait > self.retry.max_backoff {
-                let mut error = error;
-                error.message.push_str(&format!(
-                    " (the provider asked to retry after {}, longer than the retry policy allows)",
+            let refused = if wait > self.retry.max_backoff {
+                Some(format!(
+                    "the provider asked to retry after {}, longer than the retry policy allows",
                     error::seconds(wait)
-                ));
+                ))
+            } else if wait >= clock.left() {
+                Some(format!(
+                    "not retried: the call's total timeout of {} ends before the retry",
+                    error::seconds(clock.total)
+                ))
+            } else {
+                None
+            };
+            if let Some(refused) = refused {
+                let mut error = error;
+                error.message.push_str(&format!(" ({refused})"));
                 return Err(error);
             }
             tried += 1;
@@ -312,6 +519,7 @@ impl Transport {
         url: &str,
         body: Bytes,
         accept: &'static str,
+        clock: Clock,
     ) -> Result<reqwest::Response, (ApiError, Option<Duration>)> {
         let request = self
             .client
@@ -321,14 +529,16 @@ impl Transport {
             .header(ACCEPT, accept)
             .body(body)
             .send();
-        let response = match tokio::time::timeout(self.timeouts.first_byte, request).await {
-            Err(_) => {
-                let message = format!(
-                    "no response from {url} within {}",
-                    error::seconds(self.timeouts.first_byte)
-                );
-                return Err((ApiError::other(message, true), None));
-            }
+        let first_byte = self.timeouts.first_byte;
+        let no_answer = || {
+            let message = format!(
+                "no response from {url} within {}",
+                error::seconds(first_byte)
+            );
+            ApiError::other(message, true)
+        };
+        let response = match clock.within(first_byte, no_answer, request).await {
+            Err(e) => return Err((e, None)),
             Ok(Err(e)) => return Err((error::from_transport(&e, url), None)),
             Ok(Ok(response)) => response,
         };
@@ -336,9 +546,19 @@ impl Transport {
         if status.is_success() {
             return Ok(response);
         }
+        if status.is_redirection() {
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+            return Err((
+                error::redirect(status.as_u16(), url, location.as_deref()),
+                None,
+            ));
+        }
         let asked = retry::retry_after(response.headers());
         let content_type = content_type(&response);
-        let text = read_limited(response, self.timeouts.idle).await;
+        let text = read_limited(response, clock).await;
         Err((
             error::from_response(status.as_u16(), content_type.as_deref(), &text),
             asked,
@@ -350,39 +570,21 @@ impl Transport {
         &self,
         url: &str,
         body: Bytes,
+        clock: Clock,
     ) -> Result<Value, (ApiError, Option<Duration>)> {
-        let response = self.send(url, body, "application/json").await?;
+        let response = self.send(url, body, "application/json", clock).await?;
         let asked = retry::retry_after(response.headers());
+        let framed = framed(&response);
         let mut stream: Body = response.bytes_stream().boxed();
         let mut bytes = Vec::new();
-        let whole = fill(
-            &mut stream,
-            &mut bytes,
-            MAX_ANSWER_BYTES,
-            self.timeouts.idle,
-            |_| false,
-        )
-        .await
-        .map_err(|e| (e, asked))?;
-        let text = String::from_utf8_lossy(&bytes);
+        let whole = fill(&mut stream, &mut bytes, MAX_ANSWER_BYTES, clock, |_| false)
+            .await
+            .map_err(|e| (e, asked))?;
         if !whole {
-            return Err((
-                error::protocol(
-                    format_args!("a JSON answer larger than the limit of {MAX_ANSWER_BYTES} bytes"),
-                    &text,
-                ),
-                None,
-            ));
+            return Err((too_large(&bytes), None));
         }
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            (
-                error::protocol(
-                    format_args!("a JSON answer that does not parse ({e})"),
-                    &text,
-                ),
-                None,
-            )
-        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let value = parse_answer(&text, framed).map_err(|e| (e, None))?;
         if error::is_error_object(&value) {
             return Err((error::in_answer(&value, &text), asked));
         }
@@ -395,68 +597,103 @@ impl Transport {
         &self,
         url: &str,
         body: Bytes,
+        clock: Clock,
     ) -> Result<Answer, (ApiError, Option<Duration>)> {
-        let response = self.send(url, body, "text/event-stream").await?;
+        let response = self.send(url, body, "text/event-stream", clock).await?;
         let asked = retry::retry_after(response.headers());
         let content_type = content_type(&response);
-        self.accept::<D>(response, content_type.as_deref())
+        accept::<D>(response, content_type.as_deref(), clock)
             .await
             .map_err(|e| (e, asked))
     }
+}
 
-    /// Tells an event stream from a whole JSON answer by the content type, or, without one,
-    /// by the first byte that is not whitespace (a JSON answer starts with `{`, an event stream
-    /// never does), and reads a JSON answer whole.
-    async fn accept<D: Decoder>(
-        &self,
-        response: reqwest::Response,
-        content_type: Option<&str>,
-    ) -> Result<Answer, ApiError> {
-        let idle = self.timeouts.idle;
-        let mut body: Body = response.bytes_stream().boxed();
-        let mut head = Vec::new();
-        let json = match content_type {
-            Some(c) => c.contains("json"),
-            None => {
-                let started = |b: &[u8]| b.iter().any(|c| !c.is_ascii_whitespace());
-                fill(&mut body, &mut head, MAX_ANSWER_BYTES, idle, started).await?;
-                head.trim_ascii_start().starts_with(b"{")
-            }
-        };
-        if !json {
-            if !head.is_empty() {
-                let head = futures::stream::once(async { Ok(Bytes::from(head)) });
-                body = head.chain(body).boxed();
-            }
-            return Ok(Answer::Events(body));
+/// Tells an event stream from a whole JSON answer by the content type, or, without one,
+/// by the first byte that is not whitespace (a JSON answer starts with `{`, an event stream
+/// never does), and reads a JSON answer whole.
+async fn accept<D: Decoder>(
+    response: reqwest::Response,
+    content_type: Option<&str>,
+    clock: Clock,
+) -> Result<Answer, ApiError> {
+    let framed = framed(&response);
+    let mut body: Body = response.bytes_stream().boxed();
+    let mut head = Vec::new();
+    let json = match content_type {
+        Some(c) => c.contains("json"),
+        None => {
+            let started = |b: &[u8]| b.iter().any(|c| !c.is_ascii_whitespace());
+            fill(&mut body, &mut head, MAX_ANSWER_BYTES, clock, started).await?;
+            head.trim_ascii_start().starts_with(b"{")
         }
-        if !fill(&mut body, &mut head, MAX_ANSWER_BYTES, idle, |_| false).await? {
-            let start = String::from_utf8_lossy(&head[..error::MAX_KEPT_BODY]);
-            return Err(error::protocol(
-                format_args!("a JSON answer larger than the limit of {MAX_ANSWER_BYTES} bytes"),
-                &start,
-            ));
+    };
+    if !json {
+        if !head.is_empty() {
+            let head = futures::stream::once(async { Ok(Bytes::from(head)) });
+            body = head.chain(body).boxed();
         }
-        let text = String::from_utf8_lossy(&head);
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
+        return Ok(Answer::Events(body));
+    }
+    if !fill(&mut body, &mut head, MAX_ANSWER_BYTES, clock, |_| false).await? {
+        return Err(too_large(&head));
+    }
+    let text = String::from_utf8_lossy(&head);
+    let value = parse_answer(&text, framed)?;
+    if error::is_error_object(&value) {
+        return Err(error::in_answer(&value, &text));
+    }
+    D::answer_events(&value).map(Answer::Whole).ok_or_else(|| {
+        error::protocol(
+            format_args!(
+                "a JSON answer that is neither {} nor an error object",
+                D::ANSWER
+            ),
+            &text,
+        )
+    })
+}
+
+/// Whether the response says where its body ends (a `Content-Length`, or chunks): then
+/// HTTP itself reports a body cut short, and one that arrived whole is what the server meant.
+fn framed(response: &reqwest::Response) -> bool {
+    response.content_length().is_some()
+        || response
+            .headers()
+            .get(reqwest::header::TRANSFER_ENCODING)
+            .is_some_and(|t| t.as_bytes().eq_ignore_ascii_case(b"chunked"))
+}
+
+/// A whole JSON answer. One that stops in the middle of the document, in a body that ends
+/// where the connection closes (not `framed`), was cut short: worth another try, unlike a
+/// document that is wrong.
+fn parse_answer(text: &str, framed: bool) -> Result<Value, ApiError> {
+    serde_json::from_str(text).map_err(|e| {
+        if e.is_eof() && !framed {
+            let mut cut = ApiError::other(
+                format!("the provider's JSON answer ended in the middle of the document ({e}); the connection closed too early"),
+                true,
+            );
+            cut.body = Some(error::truncate(text, error::MAX_KEPT_BODY));
+            cut
+        } else {
             error::protocol(
                 format_args!("a JSON answer that does not parse ({e})"),
-                &text,
+                text,
             )
-        })?;
-        if error::is_error_object(&value) {
-            return Err(error::in_answer(&value, &text));
         }
-        D::answer_events(&value).map(Answer::Whole).ok_or_else(|| {
-            error::protocol(
-                format_args!(
-                    "a JSON answer that is neither {} nor an error object",
-                    D::ANSWER
-                ),
-                &text,
-            )
-        })
-    }
+    })
+}
+
+/// The error for a JSON answer past the limit, quoting its start.
+fn too_large(bytes: &[u8]) -> ApiError {
+    let start = String::from_utf8_lossy(&bytes[..bytes.len().min(error::MAX_KEPT_BODY)]);
+    error::protocol(
+        format_args!(
+            "a JSON answer larger than the limit of {MAX_ANSWER_BYTES} bytes (more than {} bytes arrived)",
+            bytes.len()
+        ),
+        &start,
+    )
 }
 
 /// The request body's bytes.
@@ -474,37 +711,29 @@ fn content_type(response: &reqwest::Response) -> Option<String> {
         .map(str::to_ascii_lowercase)
 }
 
-/// The body as text, at most 64 KiB of it, giving up on a body that stalls for `idle`; what
-/// arrived before a failure is kept.
-async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
+/// The body as text, at most 64 KiB of it, giving up on a body that stalls past the clock's
+/// limits; what arrived before a failure is kept.
+async fn read_limited(response: reqwest::Response, clock: Clock) -> String {
     let mut bytes = Vec::new();
-    let _ = fill(
-        &mut response.bytes_stream().boxed(),
-        &mut bytes,
-        64 * 1024,
-        idle,
-        |_| false,
-    )
-    .await;
+    let mut body = response.bytes_stream().boxed();
+    let _ = fill(&mut body, &mut bytes, 64 * 1024, clock, |_| false).await;
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Appends the pieces of `body` to `buf` until `enough(buf)` or `buf` holds more than `limit`
 /// bytes (`Ok(false)`), or to the end of the body (`Ok(true)`); fails when a piece takes
-/// longer than `idle` or the connection fails.
+/// longer than the clock allows or the connection fails.
 async fn fill(
     body: &mut Body,
     buf: &mut Vec<u8>,
     limit: usize,
-    idle: Duration,
+    clock: Clock,
     enough: impl Fn(&[u8]) -> bool,
 ) -> Result<bool, ApiError> {
     while buf.len() <= limit && !enough(buf) {
-        match tokio::time::timeout(idle, body.next()).await {
-            Err(_) => return Err(error::idle_timeout(idle)),
-            Ok(Some(Err(e))) => return Err(error::mid_stream(&e)),
-            Ok(Some(Ok(piece))) => buf.extend_from_slice(&piece),
-            Ok(None) => return Ok(true),
+        match clock.next_piece(body).await? {
+            Some(piece) => buf.extend_from_slice(&piece),
+            None => return Ok(true),
         }
     }
     Ok(false)
@@ -549,20 +778,22 @@ struct Driver<D> {
     parser: SseParser,
     decoder: D,
     out: VecDeque<ChunkKind>,
-    idle: Duration,
+    clock: Clock,
+    secrets: Secrets,
     phase: Phase,
 }
 
 /// Reads `body` as an event stream through `decoder`: chunks as they come, then the end, or
-/// one error (after the chunks before it) and the end. Dropping the stream drops the body,
-/// which closes the connection.
-pub(crate) fn drive<D: Decoder>(body: Body, decoder: D, idle: Duration) -> ModelStream {
+/// one error (after the chunks before it, its quoted credentials redacted) and the end.
+/// Dropping the stream drops the body, which closes the connection.
+fn drive<D: Decoder>(body: Body, decoder: D, clock: Clock, secrets: Secrets) -> ModelStream {
     let driver = Driver {
         body,
         parser: SseParser::new(),
         decoder,
         out: VecDeque::new(),
-        idle,
+        clock,
+        secrets,
         phase: Phase::Reading,
     };
     futures::stream::unfold(driver, |mut d| async move {
@@ -583,7 +814,7 @@ impl<D: Decoder> Driver<D> {
                 Phase::Failed(e) => return Some(Err(e)),
                 Phase::Draining => {
                     let rest = async { while let Some(Ok(_)) = self.body.next().await {} };
-                    let _ = tokio::time::timeout(DRAIN.min(self.idle), rest).await;
+                    let _ = tokio::time::timeout(DRAIN.min(self.clock.idle), rest).await;
                     self.stop(Phase::Done);
                     return None;
                 }
@@ -595,10 +826,9 @@ impl<D: Decoder> Driver<D> {
 
     /// Reads one piece of the body and decodes the events it completes.
     async fn read(&mut self) {
-        let finished_events = match tokio::time::timeout(self.idle, self.body.next()).await {
-            Err(_) => Err(error::idle_timeout(self.idle)),
-            Ok(Some(Err(e))) => Err(error::mid_stream(&e)),
-            Ok(Some(Ok(bytes))) => self
+        let finished_events = match self.clock.next_piece(&mut self.body).await {
+            Err(e) => Err(e),
+            Ok(Some(bytes)) => self
                 .parser
                 .feed(&bytes)
                 .map_err(|e| error::protocol(format_args!("a malformed event stream: {e}"), ""))
@@ -614,7 +844,10 @@ impl<D: Decoder> Driver<D> {
         match finished_events {
             Ok(false) => {}
             Ok(true) => self.phase = Phase::Draining,
-            Err(e) => self.stop(Phase::Failed(e)),
+            Err(e) => {
+                let e = self.secrets.scrub(e);
+                self.stop(Phase::Failed(e));
+            }
         }
     }
 
@@ -641,5 +874,52 @@ impl<D: Decoder> Driver<D> {
     fn stop(&mut self, phase: Phase) {
         self.phase = phase;
         self.body = futures::stream::empty().boxed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_total_timeout_too_large_to_add_is_no_limit_not_a_panic() {
+        let timeouts = Timeouts {
+            total: Duration::MAX,
+            ..Timeouts::default()
+        };
+        let clock = Clock::start(&timeouts);
+        assert!(clock.left() > Duration::from_secs(50 * 365 * 86_400));
+    }
+
+    #[test]
+    fn credential_headers_are_known_by_their_names() {
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "api-key",
+            "X-Auth-Token",
+            "Cookie",
+        ] {
+            assert!(is_sensitive(name), "{name}");
+        }
+        for name in ["anthropic-version", "OpenAI-Organization", "user-agent"] {
+            assert!(!is_sensitive(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn scrubbing_replaces_the_key_with_and_without_its_scheme() {
+        let key = Secret::new("sk-1".to_owned());
+        let headers = [("authorization".to_owned(), "Bearer tok-2".to_owned())];
+        let secrets = Secrets::of(Some(&key), headers.iter());
+        let error =
+            ApiError::other("saw Bearer tok-2 and tok-2 and sk-1", false).with_body("sk-1 tok-2");
+        let error = secrets.scrub(error);
+        assert_eq!(
+            error.message,
+            "saw <redacted> and <redacted> and <redacted>"
+        );
+        assert_eq!(error.body.as_deref(), Some("<redacted> <redacted>"));
+        assert_eq!(format!("{secrets:?}"), "3 redacted");
     }
 }

@@ -1,4 +1,8 @@
 //! A tiny scripted HTTP/1.1 server on 127.0.0.1 for the provider tests, and helpers.
+//!
+//! Besides well-formed answers it injects faults: a reset mid-stream, a stall, a body that
+//! never ends, a byte at a time, bytes before the request was read; and it counts the
+//! connections it accepted, those the client has not closed yet, and the bytes it sent.
 #![allow(dead_code)]
 
 use futures::StreamExt;
@@ -7,6 +11,7 @@ use processors_runtime::chunk::ChunkKind;
 use processors_runtime::model::{ApiError, ModelStream};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,6 +25,7 @@ pub fn fast_timeouts() -> Timeouts {
         connect: Duration::from_secs(1),
         first_byte: Duration::from_secs(1),
         idle: Duration::from_millis(200),
+        ..Timeouts::default()
     }
 }
 
@@ -52,6 +58,27 @@ pub enum Reply {
     Silent,
     /// These exact bytes (status line and headers included), then the connection closes.
     Raw(String),
+    /// 200 `text/event-stream` headers and these bytes, then a TCP reset (`SO_LINGER` 0).
+    Reset(String),
+    /// 200 with this content type and `start`, then `fill` bytes without end, as fast as the
+    /// client reads them, until it closes (or a minute passes).
+    Endless {
+        content_type: &'static str,
+        start: String,
+        fill: u8,
+    },
+    /// 200 `text/event-stream` headers and `start`, then one `byte` every `every` until the
+    /// client closes (a slowloris answer).
+    Drip {
+        start: String,
+        byte: u8,
+        every: Duration,
+    },
+    /// These bytes as soon as the connection opens, before any request is read, then the
+    /// connection closes; empty, it closes at once.
+    Early(String),
+    /// This status with a JSON error whose message quotes every header of the request.
+    Echo(u16),
 }
 
 impl Reply {
@@ -107,32 +134,67 @@ impl Recorded {
     }
 }
 
+/// What the server counts.
+#[derive(Debug, Default)]
+struct Counters {
+    accepted: AtomicUsize,
+    open: AtomicUsize,
+    sent: AtomicUsize,
+    /// Requests are not kept (a long test would pile them up).
+    forget: AtomicBool,
+}
+
+/// Counts a connection open until dropped.
+struct Open(Arc<Counters>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A server answering connections with scripted replies, in order.
 pub struct Server {
     port: u16,
     requests: Arc<Mutex<Vec<Recorded>>>,
     closed: tokio::sync::Mutex<mpsc::UnboundedReceiver<usize>>,
+    counters: Arc<Counters>,
 }
 
 impl Server {
-    /// Starts a server on 127.0.0.1 with a free port. It stops with the test's runtime.
+    /// Starts a server on 127.0.0.1 with a free port, answering the connections with
+    /// `replies` in order (then with a 500). It stops with the test's runtime.
     pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Server {
+        let replies: Mutex<VecDeque<Reply>> = Mutex::new(replies.into_iter().collect());
+        Server::start_with(move |_| replies.lock().unwrap().pop_front()).await
+    }
+
+    /// Starts a server answering connection `n` (from 0) with `script(n)`.
+    pub async fn start_with(
+        script: impl Fn(usize) -> Option<Reply> + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let replies: Arc<Mutex<VecDeque<Reply>>> =
-            Arc::new(Mutex::new(replies.into_iter().collect()));
+        let counters = Arc::new(Counters::default());
         let (closed_tx, closed_rx) = mpsc::unbounded_channel();
         let recorded = requests.clone();
+        let counted = counters.clone();
         tokio::spawn(async move {
             let mut index = 0;
             while let Ok((socket, _)) = listener.accept().await {
-                let reply = replies.lock().unwrap().pop_front();
+                counted.accepted.fetch_add(1, Ordering::SeqCst);
+                counted.open.fetch_add(1, Ordering::SeqCst);
+                let open = Open(counted.clone());
+                let reply = script(index);
                 let recorded = recorded.clone();
                 let closed_tx = closed_tx.clone();
-                tokio::spawn(serve(socket, index, reply, recorded, closed_tx));
+                tokio::spawn(async move {
+                    let _open = open;
+                    serve(socket, index, reply, recorded, closed_tx, &_open.0).await;
+                });
                 index += 1;
             }
         });
@@ -140,7 +202,41 @@ impl Server {
             port,
             requests,
             closed: tokio::sync::Mutex::new(closed_rx),
+            counters,
         }
+    }
+
+    /// Stops keeping the requests received (for tests that make thousands).
+    pub fn forget_requests(&self) {
+        self.counters.forget.store(true, Ordering::SeqCst);
+    }
+
+    /// The connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.counters.accepted.load(Ordering::SeqCst)
+    }
+
+    /// The connections accepted and not closed yet (the server keeps each until the client
+    /// closes it, at most 10 s after its answer).
+    pub fn open(&self) -> usize {
+        self.counters.open.load(Ordering::SeqCst)
+    }
+
+    /// The body bytes sent by [`Reply::Endless`] and [`Reply::Drip`] answers so far.
+    pub fn sent(&self) -> usize {
+        self.counters.sent.load(Ordering::SeqCst)
+    }
+
+    /// Waits up to `within` for every connection to be closed; whether they all were.
+    pub async fn all_closed(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.open() > 0 {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
     }
 
     /// `http://127.0.0.1:<port><path>`.
@@ -170,11 +266,25 @@ async fn serve(
     reply: Option<Reply>,
     recorded: Arc<Mutex<Vec<Recorded>>>,
     closed: mpsc::UnboundedSender<usize>,
+    counters: &Counters,
 ) {
+    if let Some(Reply::Early(bytes)) = &reply {
+        let _ = socket.write_all(bytes.as_bytes()).await;
+        let _ = socket.shutdown().await;
+        return;
+    }
     let Some(request) = read_request(&mut socket).await else {
         return;
     };
-    recorded.lock().unwrap().push(request);
+    let echoed = request
+        .headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !counters.forget.load(Ordering::SeqCst) {
+        recorded.lock().unwrap().push(request);
+    }
     let reply = reply.unwrap_or_else(|| Reply::Status {
         status: 500,
         headers: Vec::new(),
@@ -219,6 +329,15 @@ async fn serve(
             let text = head(status, content_type, &headers) + &body;
             socket.write_all(text.as_bytes()).await
         }
+        Reply::Echo(status) => {
+            let body = serde_json::json!({
+                "error": { "message": format!("refused a request with {echoed}"), "type": "echo" }
+            })
+            .to_string();
+            let length = [("content-length".to_owned(), body.len().to_string())];
+            let text = head(status, "application/json", &length) + &body;
+            socket.write_all(text.as_bytes()).await
+        }
         Reply::Hang(start) => {
             let text = head(200, "text/event-stream", &[]) + &start;
             if socket.write_all(text.as_bytes()).await.is_ok() {
@@ -244,8 +363,58 @@ async fn serve(
             let _ = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf)).await;
             Ok(())
         }
+        Reply::Reset(start) => {
+            let text = head(200, "text/event-stream", &[]) + &start;
+            let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.flush().await;
+            // Let the bytes reach the client before the reset discards what is unsent.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = socket.set_zero_linger();
+            return;
+        }
+        Reply::Endless {
+            content_type,
+            start,
+            fill,
+        } => {
+            let text = head(200, content_type, &[]) + &start;
+            let mut result = socket.write_all(text.as_bytes()).await;
+            let block = vec![fill; 64 * 1024];
+            let until = tokio::time::Instant::now() + Duration::from_secs(60);
+            while result.is_ok() && tokio::time::Instant::now() < until {
+                result = socket.write_all(&block).await;
+                if result.is_ok() {
+                    counters.sent.fetch_add(block.len(), Ordering::SeqCst);
+                }
+            }
+            result
+        }
+        Reply::Drip { start, byte, every } => {
+            let text = head(200, "text/event-stream", &[]) + &start;
+            let mut result = socket.write_all(text.as_bytes()).await;
+            let until = tokio::time::Instant::now() + Duration::from_secs(60);
+            while result.is_ok() && tokio::time::Instant::now() < until {
+                tokio::time::sleep(every).await;
+                result = socket.write_all(&[byte]).await;
+                if result.is_ok() {
+                    counters.sent.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            result
+        }
+        Reply::Early(_) => unreachable!("answered before the request was read"),
     };
     let _ = socket.shutdown().await;
+    // The connection counts as open until the client closes its side.
+    let mut buf = [0u8; 256];
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(n) = socket.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
