@@ -217,6 +217,13 @@
 //! | `crate:` is a path | `agent_crate_not_a_path.rs` |
 //! | several mistakes are reported in one build | `agent_several_mistakes_at_once.rs`, `agent_parse_and_check_mistakes_at_once.rs`, `agent_wrong_list_and_macro_mistakes_at_once.rs` |
 //!
+//! A misplaced processor's error is followed by two lines of the compiler's own: "the trait
+//! `OutputProcessor` is implemented for `Trim`" and "required for `Trim` to implement
+//! `OutputProcessor`", pointing at its `#[processor]`. They name the impl that carries the
+//! message, whose bound never holds: `Trim` is not an output processor, and the first line of
+//! the error says where it belongs. (Stable Rust has no way to leave them out: without that
+//! impl the error could not say where the processor belongs.)
+//!
 //! `#[processor]` checks its input the same way (cases `tests/ui/fail/processor_*.rs`), among
 //! them:
 //!
