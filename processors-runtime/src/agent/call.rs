@@ -74,7 +74,10 @@ impl<'p, O: Pipeline> Call<'p, O> {
         if let Some(p) = &options.prepare_step {
             steps.push(p);
         }
-        states.reserve(inputs.len() + outputs.len() + errors.len() + 1);
+        // One slot per processor at most (the `prepare_step` processor among them): no table
+        // at all without processors.
+        let prepare = usize::from(options.prepare_step.is_some());
+        states.reserve(inputs.len() + outputs.len() + errors.len() + prepare);
         let lists = Lists {
             input: Chain::bind(&inputs, states)?,
             step: Chain::bind(&steps, states)?,

@@ -471,12 +471,7 @@ impl Run {
         driver
             .emit(&mut self.s, &mut self.out, step_finish, through)
             .await?;
-        let text = step_ids
-            .iter()
-            .filter_map(|i| self.s.list.get(i))
-            .filter(|m| m.role == Role::Assistant)
-            .map(Message::text)
-            .collect();
+        let text = step_text(&self.s.list, &step_ids, &mut driver.acc.text);
         self.s.steps.push(StepResult {
             step_number,
             text,
@@ -813,6 +808,34 @@ impl Run {
     }
 }
 
+/// The text of a step's answer, as its messages have it: the streamed text itself (moved, not
+/// copied) unless an output-step processor changed it.
+fn step_text(list: &MessageList, step_ids: &[String], streamed: &mut String) -> String {
+    let assistant = || {
+        step_ids
+            .iter()
+            .filter_map(|i| list.get(i))
+            .filter(|m| m.role == Role::Assistant)
+    };
+    let mut rest = streamed.as_str();
+    let same = assistant().all(|m| {
+        m.content.parts.iter().all(|part| match part {
+            Part::Text { text } => match rest.strip_prefix(text.as_str()) {
+                Some(after) => {
+                    rest = after;
+                    true
+                }
+                None => false,
+            },
+            _ => true,
+        })
+    }) && rest.is_empty();
+    match same {
+        true => std::mem::take(streamed),
+        false => assistant().map(Message::text).collect(),
+    }
+}
+
 /// Saves data written at the end of the run with the last answer (or as an answer of its own).
 fn attach_data(list: &mut MessageList, data: Vec<Part>) {
     let last = list
@@ -826,5 +849,49 @@ fn attach_data(list: &mut MessageList, data: Vec<Part>) {
             list.replace(m);
         }
         None => list.add(Message::new(Role::Assistant, data), MessageSource::Response),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+
+    fn list_with(parts: Vec<Vec<&str>>) -> (MessageList, Vec<String>) {
+        let mut list = MessageList::new();
+        let mut ids = Vec::new();
+        for texts in parts {
+            let parts = texts
+                .into_iter()
+                .map(|t| Part::Text { text: t.into() })
+                .collect();
+            let m = Message::new(Role::Assistant, parts);
+            ids.push(m.id.clone());
+            list.add(m, MessageSource::Response);
+        }
+        (list, ids)
+    }
+
+    #[test]
+    fn the_streamed_text_is_moved_when_the_messages_have_it_unchanged() {
+        let (list, ids) = list_with(vec![vec!["Hel", "lo"], vec![" there."]]);
+        let mut streamed = String::from("Hello there.");
+        assert_eq!(step_text(&list, &ids, &mut streamed), "Hello there.");
+        assert!(streamed.is_empty(), "moved, not copied");
+    }
+
+    #[test]
+    fn the_messages_text_is_taken_when_a_processor_changed_it() {
+        for changed in [
+            vec![vec!["Hello"]],
+            vec![vec!["Hello there. And more."]],
+            vec![vec!["Goodbye."]],
+        ] {
+            let (list, ids) = list_with(changed.clone());
+            let mut streamed = String::from("Hello there.");
+            let expected: String = changed.concat().concat();
+            assert_eq!(step_text(&list, &ids, &mut streamed), expected);
+            assert_eq!(streamed, "Hello there.", "kept");
+        }
     }
 }
