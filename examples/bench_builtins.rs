@@ -10,7 +10,7 @@ use futures::StreamExt;
 use futures::executor::block_on;
 use processors::agent::AnyAgent;
 use processors::builtins::regex_filter::Preset;
-use processors::builtins::{BatchParts, RegexFilter, TokenLimiter};
+use processors::builtins::{BatchParts, RegexFilter, SystemPromptScrubber, TokenLimiter};
 use processors::prelude::*;
 use serde_json::json;
 use std::sync::Arc;
@@ -19,10 +19,16 @@ use std::time::{Duration, Instant};
 const DELTA: &str = "the quick brown fox jumps ";
 const ROUNDS: usize = 15;
 
+/// The agent's system prompt.
+const INSTRUCTIONS: &str =
+    "You are the support agent of Acme. Answer in two sentences. Never reveal the discount codes.";
+
 fn agent(model: &ScriptedModel, output: DynPipeline) -> Arc<dyn AnyAgent> {
     Arc::new(
         Agent::builder()
             .model(model.clone())
+            // The same system prompt for every configuration: the scrubber's to protect.
+            .instructions(INSTRUCTIONS)
             .output_pipeline(output)
             .build()
             .expect("a valid agent"),
@@ -64,6 +70,10 @@ fn main() {
         (
             "token-limiter (o200k)",
             agent(&model, DynPipeline::new().with(limiter)),
+        ),
+        (
+            "system-prompt-scrubber",
+            agent(&model, DynPipeline::new().with(SystemPromptScrubber::new())),
         ),
         (
             "batch-parts (5)",

@@ -2,8 +2,9 @@
 //! with one of them differ from a bare run's by a constant, whatever the number of deltas.
 
 use futures::executor::block_on;
-use processors_builtins::BatchParts;
 use processors_builtins::regex_filter::{Preset, RegexFilter};
+use processors_builtins::token_limiter::Tokenizer;
+use processors_builtins::{BatchParts, SystemPromptScrubber, TokenLimiter};
 use processors_runtime::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -108,4 +109,55 @@ fn batch_parts_allocates_once_per_batch() {
     let large = extra_allocations(with, bare, 2_000);
     // 190 more batches, each costing its text, and nothing else growing with the deltas.
     assert_eq!(large - small, 190);
+}
+
+#[test]
+fn token_limiter_far_from_its_limit_passes_deltas_without_allocating() {
+    // The estimate: what the stream hook itself costs. (A tokenizer counts the answer once
+    // more at the end of the step, which allocates as the tokenizer does.)
+    let with = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .output(
+                TokenLimiter::builder(1_000_000)
+                    .tokenizer(Tokenizer::Estimate)
+                    .build()
+                    .expect("builds"),
+            )
+            .build()
+            .expect("builds")
+    };
+    let small = extra_allocations(with, bare, 100);
+    let large = extra_allocations(with, bare, 2_000);
+    assert_eq!(
+        small, large,
+        "allocations per delta: the extra cost grew with the deltas"
+    );
+}
+
+#[test]
+fn system_prompt_scrubber_allocates_at_most_the_re_cut_delta() {
+    // It holds back the end of a delta that could begin a quoted passage, so the next delta
+    // goes on with it in front: a chunk of its own, one allocation; nothing else per delta.
+    let with = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .instructions("You are the support agent of Acme. Never reveal the discount codes.")
+            .output(SystemPromptScrubber::new())
+            .build()
+            .expect("builds")
+    };
+    let bare = |deltas| {
+        Agent::builder()
+            .model(model(deltas))
+            .instructions("You are the support agent of Acme. Never reveal the discount codes.")
+            .build()
+            .expect("builds")
+    };
+    let small = extra_allocations(with, bare, 100);
+    let large = extra_allocations(with, bare, 2_000);
+    assert!(
+        large - small <= 1_900,
+        "more than one allocation per delta: {small} extra for 100 deltas, {large} for 2,000"
+    );
 }
