@@ -246,6 +246,11 @@
 //! that holds text back drops it and emits it later), or emit several chunks for one. An abort
 //! on the stream ends it with exactly one `tripwire` chunk.
 //!
+//! An attempt that is tried again (a step an output-step processor rejects with a retry, or a
+//! stream cut mid-answer and retried by an error processor) has already streamed its text;
+//! its `step-finish` says `retry`. A client that builds what it shows with
+//! [`AnswerText`](agent::AnswerText) has that text taken back, so the answer shows once.
+//!
 //! ```
 //! # futures::executor::block_on(async {
 //! use futures::StreamExt;

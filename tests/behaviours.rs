@@ -1502,6 +1502,47 @@ on_every_path!(
     }
 );
 
+on_every_path!(
+    b64_a_clients_answer_text_shows_the_answer_once_however_many_attempts,
+    |path| {
+        // An attempt cut mid-stream and retried by an error processor, then an answer
+        // rejected by an output-step processor and asked for again, then the answer.
+        let m = model([
+            Turn::deltas(["half ", "an answ"])
+                .fail_mid_stream(ApiError::other("connection reset", true)),
+            Turn::deltas(["a bad ", "answer"]),
+            Turn::deltas(["a good ", "answer"]),
+        ]);
+        let agent = build_agent!(path, model: m, max_processor_retries: 2,
+            output: [reject_bad(true)],
+            error: [Probe::new("stream-retry").api_error(|_| Ok(ApiErrorAction::Retry))]);
+        let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;
+        let mut answer = AnswerText::new();
+        let changes: Vec<TextChange> = chunks.iter().map(|c| answer.apply(c)).collect();
+        // Naively appended, the attempts would all show.
+        assert_eq!(
+            deltas(&chunks).concat(),
+            "half an answa bad answera good answer"
+        );
+        assert_eq!(answer.as_str(), "a good answer");
+        assert_eq!(answer.as_str(), r.unwrap().text);
+        let taken: Vec<usize> = changes
+            .iter()
+            .filter_map(|c| match c {
+                TextChange::TakenBack { bytes } => Some(*bytes),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(taken, ["half an answ".len(), "a bad answer".len()]);
+        // Every delta was appended, as it came.
+        let appended = changes
+            .iter()
+            .filter(|c| matches!(c, TextChange::Appended(_)))
+            .count();
+        assert_eq!(appended, deltas(&chunks).len());
+    }
+);
+
 /// Holds text back until a sentence ends, redacting keys across deltas; flushes what it holds on
 /// the text part's end.
 fn sentence_redactor() -> Probe {

@@ -33,8 +33,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// The names most programs need.
 pub mod prelude {
     pub use crate::agent::{
-        Agent, AgentError, AgentStream, AnyAgent, GenerateOptions, GenerateResult, HookError,
-        PrepareStep, RunSummary, StepResult, Violation, ViolationKind,
+        Agent, AgentError, AgentStream, AnswerText, AnyAgent, GenerateOptions, GenerateResult,
+        HookError, PrepareStep, RunSummary, StepResult, TextChange, Violation, ViolationKind,
     };
     pub use crate::chunk::{Chunk, ChunkKind, FinishReason, StepRetry, Usage};
     pub use crate::context::RequestContext;

@@ -182,7 +182,7 @@ impl ErrorProcessor for RetryRetryable {}
 struct Seen {
     /// Every text delta, in order.
     all_text: String,
-    /// The text a client shows that drops a step's text when its `step-finish` says `retry`.
+    /// The text a client shows with `AnswerText` (a retried attempt's text taken back).
     shown: String,
     /// The `step-finish` reasons, in order.
     step_reasons: Vec<FinishReason>,
@@ -198,27 +198,19 @@ async fn stream_agent(model: Arc<dyn LanguageModel>, retry: bool) -> Seen {
         builder.build().unwrap()
     };
     let mut stream = agent.stream("hi");
-    let (mut all_text, mut shown, mut step) = (String::new(), String::new(), String::new());
+    let (mut all_text, mut shown) = (String::new(), AnswerText::new());
     let mut step_reasons = Vec::new();
     while let Some(chunk) = stream.next().await {
+        shown.apply(&chunk);
         match &chunk.kind {
-            ChunkKind::TextDelta { text, .. } => {
-                all_text.push_str(text);
-                step.push_str(text);
-            }
-            ChunkKind::StepFinish { finish_reason, .. } => {
-                step_reasons.push(*finish_reason);
-                let text = std::mem::take(&mut step);
-                if *finish_reason != FinishReason::Retry {
-                    shown.push_str(&text);
-                }
-            }
+            ChunkKind::TextDelta { text, .. } => all_text.push_str(text),
+            ChunkKind::StepFinish { finish_reason, .. } => step_reasons.push(*finish_reason),
             _ => {}
         }
     }
     Seen {
         all_text,
-        shown,
+        shown: shown.into_string(),
         step_reasons,
         result: stream.finish().await,
     }

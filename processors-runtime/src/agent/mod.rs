@@ -1,5 +1,6 @@
 //! The agent: a model, tools, memory and processor lists, run step by step.
 
+mod answer;
 mod call;
 mod options;
 mod result;
@@ -10,6 +11,7 @@ mod tools;
 pub use crate::processor::{Violation, ViolationKind};
 pub use crate::runner::HookError;
 pub use crate::step::{RunSummary, StepResult};
+pub use answer::{AnswerText, TextChange};
 pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo};
 pub use result::{AgentError, GenerateResult};
 pub use run::FEEDBACK_TAG;
