@@ -154,6 +154,12 @@ impl SseParser {
         self.take_event()
     }
 
+    /// The bytes held for the line and the event being read (each stays within the limit).
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn buffered(&self) -> (usize, usize) {
+        (self.line.len(), self.data.len())
+    }
+
     fn check_len(&self, len: usize) -> Result<(), SseError> {
         if len > self.max_bytes {
             Err(SseError {
