@@ -10,7 +10,7 @@ use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice};
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Anthropic's API address.
@@ -255,6 +255,10 @@ enum OpenBlock {
 #[derive(Debug, Default)]
 pub(crate) struct MessagesDecoder {
     blocks: HashMap<u64, OpenBlock>,
+    /// The indices of the blocks started so far: each block has its own.
+    started: HashSet<u64>,
+    /// The ids of the tool calls so far: each call has its own.
+    tool_ids: HashSet<String>,
     usage: Usage,
     finish_reason: Option<FinishReason>,
 }
@@ -340,6 +344,12 @@ impl Decoder for MessagesDecoder {
                 self.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
             }
             "content_block_start" => {
+                if !self.started.insert(index) {
+                    return Err(error::protocol(
+                        format_args!("a second start of content block {index}"),
+                        data,
+                    ));
+                }
                 let block = &value["content_block"];
                 let open = match block["type"].as_str() {
                     Some("text") => {
@@ -359,10 +369,20 @@ impl Decoder for MessagesDecoder {
                         OpenBlock::Reasoning(id)
                     }
                     Some("tool_use") => {
+                        let id = match block["id"].as_str().filter(|id| !id.is_empty()) {
+                            Some(id) => id.to_owned(),
+                            None => format!("call-{index}"),
+                        };
+                        if !self.tool_ids.insert(id.clone()) {
+                            return Err(error::protocol(
+                                format_args!("two tool calls with the id `{id}`"),
+                                data,
+                            ));
+                        }
                         let input = &block["input"];
                         let has_input = input.as_object().is_some_and(|o| !o.is_empty());
                         OpenBlock::ToolUse {
-                            id: block["id"].as_str().unwrap_or_default().to_owned(),
+                            id,
                             name: block["name"].as_str().unwrap_or_default().to_owned(),
                             json: if has_input {
                                 input.to_string()
@@ -449,7 +469,8 @@ impl Decoder for MessagesDecoder {
                         data,
                     ));
                 }
-                self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
+                // The provider's numbers: a bogus one must not overflow.
+                self.usage = Usage::new(self.usage.input_tokens, self.usage.output_tokens);
                 out.push_back(ChunkKind::Finish {
                     finish_reason: self.finish_reason.unwrap_or(FinishReason::Other),
                     usage: self.usage,

@@ -55,6 +55,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod __fuzz;
 pub mod anthropic;
 pub mod embeddings;
 mod error;

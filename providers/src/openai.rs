@@ -303,13 +303,14 @@ impl Decoder for ChatDecoder {
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
             let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
             let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
+            // The provider's numbers: a bogus one must not overflow.
+            let sum = Usage::new(input, output);
             self.usage = Usage {
-                input_tokens: input,
-                output_tokens: output,
                 total_tokens: usage
                     .get("total_tokens")
                     .and_then(Value::as_u64)
-                    .unwrap_or(input + output),
+                    .unwrap_or(sum.total_tokens),
+                ..sum
             };
         }
         let Some(choice) = value
@@ -338,7 +339,7 @@ impl Decoder for ChatDecoder {
         }
         if let Some(calls) = delta["tool_calls"].as_array() {
             for (position, call) in calls.iter().enumerate() {
-                self.tool_call_piece(position, call, out);
+                self.tool_call_piece(position, call, out)?;
             }
         }
         if let Some(reason) = choice["finish_reason"].as_str() {
@@ -386,14 +387,36 @@ impl ChatDecoder {
     }
 
     /// One piece of a tool call: the first names it, the others add to its arguments.
-    fn tool_call_piece(&mut self, position: usize, call: &Value, out: &mut VecDeque<ChunkKind>) {
+    /// The call's id is the provider's, or `call-<index>` without one; it may change until
+    /// a delta has named the call, and then stays. Two calls never share one.
+    fn tool_call_piece(
+        &mut self,
+        position: usize,
+        call: &Value,
+        out: &mut VecDeque<ChunkKind>,
+    ) -> Result<(), ApiError> {
         let index = call["index"].as_u64().unwrap_or(position as u64);
-        let acc = self.tool_calls.entry(index).or_default();
-        if let Some(id) = call["id"].as_str().filter(|id| !id.is_empty()) {
-            acc.id = id.to_owned();
+        let current = self.tool_calls.get(&index);
+        let named = current.is_some_and(|c| !c.args.is_empty());
+        let id = match call["id"].as_str().filter(|id| !id.is_empty()) {
+            Some(id) if !named => Some(id.to_owned()),
+            _ if current.is_none() => Some(format!("call-{index}")),
+            _ => None,
+        };
+        if let Some(id) = &id
+            && self
+                .tool_calls
+                .iter()
+                .any(|(i, c)| *i != index && c.id == *id)
+        {
+            return Err(error::protocol(
+                format_args!("two tool calls with the id `{id}`"),
+                &call.to_string(),
+            ));
         }
-        if acc.id.is_empty() {
-            acc.id = format!("call-{index}");
+        let acc = self.tool_calls.entry(index).or_default();
+        if let Some(id) = id {
+            acc.id = id;
         }
         if let Some(name) = call["function"]["name"].as_str().filter(|n| !n.is_empty()) {
             acc.name.push_str(name);
@@ -412,6 +435,7 @@ impl ChatDecoder {
                 args_text_delta: piece,
             });
         }
+        Ok(())
     }
 
     /// At `[DONE]`: closes the open block, emits the complete tool calls and the finish.

@@ -154,6 +154,12 @@ impl SseParser {
         self.take_event()
     }
 
+    /// The bytes held for the line and the event being read (each stays within the limit).
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn buffered(&self) -> (usize, usize) {
+        (self.line.len(), self.data.len())
+    }
+
     fn check_len(&self, len: usize) -> Result<(), SseError> {
         if len > self.max_bytes {
             Err(SseError {
@@ -188,11 +194,14 @@ impl SseParser {
         };
         match name {
             b"data" => {
-                self.check_len(self.data.len() + value.len() + 1)?;
+                // The limit holds for the decoded text: each invalid byte becomes a U+FFFD of
+                // three bytes.
+                let value = String::from_utf8_lossy(value);
+                self.check_len(self.data.len() + usize::from(self.has_data) + value.len())?;
                 if self.has_data {
                     self.data.push('\n');
                 }
-                self.data.push_str(&String::from_utf8_lossy(value));
+                self.data.push_str(&value);
                 self.has_data = true;
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),

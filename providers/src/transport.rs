@@ -740,7 +740,16 @@ async fn fill(
 }
 
 /// The chunks of a whole answer: the data of its events decoded as a stream's would be.
-fn replay<D: Decoder>(mut decoder: D, events: Vec<String>) -> ModelStream {
+fn replay<D: Decoder>(decoder: D, events: Vec<String>) -> ModelStream {
+    futures::stream::iter(replayed(decoder, events)).boxed()
+}
+
+/// What [`replay`] streams: the chunks of the events, then the error that ended them, if one
+/// did (a missing end of stream is one).
+pub(crate) fn replayed<D: Decoder>(
+    mut decoder: D,
+    events: Vec<String>,
+) -> impl Iterator<Item = Result<ChunkKind, ApiError>> {
     let mut out = VecDeque::new();
     let mut end = Some(error::cut_short());
     for data in events {
@@ -755,7 +764,7 @@ fn replay<D: Decoder>(mut decoder: D, events: Vec<String>) -> ModelStream {
         }
         break;
     }
-    futures::stream::iter(out.into_iter().map(Ok).chain(end.map(Err))).boxed()
+    out.into_iter().map(Ok).chain(end.map(Err))
 }
 
 type Body = BoxStream<'static, reqwest::Result<Bytes>>;
@@ -775,8 +784,7 @@ const DRAIN: Duration = Duration::from_millis(100);
 
 struct Driver<D> {
     body: Body,
-    parser: SseParser,
-    decoder: D,
+    events: EventDecoder<D>,
     out: VecDeque<ChunkKind>,
     clock: Clock,
     secrets: Secrets,
@@ -789,8 +797,7 @@ struct Driver<D> {
 fn drive<D: Decoder>(body: Body, decoder: D, clock: Clock, secrets: Secrets) -> ModelStream {
     let driver = Driver {
         body,
-        parser: SseParser::new(),
-        decoder,
+        events: EventDecoder::new(decoder),
         out: VecDeque::new(),
         clock,
         secrets,
@@ -826,22 +833,12 @@ impl<D: Decoder> Driver<D> {
 
     /// Reads one piece of the body and decodes the events it completes.
     async fn read(&mut self) {
-        let finished_events = match self.clock.next_piece(&mut self.body).await {
+        let finished = match self.clock.next_piece(&mut self.body).await {
             Err(e) => Err(e),
-            Ok(Some(bytes)) => self
-                .parser
-                .feed(&bytes)
-                .map_err(|e| error::protocol(format_args!("a malformed event stream: {e}"), ""))
-                .and_then(|()| self.decode(false)),
-            Ok(None) => self.decode(true).and_then(|finished| {
-                if finished {
-                    Ok(true)
-                } else {
-                    Err(error::cut_short())
-                }
-            }),
+            Ok(Some(bytes)) => self.events.feed(&bytes, &mut self.out),
+            Ok(None) => self.events.end(&mut self.out).map(|()| true),
         };
-        match finished_events {
+        match finished {
             Ok(false) => {}
             Ok(true) => self.phase = Phase::Draining,
             Err(e) => {
@@ -851,29 +848,63 @@ impl<D: Decoder> Driver<D> {
         }
     }
 
-    /// Decodes the ready events (and, at the end of the body, the unterminated last one);
-    /// `Ok(true)` once the provider finished.
-    fn decode(&mut self, at_end: bool) -> Result<bool, ApiError> {
-        while let Some(event) = self.parser.next_event() {
-            if self.decoder.event(event, &mut self.out)? {
-                return Ok(true);
-            }
-        }
-        if at_end && let Some(event) = self.parser.finish() {
-            // An unterminated last event that does not decode was cut by the disconnection.
-            return self.decoder.event(event, &mut self.out).map_err(|e| {
-                let mut cut = error::cut_short();
-                cut.body = e.body;
-                cut
-            });
-        }
-        Ok(false)
-    }
-
     /// Stops reading and lets the connection go.
     fn stop(&mut self, phase: Phase) {
         self.phase = phase;
         self.body = futures::stream::empty().boxed();
+    }
+}
+
+/// The synchronous half of the driver: the bytes of an event stream in, the decoder's chunks
+/// out.
+#[derive(Debug)]
+pub(crate) struct EventDecoder<D> {
+    parser: SseParser,
+    decoder: D,
+}
+
+impl<D: Decoder> EventDecoder<D> {
+    pub(crate) fn new(decoder: D) -> Self {
+        EventDecoder {
+            parser: SseParser::new(),
+            decoder,
+        }
+    }
+
+    /// Parses the next piece of the body and decodes the events it completes; `Ok(true)` once
+    /// the provider finished (what follows is not read).
+    pub(crate) fn feed(
+        &mut self,
+        bytes: &[u8],
+        out: &mut VecDeque<ChunkKind>,
+    ) -> Result<bool, ApiError> {
+        self.parser
+            .feed(bytes)
+            .map_err(|e| error::protocol(format_args!("a malformed event stream: {e}"), ""))?;
+        while let Some(event) = self.parser.next_event() {
+            if self.decoder.event(event, out)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The end of the body: decodes the unterminated last event, if there is one; fails unless
+    /// the provider finished with it.
+    pub(crate) fn end(&mut self, out: &mut VecDeque<ChunkKind>) -> Result<(), ApiError> {
+        let Some(event) = self.parser.finish() else {
+            return Err(error::cut_short());
+        };
+        // An unterminated last event that does not decode was cut by the disconnection.
+        match self.decoder.event(event, out) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(error::cut_short()),
+            Err(e) => {
+                let mut cut = error::cut_short();
+                cut.body = e.body;
+                Err(cut)
+            }
+        }
     }
 }
 

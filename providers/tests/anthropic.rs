@@ -694,3 +694,75 @@ async fn stream_cut_inside_an_event_fails_as_cut_not_as_bad_json() {
         "the partial event is kept"
     );
 }
+
+// Found by the `anthropic_stream` fuzz target (fuzz/).
+
+#[tokio::test]
+async fn huge_token_counts_saturate_instead_of_overflowing() {
+    let mut items = vec![
+        message_start(u64::MAX),
+        block_start(0, json!({ "type": "text", "text": "hi" })),
+        block_stop(0),
+    ];
+    items.extend(message_end("end_turn", 7));
+    let server = Server::start([Reply::Events(events(&items))]).await;
+    let chunks = collect_ok(model(&server).stream(request("hi")).await.unwrap()).await;
+    assert_eq!(
+        chunks.last(),
+        Some(&ChunkKind::Finish {
+            finish_reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 7,
+                total_tokens: u64::MAX
+            },
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_content_block_started_twice_is_a_protocol_error() {
+    let mut items = vec![
+        message_start(1),
+        block_start(0, json!({ "type": "text", "text": "a" })),
+        block_start(0, json!({ "type": "text", "text": "b" })),
+        block_stop(0),
+    ];
+    items.extend(message_end("end_turn", 1));
+    let server = Server::start([Reply::Events(events(&items))]).await;
+    let (chunks, error) = stream_error(&server).await;
+    assert_eq!(kinds(&chunks), ["text-start", "text-delta"]);
+    assert!(
+        error.message.contains("second start of content block 0"),
+        "{}",
+        error.message
+    );
+}
+
+#[tokio::test]
+async fn two_tool_calls_with_one_id_are_a_protocol_error() {
+    let tool = |index: u64| {
+        block_start(
+            index,
+            json!({ "type": "tool_use", "id": "toolu_1", "name": "f", "input": {} }),
+        )
+    };
+    let mut items = vec![
+        message_start(1),
+        tool(0),
+        block_stop(0),
+        tool(1),
+        block_stop(1),
+    ];
+    items.extend(message_end("tool_use", 1));
+    let server = Server::start([Reply::Events(events(&items))]).await;
+    let (chunks, error) = stream_error(&server).await;
+    assert_eq!(kinds(&chunks), ["tool-call"]);
+    assert!(
+        error
+            .message
+            .contains("two tool calls with the id `toolu_1`"),
+        "{}",
+        error.message
+    );
+}

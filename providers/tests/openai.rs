@@ -848,3 +848,79 @@ async fn chunked_body_cut_mid_chunk_is_a_retryable_connection_error() {
     );
     assert!(e.retryable);
 }
+
+// Found by the `openai_stream` fuzz target (fuzz/).
+
+#[tokio::test]
+async fn huge_token_counts_saturate_instead_of_overflowing() {
+    let events = [
+        delta(json!({ "content": "hi" })),
+        finish("stop"),
+        json!({ "choices": [], "usage": { "prompt_tokens": u64::MAX, "completion_tokens": 1 } }),
+    ];
+    let body = data_events(&events) + "data: [DONE]\n\n";
+    let server = Server::start([Reply::Events(body)]).await;
+    let chunks = collect_ok(model(&server).stream(request("hi")).await.unwrap()).await;
+    assert_eq!(
+        chunks.last(),
+        Some(&ChunkKind::Finish {
+            finish_reason: FinishReason::Stop,
+            usage: Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 1,
+                total_tokens: u64::MAX
+            },
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_keeps_the_id_its_first_delta_named() {
+    let call = |id: Option<&str>, args: &str| {
+        let mut piece = json!({ "index": 0, "function": { "arguments": args } });
+        if let Some(id) = id {
+            piece["id"] = json!(id);
+        }
+        delta(json!({ "tool_calls": [piece] }))
+    };
+    let events = [
+        call(None, "{\"x\":"),
+        call(Some("call_late"), "1}"),
+        finish("tool_calls"),
+    ];
+    let body = data_events(&events) + "data: [DONE]\n\n";
+    let server = Server::start([Reply::Events(body)]).await;
+    let chunks = collect_ok(model(&server).stream(request("hi")).await.unwrap()).await;
+    let ids: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            ChunkKind::ToolCallDelta { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            ChunkKind::ToolCall(call) => Some(call.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["call-0", "call-0", "call-0"]);
+}
+
+#[tokio::test]
+async fn two_tool_calls_with_one_id_are_a_protocol_error() {
+    let events = [delta(json!({ "tool_calls": [
+        { "index": 0, "id": "call_1", "function": { "name": "a", "arguments": "{}" } },
+        { "index": 1, "id": "call_1", "function": { "name": "b", "arguments": "{}" } },
+    ] }))];
+    let body = data_events(&events) + "data: [DONE]\n\n";
+    let server = Server::start([Reply::Events(body)]).await;
+    let (chunks, error) = stream_error(&server).await;
+    assert!(
+        !chunks.iter().any(|c| matches!(c, ChunkKind::ToolCall(_))),
+        "{chunks:?}"
+    );
+    assert!(
+        error
+            .message
+            .contains("two tool calls with the id `call_1`"),
+        "{}",
+        error.message
+    );
+    assert!(!error.retryable);
+}

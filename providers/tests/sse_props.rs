@@ -158,3 +158,16 @@ proptest! {
         prop_assert_eq!(parse_cut(&bytes, &every), expected);
     }
 }
+
+/// Found by the `sse` fuzz target: invalid bytes decode to U+FFFD (three bytes each), and the
+/// limit counted the raw bytes, so an event could hold three times the limit.
+#[test]
+fn the_limit_bounds_the_decoded_data_of_invalid_utf8() {
+    let mut parser = SseParser::with_limit(8);
+    assert!(parser.feed(b"data:\xff\xff\xff\xff\n\n").is_err());
+    assert_eq!(parser.next_event(), None);
+
+    let mut parser = SseParser::with_limit(8);
+    parser.feed(b"data:\xff\xff\n\n").unwrap();
+    assert_eq!(parser.next_event().unwrap().data, "\u{fffd}\u{fffd}");
+}

@@ -101,19 +101,43 @@ impl MessageList {
             }
             !hit
         });
-        self.tagged.retain(|(_, m)| !ids.contains(&m.id.as_str()));
+        self.tagged.retain(|(_, m)| {
+            let hit = ids.contains(&m.id.as_str());
+            if hit {
+                removed.push(m.clone());
+            }
+            !hit
+        });
         removed
     }
 
     /// Replaces the message with the same id in place, keeping its source. Returns whether one
     /// was found.
+    ///
+    /// System messages stay apart from the conversation: a conversation message replaced by a
+    /// system message leaves it for the untagged system messages, and an untagged system
+    /// message replaced by one of another role joins the end of the conversation as
+    /// [`MessageSource::Context`].
     pub fn replace(&mut self, message: Message) -> bool {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.message.id == message.id) {
-            e.message = message;
+        if let Some(i) = self.entries.iter().position(|e| e.message.id == message.id) {
+            if message.role == Role::System {
+                self.entries.remove(i);
+                self.system.push(message);
+            } else {
+                self.entries[i].message = message;
+            }
             return true;
         }
-        if let Some(m) = self.system.iter_mut().find(|m| m.id == message.id) {
-            *m = message;
+        if let Some(i) = self.system.iter().position(|m| m.id == message.id) {
+            if message.role == Role::System {
+                self.system[i] = message;
+            } else {
+                self.system.remove(i);
+                self.entries.push(Entry {
+                    message,
+                    source: MessageSource::Context,
+                });
+            }
             return true;
         }
         false
@@ -223,7 +247,9 @@ impl MessageList {
     ///
     /// Messages of the view whose ids are missing from `returned` are removed; returned messages
     /// with a known id replace the original in place and keep its source; system-role messages
-    /// are added as untagged system messages; the others are appended with `new_source`.
+    /// are added as untagged system messages; the others are appended with `new_source`. A
+    /// message whose role changes to or from system moves between the conversation and the
+    /// system messages, so no id is ever held twice.
     pub fn reconcile(
         &mut self,
         view: &[String],
@@ -242,13 +268,19 @@ impl MessageList {
             if m.role == Role::System {
                 // A message turned into a system message leaves the conversation.
                 self.entries.retain(|e| e.message.id != m.id);
-                match self.system.iter_mut().find(|s| s.id == m.id) {
-                    Some(s) => *s = m,
-                    None => self.system.push(m),
+                if let Some(s) = self.system.iter_mut().find(|s| s.id == m.id) {
+                    *s = m;
+                } else if let Some((_, s)) = self.tagged.iter_mut().find(|(_, s)| s.id == m.id) {
+                    *s = m;
+                } else {
+                    self.system.push(m);
                 }
             } else if let Some(e) = self.entries.iter_mut().find(|e| e.message.id == m.id) {
                 e.message = m;
             } else {
+                // A system message turned into another role joins the conversation.
+                self.system.retain(|s| s.id != m.id);
+                self.tagged.retain(|(_, s)| s.id != m.id);
                 self.entries.push(Entry {
                     message: m,
                     source: new_source,
@@ -282,7 +314,8 @@ impl MessageList {
     }
 
     /// Checks that a returned system set holds only system messages, then makes it the untagged
-    /// system messages.
+    /// system messages. A message of the conversation (or a tagged system message) whose id
+    /// is returned here became a system message: it leaves its old place.
     pub fn reconcile_system(&mut self, returned: Vec<Message>) -> Result<(), ReconcileError> {
         let mut seen = HashSet::with_capacity(returned.len());
         for m in &returned {
@@ -296,6 +329,9 @@ impl MessageList {
                 return Err(ReconcileError::DuplicateId(m.id.clone()));
             }
         }
+        self.entries
+            .retain(|e| !seen.contains(e.message.id.as_str()));
+        self.tagged.retain(|(_, m)| !seen.contains(m.id.as_str()));
         self.system = returned;
         Ok(())
     }
