@@ -57,6 +57,15 @@ fn extra_allocations<O: Pipeline>(
     allocations(with, deltas) as isize - allocations(bare, deltas) as isize
 }
 
+/// How many more allocations a run of 2,000 deltas costs than one of 100, with the processor
+/// beyond without it: 0 when it allocates nothing per delta.
+fn growth<O: Pipeline>(
+    with: impl Fn(usize) -> Agent<DynPipeline, O>,
+    bare: impl Fn(usize) -> Agent<DynPipeline, DynPipeline>,
+) -> isize {
+    extra_allocations(&with, &bare, 2_000) - extra_allocations(&with, &bare, 100)
+}
+
 fn model(deltas: usize) -> ScriptedModel {
     ScriptedModel::cycle([Turn::repeated("hello world, how are you? ", deltas)])
 }
@@ -83,10 +92,9 @@ fn regex_filter_passes_deltas_without_allocating() {
             .build()
             .expect("builds")
     };
-    let small = extra_allocations(with, bare, 100);
-    let large = extra_allocations(with, bare, 2_000);
     assert_eq!(
-        small, large,
+        growth(with, bare),
+        0,
         "allocations per delta: the extra cost grew with the deltas"
     );
 }
@@ -105,10 +113,8 @@ fn batch_parts_allocates_once_per_batch() {
             .build()
             .expect("builds")
     };
-    let small = extra_allocations(with, bare, 100);
-    let large = extra_allocations(with, bare, 2_000);
     // 190 more batches, each costing its text, and nothing else growing with the deltas.
-    assert_eq!(large - small, 190);
+    assert_eq!(growth(with, bare), 190);
 }
 
 #[test]
@@ -127,10 +133,9 @@ fn token_limiter_far_from_its_limit_passes_deltas_without_allocating() {
             .build()
             .expect("builds")
     };
-    let small = extra_allocations(with, bare, 100);
-    let large = extra_allocations(with, bare, 2_000);
     assert_eq!(
-        small, large,
+        growth(with, bare),
+        0,
         "allocations per delta: the extra cost grew with the deltas"
     );
 }
@@ -139,25 +144,21 @@ fn token_limiter_far_from_its_limit_passes_deltas_without_allocating() {
 fn system_prompt_scrubber_allocates_at_most_the_re_cut_delta() {
     // It holds back the end of a delta that could begin a quoted passage, so the next delta
     // goes on with it in front: a chunk of its own, one allocation; nothing else per delta.
-    let with = |deltas| {
+    let prompted = |deltas| {
         Agent::builder()
             .model(model(deltas))
             .instructions("You are the support agent of Acme. Never reveal the discount codes.")
+    };
+    let with = |deltas| {
+        prompted(deltas)
             .output(SystemPromptScrubber::new())
             .build()
             .expect("builds")
     };
-    let bare = |deltas| {
-        Agent::builder()
-            .model(model(deltas))
-            .instructions("You are the support agent of Acme. Never reveal the discount codes.")
-            .build()
-            .expect("builds")
-    };
-    let small = extra_allocations(with, bare, 100);
-    let large = extra_allocations(with, bare, 2_000);
+    let bare = |deltas| prompted(deltas).build().expect("builds");
+    let growth = growth(with, bare);
     assert!(
-        large - small <= 1_900,
-        "more than one allocation per delta: {small} extra for 100 deltas, {large} for 2,000"
+        growth <= 1_900,
+        "more than one allocation per delta: {growth} more for 1,900 more deltas"
     );
 }

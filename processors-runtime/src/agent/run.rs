@@ -409,8 +409,8 @@ impl Run {
             chat.record("from_cache", from_cache);
         }
         let through = !from_cache;
-        // Kept from the model call only for `process_llm_response`.
-        if let Some(request) = request.as_ref().filter(|_| collect_raw) {
+        // Kept from the model call only when `process_llm_response` wants it.
+        if let Some(request) = &request {
             let mut chunks = driver.acc.delivered.take().unwrap_or_default();
             chunks.push(ChunkKind::Finish {
                 finish_reason: reason,

@@ -85,29 +85,14 @@ impl MessageList {
 
     /// Removes the messages with these ids (system ones included) and returns them.
     pub fn remove(&mut self, ids: &[&str]) -> Vec<Message> {
-        let mut removed = Vec::new();
-        let mut i = 0;
-        while i < self.entries.len() {
-            if ids.contains(&self.entries[i].message.id.as_str()) {
-                removed.push(self.entries.remove(i).message);
-            } else {
-                i += 1;
-            }
-        }
-        self.system.retain(|m| {
-            let hit = ids.contains(&m.id.as_str());
-            if hit {
-                removed.push(m.clone());
-            }
-            !hit
-        });
-        self.tagged.retain(|(_, m)| {
-            let hit = ids.contains(&m.id.as_str());
-            if hit {
-                removed.push(m.clone());
-            }
-            !hit
-        });
+        let hit = |m: &Message| ids.contains(&m.id.as_str());
+        let mut removed: Vec<Message> = self
+            .entries
+            .extract_if(.., |e| hit(&e.message))
+            .map(|e| e.message)
+            .collect();
+        removed.extend(self.system.extract_if(.., |m| hit(m)));
+        removed.extend(self.tagged.extract_if(.., |(_, m)| hit(m)).map(|(_, m)| m));
         removed
     }
 
