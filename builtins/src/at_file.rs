@@ -210,10 +210,11 @@ impl AtFileExpansion {
                     )),
                 }
             }
-            message
-                .content
-                .parts
-                .extend(added.into_iter().map(|text| Part::Text { text }));
+            message.content.parts.extend(
+                added
+                    .into_iter()
+                    .map(|text| Part::Text { text: text.into() }),
+            );
         }
         Ok(messages)
     }

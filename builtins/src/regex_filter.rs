@@ -850,7 +850,7 @@ impl Inner {
                 if let Some(Part::Text { text } | Part::Reasoning { text }) =
                     msg.content.parts.get_mut(i)
                 {
-                    *text = new;
+                    *text = new.into();
                 }
             }
         }

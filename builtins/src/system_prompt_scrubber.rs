@@ -344,7 +344,7 @@ impl SystemPromptScrubber {
                         self.inner
                             .scrub_text(&prompt, text, &mut leaks, Where::Result)?
                     {
-                        *text = new;
+                        *text = new.into();
                         changed = true;
                     }
                 }

@@ -996,7 +996,7 @@ mod tests {
             Role::Assistant,
             vec![
                 Part::Reasoning {
-                    text: "long thoughts ".repeat(100),
+                    text: "long thoughts ".repeat(100).into(),
                 },
                 Part::Data {
                     name: "x".into(),

@@ -305,7 +305,7 @@ impl UnicodeNormalizer {
                 if let Part::Text { text } = part
                     && let Cow::Owned(new) = self.normalize(text)
                 {
-                    *text = new;
+                    *text = new.into();
                     changed = true;
                 }
             }

@@ -227,7 +227,7 @@ impl Harness {
         let mut message = Message::new(
             role,
             vec![processors_runtime::message::Part::Text {
-                text: format!("v{}", self.version),
+                text: format!("v{}", self.version).into(),
             }],
         );
         message.id = id(m.id);

@@ -40,7 +40,7 @@ pub mod prelude {
     pub use crate::context::RequestContext;
     pub use crate::memory::{InMemoryStore, Memory, MemoryStore};
     pub use crate::message::{
-        Message, MessageList, MessageSource, Part, Role, ToolCall, ToolResult,
+        Message, MessageList, MessageSource, Part, Role, Text, ToolCall, ToolResult,
     };
     pub use crate::model::{ApiError, LanguageModel, ScriptedModel, ToolChoice, Turn};
     pub use crate::processor::{Abort, ProcessorError};

@@ -2,7 +2,7 @@
 //! and the results that report it.
 
 use crate::chunk::{FinishReason, Usage};
-use crate::message::{ToolCall, ToolResult};
+use crate::message::{Text, ToolCall, ToolResult};
 use crate::tripwire::TripWire;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ pub struct StepResult {
     /// The step's number (retries of a step share it).
     pub step_number: u32,
     /// The text, as streamed (empty for a rejected step).
-    pub text: String,
+    pub text: Text,
     /// Why the step finished (`tripwire` for a rejected step).
     pub finish_reason: FinishReason,
     /// Token usage of the call.
@@ -30,7 +30,7 @@ pub struct StepResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
     /// The response text.
-    pub text: String,
+    pub text: Text,
     /// Total usage.
     pub usage: Usage,
     /// Why the run finished.

@@ -554,7 +554,7 @@ impl PiiDetector {
                     for part in &mut m.content.parts {
                         if let Part::Text { text } = part {
                             let spans = spans(text, &found);
-                            *text = self.redact(text, text.len(), &spans, &found);
+                            *text = self.redact(text, text.len(), &spans, &found).into();
                         }
                     }
                     Fate::Redacted(m)

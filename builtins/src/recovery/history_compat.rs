@@ -180,7 +180,7 @@ impl BuiltinRule {
 ///         let mut changed = false;
 ///         for part in messages.iter_mut().flat_map(|m| &mut m.content.parts) {
 ///             if let Part::File { mime_type, .. } = part {
-///                 *part = Part::Text { text: format!("[a {mime_type} file]") };
+///                 *part = Part::Text { text: format!("[a {mime_type} file]").into() };
 ///                 changed = true;
 ///             }
 ///         }

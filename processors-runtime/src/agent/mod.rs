@@ -295,7 +295,7 @@ impl<I, O, E> AgentBuilder<I, O, E> {
     }
 
     /// Adds a system instruction (kept as an untagged system message, restored every step).
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+    pub fn instructions(mut self, text: impl Into<crate::message::Text>) -> Self {
         self.settings.instructions.push(Message::system(text));
         self
     }

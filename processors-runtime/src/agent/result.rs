@@ -1,6 +1,6 @@
 use super::BuildError;
 use crate::chunk::{FinishReason, Usage};
-use crate::message::{Message, ToolCall, ToolResult};
+use crate::message::{Message, Text, ToolCall, ToolResult};
 use crate::model::ApiError;
 use crate::runner::HookError;
 use crate::step::StepResult;
@@ -13,7 +13,7 @@ pub struct GenerateResult {
     /// The run's id (as in its chunks).
     pub run_id: String,
     /// The response text (empty when a trip wire ended the run).
-    pub text: String,
+    pub text: Text,
     /// Every step, rejected ones included with their trip wire.
     pub steps: Vec<StepResult>,
     /// Why the run finished (`other` after a trip wire).

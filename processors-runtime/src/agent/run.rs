@@ -8,7 +8,7 @@ use super::options::GenerateOptions;
 use super::tools;
 use super::*;
 use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
-use crate::message::{MessageList, MessageSource, Part, Role};
+use crate::message::{MessageList, MessageSource, Part, Role, Text, concat_texts};
 use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
 use crate::processor::{Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
@@ -162,7 +162,7 @@ impl Run {
             // The step the trip wire ended, with the tool calls it had asked for.
             self.s.steps.push(StepResult {
                 step_number: open.number,
-                text: String::new(),
+                text: Text::new(),
                 finish_reason: FinishReason::Tripwire,
                 usage: open.usage,
                 tool_calls: std::mem::take(&mut driver.acc.tool_calls),
@@ -430,7 +430,7 @@ impl Run {
         let mut step_ids = self.add_answer(&mut driver.acc);
         let step = Step {
             step_number,
-            text: &driver.acc.text,
+            text: &driver.acc.answer,
             finish_reason: reason,
             usage,
             run_usage: self.usage,
@@ -471,7 +471,7 @@ impl Run {
         driver
             .emit(&mut self.s, &mut self.out, step_finish, through)
             .await?;
-        let text = step_text(&self.s.list, &step_ids, &mut driver.acc.text);
+        let text = step_text(&self.s.list, &step_ids);
         self.s.steps.push(StepResult {
             step_number,
             text,
@@ -585,7 +585,7 @@ impl Run {
             .await?;
         self.s.steps.push(StepResult {
             step_number,
-            text: String::new(),
+            text: Text::new(),
             finish_reason: FinishReason::Retry,
             usage: Usage::default(),
             tool_calls: Vec::new(),
@@ -674,12 +674,15 @@ impl Run {
         let mut parts = Vec::new();
         if !acc.reasoning.is_empty() {
             parts.push(Part::Reasoning {
-                text: std::mem::take(&mut acc.reasoning),
+                text: std::mem::take(&mut acc.reasoning).into(),
             });
         }
-        if !acc.text.is_empty() {
+        // The streamed text becomes the answer's one buffer: the message, the step and the
+        // result share it.
+        acc.answer = Text::from(std::mem::take(&mut acc.text));
+        if !acc.answer.is_empty() {
             parts.push(Part::Text {
-                text: acc.text.clone(),
+                text: acc.answer.clone(),
             });
         }
         parts.extend(self.carried.iter().cloned());
@@ -753,7 +756,7 @@ impl Run {
         }
         self.s.steps.push(StepResult {
             step_number: self.next_number(),
-            text: String::new(),
+            text: Text::new(),
             finish_reason: FinishReason::Retry,
             usage,
             tool_calls: Vec::new(),
@@ -785,7 +788,7 @@ impl Run {
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
                 Ok(GenerateResult {
                     run_id: self.out.run_id.to_string(),
-                    text: String::new(),
+                    text: Text::new(),
                     steps: self.s.steps,
                     finish_reason: FinishReason::Other,
                     usage: self.usage,
@@ -808,32 +811,16 @@ impl Run {
     }
 }
 
-/// The text of a step's answer, as its messages have it: the streamed text itself (moved, not
-/// copied) unless an output-step processor changed it.
-fn step_text(list: &MessageList, step_ids: &[String], streamed: &mut String) -> String {
-    let assistant = || {
+/// The text of a step's answer, as its messages have it: the streamed text's own buffer unless
+/// an output-step processor changed it.
+fn step_text(list: &MessageList, step_ids: &[String]) -> Text {
+    concat_texts(
         step_ids
             .iter()
             .filter_map(|i| list.get(i))
             .filter(|m| m.role == Role::Assistant)
-    };
-    let mut rest = streamed.as_str();
-    let same = assistant().all(|m| {
-        m.content.parts.iter().all(|part| match part {
-            Part::Text { text } => match rest.strip_prefix(text.as_str()) {
-                Some(after) => {
-                    rest = after;
-                    true
-                }
-                None => false,
-            },
-            _ => true,
-        })
-    }) && rest.is_empty();
-    match same {
-        true => std::mem::take(streamed),
-        false => assistant().map(Message::text).collect(),
-    }
+            .flat_map(|m| &m.content.parts),
+    )
 }
 
 /// Saves data written at the end of the run with the last answer (or as an answer of its own).
@@ -873,25 +860,20 @@ mod tests {
     }
 
     #[test]
-    fn the_streamed_text_is_moved_when_the_messages_have_it_unchanged() {
-        let (list, ids) = list_with(vec![vec!["Hel", "lo"], vec![" there."]]);
-        let mut streamed = String::from("Hello there.");
-        assert_eq!(step_text(&list, &ids, &mut streamed), "Hello there.");
-        assert!(streamed.is_empty(), "moved, not copied");
+    fn a_step_with_one_text_part_shares_its_buffer() {
+        let (list, ids) = list_with(vec![vec!["Hello there."]]);
+        let text = step_text(&list, &ids);
+        let Part::Text { text: part } = &list.get(&ids[0]).unwrap().content.parts[0] else {
+            panic!("a text part")
+        };
+        assert!(text.shares(part), "the message's buffer, not a copy");
     }
 
     #[test]
-    fn the_messages_text_is_taken_when_a_processor_changed_it() {
-        for changed in [
-            vec![vec!["Hello"]],
-            vec![vec!["Hello there. And more."]],
-            vec![vec!["Goodbye."]],
-        ] {
-            let (list, ids) = list_with(changed.clone());
-            let mut streamed = String::from("Hello there.");
-            let expected: String = changed.concat().concat();
-            assert_eq!(step_text(&list, &ids, &mut streamed), expected);
-            assert_eq!(streamed, "Hello there.", "kept");
-        }
+    fn a_step_with_several_text_parts_has_them_concatenated() {
+        let (list, ids) = list_with(vec![vec!["Hel", "lo"], vec![" there."]]);
+        assert_eq!(step_text(&list, &ids), "Hello there.");
+        let (list, ids) = list_with(vec![]);
+        assert_eq!(step_text(&list, &ids), "");
     }
 }

@@ -1,8 +1,10 @@
 //! Messages: the unit of conversation, their parts, and the run's live [`MessageList`].
 
 mod list;
+mod text;
 
 pub use list::{MessageList, MessageSource, ReconcileError};
+pub use text::Text;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,12 +36,12 @@ pub enum Part {
     /// Plain text.
     Text {
         /// The text.
-        text: String,
+        text: Text,
     },
     /// Model reasoning, kept apart from the answer.
     Reasoning {
         /// The reasoning text.
-        text: String,
+        text: Text,
     },
     /// A call of a tool by the model.
     ToolCall(ToolCall),
@@ -246,17 +248,17 @@ impl Message {
     }
 
     /// A user message with one text part.
-    pub fn user(text: impl Into<String>) -> Self {
+    pub fn user(text: impl Into<Text>) -> Self {
         Self::new(Role::User, vec![Part::Text { text: text.into() }])
     }
 
     /// An assistant message with one text part.
-    pub fn assistant(text: impl Into<String>) -> Self {
+    pub fn assistant(text: impl Into<Text>) -> Self {
         Self::new(Role::Assistant, vec![Part::Text { text: text.into() }])
     }
 
     /// A system message with one text part.
-    pub fn system(text: impl Into<String>) -> Self {
+    pub fn system(text: impl Into<Text>) -> Self {
         Self::new(Role::System, vec![Part::Text { text: text.into() }])
     }
 
@@ -278,7 +280,7 @@ impl Message {
     }
 
     /// Replaces every text part by one part holding `text` (kept at the first text part's place).
-    pub fn set_text(&mut self, text: impl Into<String>) {
+    pub fn set_text(&mut self, text: impl Into<Text>) {
         let mut text = Some(text.into());
         let mut parts = Vec::with_capacity(self.content.parts.len());
         for part in self.content.parts.drain(..) {
@@ -304,6 +306,25 @@ impl Message {
             _ => None,
         })
     }
+}
+
+/// The text of `parts`, concatenated: the one text part's buffer itself when there is only
+/// one, so the copies a run keeps of an answer share it.
+pub(crate) fn concat_texts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Text {
+    let mut texts = parts.into_iter().filter_map(|p| match p {
+        Part::Text { text } => Some(text),
+        _ => None,
+    });
+    let (first, second) = match (texts.next(), texts.next()) {
+        (None, _) => return Text::new(),
+        (Some(only), None) => return only.clone(),
+        (Some(first), Some(second)) => (first, second),
+    };
+    let mut out = String::with_capacity(first.len() + second.len());
+    out.push_str(first);
+    out.push_str(second);
+    texts.for_each(|t| out.push_str(t));
+    Text::from(out)
 }
 
 impl From<&str> for Message {

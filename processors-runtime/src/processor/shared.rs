@@ -131,6 +131,7 @@ mod tests {
         futures::executor::block_on(agent.generate("hi"))
             .expect("a run")
             .text
+            .into()
     }
 
     #[test]

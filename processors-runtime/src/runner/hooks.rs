@@ -3,7 +3,7 @@
 
 use super::{Chain, Halt, HookError, Scope, call, ids};
 use crate::chunk::{FinishReason, Usage};
-use crate::message::{Message, MessageList, MessageSource, Role, ToolCall};
+use crate::message::{MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::processor::{
     ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
@@ -312,11 +312,12 @@ pub(crate) async fn tool_result(
 }
 
 /// The response text: the text of the response's assistant messages.
-pub(crate) fn response_text(list: &MessageList) -> String {
-    list.response()
-        .filter(|m| m.role == Role::Assistant)
-        .map(Message::text)
-        .collect()
+pub(crate) fn response_text(list: &MessageList) -> Text {
+    concat_texts(
+        list.response()
+            .filter(|m| m.role == Role::Assistant)
+            .flat_map(|m| &m.content.parts),
+    )
 }
 
 /// `process_output_result`: returned messages are reconciled with the response, and the

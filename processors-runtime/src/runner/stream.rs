@@ -8,7 +8,7 @@
 use super::outbox::{AHEAD, Outbox};
 use super::{Halt, HookError, Scope};
 use crate::chunk::{Chunk, ChunkKind};
-use crate::message::{Part, ToolCall};
+use crate::message::{Part, Text, ToolCall};
 use crate::model::{ApiError, ModelStream};
 use crate::processor::{CHUNK_TARGET, DynPipeline, Flow, Hook, Pipeline, StreamCx, StreamStats};
 
@@ -75,12 +75,35 @@ impl<O: Pipeline> StreamList<'_, O> {
 /// dropped counts for nothing, a replaced one as it was replaced.
 #[derive(Default)]
 pub(crate) struct StepAcc {
+    /// The streamed text, until the step's answer is added to the list.
     pub(crate) text: String,
+    /// The same text once it is the answer's (shared with its message).
+    pub(crate) answer: Text,
     pub(crate) reasoning: String,
     pub(crate) data: Vec<Part>,
     pub(crate) tool_calls: Vec<ToolCall>,
     /// The delivered chunks as model chunks, when a `process_llm_response` hook wants them.
     pub(crate) delivered: Option<Vec<ChunkKind>>,
+}
+
+/// Appends `s`, growing `buf` by at most a quarter when it is full rather than doubling it:
+/// the buffer becomes the answer's only copy, and its spare capacity is what the run's memory
+/// holds beyond the text. Growth stays geometric (by an eighth to a quarter), so appending
+/// stays amortized O(1); capacities are steps of a fixed series (a quarter of a power of two
+/// apart), so how often the buffer grows does not depend on how the text was cut.
+fn append(buf: &mut String, s: &str) {
+    let needed = buf.len() + s.len();
+    if needed > buf.capacity() {
+        buf.reserve_exact(capacity_step(needed) - buf.len());
+    }
+    buf.push_str(s);
+}
+
+/// The smallest capacity of the series 64, 80, 96, 112, 128, 160, … that holds `needed`.
+fn capacity_step(needed: usize) -> usize {
+    let needed = needed.max(64);
+    let quarter = (1usize << needed.ilog2()) / 4;
+    needed.div_ceil(quarter).saturating_mul(quarter)
 }
 
 impl StepAcc {
@@ -94,8 +117,8 @@ impl StepAcc {
             d.push(c.kind.clone());
         }
         match &c.kind {
-            ChunkKind::TextDelta { text, .. } => self.text.push_str(text),
-            ChunkKind::ReasoningDelta { text, .. } => self.reasoning.push_str(text),
+            ChunkKind::TextDelta { text, .. } => append(&mut self.text, text),
+            ChunkKind::ReasoningDelta { text, .. } => append(&mut self.reasoning, text),
             // A call runs only if its chunk reached the client, as it reached it.
             ChunkKind::ToolCall(call) => self.tool_calls.push(call.clone()),
             ChunkKind::Data {
@@ -396,4 +419,25 @@ pub(crate) fn pump<O: Pipeline>(
 /// A cached response as a model stream.
 pub(crate) fn replay(chunks: Vec<ChunkKind>) -> ModelStream {
     Box::pin(futures::stream::iter(chunks.into_iter().map(Ok)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_text_buffer_grows_by_an_eighth_to_a_quarter() {
+        use super::capacity_step;
+        assert_eq!(
+            [1, 64, 65, 80, 81, 113, 129, 300, 1025].map(capacity_step),
+            [64, 64, 80, 80, 96, 128, 160, 320, 1280]
+        );
+        let mut cap = 64;
+        while cap < 1 << 30 {
+            let next = capacity_step(cap + 1);
+            assert!(
+                next * 8 >= cap * 9 && next * 4 <= cap * 5,
+                "{cap} -> {next}"
+            );
+            cap = next;
+        }
+    }
 }

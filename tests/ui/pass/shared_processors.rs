@@ -38,9 +38,9 @@ fn main() {
     };
     let run = |agent: &dyn Fn() -> String| agent();
     let texts = [
-        run(&|| futures::executor::block_on(support.generate("hi")).unwrap().text),
-        run(&|| futures::executor::block_on(sales.generate("hi")).unwrap().text),
-        run(&|| futures::executor::block_on(open.generate("hi")).unwrap().text),
+        run(&|| futures::executor::block_on(support.generate("hi")).unwrap().text.into()),
+        run(&|| futures::executor::block_on(sales.generate("hi")).unwrap().text.into()),
+        run(&|| futures::executor::block_on(open.generate("hi")).unwrap().text.into()),
     ];
     assert_eq!(texts, ["", "", "a secret"]);
 }
