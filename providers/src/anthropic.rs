@@ -1,6 +1,7 @@
 //! [`Anthropic`]: the messages API (`POST {base_url}/v1/messages`), streamed.
 
 use crate::error;
+use crate::json::{self, Raw};
 use crate::parts::{is_url, merge_provider_options, parse_tool_args, tool_result_text};
 use crate::sse::SseEvent;
 use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
@@ -10,6 +11,7 @@ use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
@@ -325,23 +327,44 @@ impl Decoder for MessagesDecoder {
 
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
         let data = event.data.trim();
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            error::protocol(format_args!("event data that is not JSON ({e})"), data)
-        })?;
-        let kind = value["type"]
-            .as_str()
-            .or(event.event.as_deref())
-            .unwrap_or("");
+        let [
+            kind,
+            error,
+            object,
+            index,
+            message,
+            content_block,
+            delta,
+            usage,
+        ] = Raw::document(
+            data,
+            [
+                "type",
+                "error",
+                "object",
+                "index",
+                "message",
+                "content_block",
+                "delta",
+                "usage",
+            ],
+        )
+        .map_err(|e| error::protocol(format_args!("event data that is not JSON ({e})"), data))?;
+        let is_error = json::is_error(error, kind, object);
+        let kind = kind.str();
+        let kind = kind.as_deref().or(event.event.as_deref()).unwrap_or("");
         // Proxies send errors in other shapes too: `{"error": …}` without a type or an event name.
-        if kind == "error" || error::is_error_object(&value) {
+        if kind == "error" || is_error {
+            let value: Value = serde_json::from_str(data).unwrap_or_default();
             return Err(error::in_stream(&value, data));
         }
-        let index = value["index"].as_u64().unwrap_or(0);
+        let index = index.u64().unwrap_or(0);
         match kind {
             "message_start" => {
-                let usage = &value["message"]["usage"];
-                self.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
-                self.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
+                let [usage] = message.fields(["usage"]);
+                let [input, output] = usage.fields(["input_tokens", "output_tokens"]);
+                self.usage.input_tokens = input.u64().unwrap_or(0);
+                self.usage.output_tokens = output.u64().unwrap_or(0);
             }
             "content_block_start" => {
                 if !self.started.insert(index) {
@@ -350,7 +373,7 @@ impl Decoder for MessagesDecoder {
                         data,
                     ));
                 }
-                let block = &value["content_block"];
+                let block = content_block.value();
                 let open = match block["type"].as_str() {
                     Some("text") => {
                         let id: Arc<str> = format!("text-{index}").into();
@@ -396,23 +419,24 @@ impl Decoder for MessagesDecoder {
                 self.blocks.insert(index, open);
             }
             "content_block_delta" => {
-                let delta = &value["delta"];
-                let text = |key: &str| delta[key].as_str().unwrap_or_default().to_owned();
-                match (self.blocks.get_mut(&index), delta["type"].as_str()) {
+                let [delta_type, text, thinking, partial_json] =
+                    delta.fields(["type", "text", "thinking", "partial_json"]);
+                let owned = |field: Raw<'_>| field.str().map(Cow::into_owned).unwrap_or_default();
+                match (self.blocks.get_mut(&index), delta_type.str().as_deref()) {
                     (Some(OpenBlock::Text(id)), Some("text_delta")) => {
                         out.push_back(ChunkKind::TextDelta {
                             id: id.clone(),
-                            text: text("text"),
+                            text: owned(text),
                         });
                     }
                     (Some(OpenBlock::Reasoning(id)), Some("thinking_delta")) => {
                         out.push_back(ChunkKind::ReasoningDelta {
                             id: id.clone(),
-                            text: text("thinking"),
+                            text: owned(thinking),
                         });
                     }
                     (Some(OpenBlock::ToolUse { id, name, json }), Some("input_json_delta")) => {
-                        let piece = text("partial_json");
+                        let piece = owned(partial_json);
                         json.push_str(&piece);
                         out.push_back(ChunkKind::ToolCallDelta {
                             tool_call_id: id.clone(),
@@ -446,8 +470,9 @@ impl Decoder for MessagesDecoder {
                 Some(OpenBlock::Other) | None => {}
             },
             "message_delta" => {
-                if let Some(reason) = value["delta"]["stop_reason"].as_str() {
-                    self.finish_reason = Some(match reason {
+                let [stop_reason] = delta.fields(["stop_reason"]);
+                if let Some(reason) = stop_reason.str() {
+                    self.finish_reason = Some(match &*reason {
                         "end_turn" | "stop_sequence" => FinishReason::Stop,
                         "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
                         "tool_use" => FinishReason::ToolCalls,
@@ -455,10 +480,11 @@ impl Decoder for MessagesDecoder {
                         _ => FinishReason::Other,
                     });
                 }
-                if let Some(n) = value["usage"]["output_tokens"].as_u64() {
+                let [output, input] = usage.fields(["output_tokens", "input_tokens"]);
+                if let Some(n) = output.u64() {
                     self.usage.output_tokens = n;
                 }
-                if let Some(n) = value["usage"]["input_tokens"].as_u64() {
+                if let Some(n) = input.u64() {
                     self.usage.input_tokens = n;
                 }
             }

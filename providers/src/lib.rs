@@ -61,6 +61,7 @@ pub mod __fuzz;
 pub mod anthropic;
 pub mod embeddings;
 mod error;
+mod json;
 pub mod openai;
 mod parts;
 mod resolve;

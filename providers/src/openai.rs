@@ -2,6 +2,7 @@
 //! (Ollama, vLLM, llama.cpp's server, LM Studio).
 
 use crate::error;
+use crate::json::{self, Raw};
 use crate::parts::{file_url, merge_provider_options, parse_tool_args, tool_result_text};
 use crate::sse::SseEvent;
 use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
@@ -294,56 +295,53 @@ impl Decoder for ChatDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let value: Value = serde_json::from_str(data).map_err(|e| {
-            error::protocol(format_args!("event data that is not JSON ({e})"), data)
-        })?;
-        if error::is_error_object(&value) {
+        let [error, kind, object, usage, choices] =
+            Raw::document(data, ["error", "type", "object", "usage", "choices"]).map_err(|e| {
+                error::protocol(format_args!("event data that is not JSON ({e})"), data)
+            })?;
+        if json::is_error(error, kind, object) {
+            let value: Value = serde_json::from_str(data).unwrap_or_default();
             return Err(error::in_stream(&value, data));
         }
-        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
-            let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-            let (input, output) = (n("prompt_tokens"), n("completion_tokens"));
+        if usage.is_object() {
+            let [input, output, total] =
+                usage.fields(["prompt_tokens", "completion_tokens", "total_tokens"]);
             // The provider's numbers: a bogus one must not overflow.
-            let sum = Usage::new(input, output);
+            let sum = Usage::new(input.u64().unwrap_or(0), output.u64().unwrap_or(0));
             self.usage = Usage {
-                total_tokens: usage
-                    .get("total_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(sum.total_tokens),
+                total_tokens: total.u64().unwrap_or(sum.total_tokens),
                 ..sum
             };
         }
-        let Some(choice) = value
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        else {
+        let Some(choice) = choices.first() else {
             return Ok(false);
         };
-        let delta = &choice["delta"];
-        for key in ["reasoning_content", "reasoning"] {
-            if let Some(text) = delta[key].as_str().filter(|t| !t.is_empty()) {
+        let [delta, finish_reason] = choice.fields(["delta", "finish_reason"]);
+        let [reasoning_content, reasoning, content, tool_calls] =
+            delta.fields(["reasoning_content", "reasoning", "content", "tool_calls"]);
+        for field in [reasoning_content, reasoning] {
+            if let Some(text) = field.str().filter(|t| !t.is_empty()) {
                 let id = self.enter(Block::Reasoning, out);
                 out.push_back(ChunkKind::ReasoningDelta {
                     id,
-                    text: text.to_owned(),
+                    text: text.into_owned(),
                 });
             }
         }
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+        if let Some(text) = content.str().filter(|t| !t.is_empty()) {
             let id = self.enter(Block::Text, out);
             out.push_back(ChunkKind::TextDelta {
                 id,
-                text: text.to_owned(),
+                text: text.into_owned(),
             });
         }
-        if let Some(calls) = delta["tool_calls"].as_array() {
-            for (position, call) in calls.iter().enumerate() {
+        if let Some(calls) = tool_calls.elements() {
+            for (position, call) in calls.into_iter().enumerate() {
                 self.tool_call_piece(position, call, out)?;
             }
         }
-        if let Some(reason) = choice["finish_reason"].as_str() {
-            self.finish_reason = Some(match reason {
+        if let Some(reason) = finish_reason.str() {
+            self.finish_reason = Some(match &*reason {
                 "stop" => FinishReason::Stop,
                 "length" => FinishReason::Length,
                 "tool_calls" | "function_call" => FinishReason::ToolCalls,
@@ -392,14 +390,15 @@ impl ChatDecoder {
     fn tool_call_piece(
         &mut self,
         position: usize,
-        call: &Value,
+        call: Raw<'_>,
         out: &mut VecDeque<ChunkKind>,
     ) -> Result<(), ApiError> {
-        let index = call["index"].as_u64().unwrap_or(position as u64);
+        let [index, id, function] = call.fields(["index", "id", "function"]);
+        let index = index.u64().unwrap_or(position as u64);
         let current = self.tool_calls.get(&index);
         let named = current.is_some_and(|c| !c.args.is_empty());
-        let id = match call["id"].as_str().filter(|id| !id.is_empty()) {
-            Some(id) if !named => Some(id.to_owned()),
+        let id = match id.str().filter(|id| !id.is_empty()) {
+            Some(id) if !named => Some(id.into_owned()),
             _ if current.is_none() => Some(format!("call-{index}")),
             _ => None,
         };
@@ -411,21 +410,24 @@ impl ChatDecoder {
         {
             return Err(error::protocol(
                 format_args!("two tool calls with the id `{id}`"),
-                &call.to_string(),
+                &call.value().to_string(),
             ));
         }
         let acc = self.tool_calls.entry(index).or_default();
         if let Some(id) = id {
             acc.id = id;
         }
-        if let Some(name) = call["function"]["name"].as_str().filter(|n| !n.is_empty()) {
-            acc.name.push_str(name);
+        let [name, arguments] = function.fields(["name", "arguments"]);
+        if let Some(name) = name.str().filter(|n| !n.is_empty()) {
+            acc.name.push_str(&name);
         }
-        let piece = match &call["function"]["arguments"] {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            // Some servers send the arguments as an object rather than a JSON string.
-            other => other.to_string(),
+        let piece = match arguments.str() {
+            Some(s) => s.into_owned(),
+            None => match arguments.value() {
+                Value::Null => String::new(),
+                // Some servers send the arguments as an object rather than a JSON string.
+                other => other.to_string(),
+            },
         };
         if !piece.is_empty() {
             acc.args.push_str(&piece);

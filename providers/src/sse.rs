@@ -21,6 +21,7 @@
 //! assert_eq!(parser.finish().unwrap().data, "last");
 //! ```
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// The default limit of one line and of one event's data: 8 MiB.
@@ -104,7 +105,7 @@ impl SseParser {
                 bytes = rest;
             }
         }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
             let head = &bytes[..end];
             let mut rest = &bytes[end + 1..];
             if bytes[end] == b'\r' {
@@ -196,7 +197,12 @@ impl SseParser {
             b"data" => {
                 // The limit holds for the decoded text: each invalid byte becomes a U+FFFD of
                 // three bytes.
-                let value = String::from_utf8_lossy(value);
+                // Valid UTF-8 (the rule) is checked a word at a time; only invalid bytes take the
+                // slower replacing path.
+                let value = match std::str::from_utf8(value) {
+                    Ok(text) => Cow::Borrowed(text),
+                    Err(_) => String::from_utf8_lossy(value),
+                };
                 self.check_len(self.data.len() + usize::from(self.has_data) + value.len())?;
                 if self.has_data {
                     self.data.push('\n');
