@@ -15,7 +15,9 @@
 //!   yielding the chunk to the agent's consumer receiving it (`runner_*`): what the run adds.
 //!   A chunk the run held back until later ones arrived would show as about a millisecond, and
 //!   is counted (`held_until_next_arrival`: delivered after the provider yielded the next
-//!   delta, which came at least half a pace later).
+//!   delta, which came at least half a pace later). After `[DONE]` the server keeps the
+//!   connection open for [`HOLD`], as a server or proxy slow to end the body would; the time
+//!   from its `[DONE]` to the consumer's end of stream is `end_after_done_*`.
 //! - `throughput`: the server writes N = 100,000 deltas of 4-7 characters (a body rendered
 //!   once) as fast as the client reads. Consumed as bare bytes over a socket (`socket`) and
 //!   through reqwest (`reqwest`, the transport's limit), through the provider (`provider`: its
@@ -48,6 +50,8 @@ const ROUNDS: usize = 15;
 const LATENCY_ROUNDS: usize = 3;
 /// The pause between two deltas of the latency scenario.
 const PACE: Duration = Duration::from_millis(1);
+/// How long the latency server keeps the connection open after `[DONE]`.
+const HOLD: Duration = Duration::from_millis(300);
 /// The deltas of the throughput scenario, in turn: 4 to 7 characters, 5.6 on average.
 const WORDS: [&str; 8] = [
     "the ", "quick ", "brown ", "foxes ", "jumped ", "over ", "lazy ", "dogs, ",
@@ -66,6 +70,8 @@ struct Stamps {
     written: Vec<AtomicU64>,
     yielded: Vec<AtomicU64>,
     received: Vec<AtomicU64>,
+    /// When the server wrote the finish, the usage and `[DONE]`.
+    done: AtomicU64,
 }
 
 impl Stamps {
@@ -75,6 +81,7 @@ impl Stamps {
             written: zeros(),
             yielded: zeros(),
             received: zeros(),
+            done: AtomicU64::new(0),
         }
     }
 
@@ -82,6 +89,7 @@ impl Stamps {
         for v in [&self.written, &self.yielded, &self.received] {
             v.iter().for_each(|t| t.store(0, Ordering::Relaxed));
         }
+        self.done.store(0, Ordering::Relaxed);
     }
 }
 
@@ -206,7 +214,12 @@ impl Server {
             self.stamps.written[i].store(now_ns(), Ordering::Relaxed);
             conn.write_all(e.as_bytes())?;
         }
-        conn.write_all(tail(n).as_bytes())
+        // Stamped before the write: the consumer may be done before this thread runs again.
+        self.stamps.done.store(now_ns(), Ordering::Relaxed);
+        conn.write_all(tail(n).as_bytes())?;
+        // The body ends when the connection closes: not yet.
+        std::thread::sleep(HOLD);
+        Ok(())
     }
 }
 
@@ -393,6 +406,8 @@ fn latency(n: usize) {
     // Per configuration: deltas that reached the consumer only after the provider had yielded
     // the next one, although that one arrived at least half a pace later.
     let mut held = vec![0usize; configs.len()];
+    // Per configuration: the server's `[DONE]` to the consumer's end of stream, per round.
+    let mut ends: Vec<Vec<u64>> = vec![Vec::new(); configs.len()];
     for _ in 0..LATENCY_ROUNDS {
         for (i, c) in configs.iter().enumerate() {
             stamps.reset();
@@ -405,6 +420,7 @@ fn latency(n: usize) {
                     Some((k, a)) => through_agent(&**a, *k, record).await,
                 }
             });
+            ends[i].push(now_ns().saturating_sub(stamps.done.load(Ordering::Relaxed)));
             assert_eq!(got, n, "every delta arrived");
             let at = |v: &[AtomicU64], d: usize| v[d].load(Ordering::Relaxed);
             for d in 0..n {
@@ -430,6 +446,7 @@ fn latency(n: usize) {
     for (i, c) in configs.iter().enumerate() {
         let r = &mut runner[i];
         r.sort_unstable();
+        ends[i].sort_unstable();
         println!(
             "{}",
             json!({
@@ -447,6 +464,8 @@ fn latency(n: usize) {
                 "runner_p99_us": quantile_us(r, 0.99),
                 "runner_max_us": quantile_us(r, 1.0),
                 "held_until_next_arrival": held[i],
+                "end_after_done_p50_us": quantile_us(&ends[i], 0.5),
+                "end_after_done_max_us": quantile_us(&ends[i], 1.0),
             })
         );
     }

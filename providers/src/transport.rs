@@ -8,8 +8,8 @@ use crate::error;
 use crate::retry::{self, RetryPolicy};
 use crate::sse::{DEFAULT_MAX_EVENT_BYTES, SseEvent, SseParser};
 use bytes::Bytes;
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use processors_runtime::chunk::ChunkKind;
 use processors_runtime::model::{ApiError, ModelStream};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION};
@@ -782,6 +782,28 @@ enum Phase {
 /// dropped instead of reused.
 const DRAIN: Duration = Duration::from_millis(100);
 
+/// Reads what is left of a finished response's body (usually the end of its chunked
+/// encoding), so that its connection can be reused, without making the stream wait for it:
+/// what has already arrived is read at once, the rest in a task of its own for at most
+/// `limit`, after which the body is dropped and the connection closed.
+fn drain(mut body: Body, limit: Duration) {
+    loop {
+        match body.next().now_or_never() {
+            // Pending: the rest is read in the background.
+            None => break,
+            Some(Some(Ok(_))) => {}
+            // Ended, or failed: nothing to wait for.
+            Some(None | Some(Err(_))) => return,
+        }
+    }
+    let rest = async move { while let Some(Ok(_)) = body.next().await {} };
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = tokio::time::timeout(limit, rest).await;
+        });
+    }
+}
+
 struct Driver<D> {
     body: Body,
     events: EventDecoder<D>,
@@ -820,8 +842,10 @@ impl<D: Decoder> Driver<D> {
                 Phase::Done => return None,
                 Phase::Failed(e) => return Some(Err(e)),
                 Phase::Draining => {
-                    let rest = async { while let Some(Ok(_)) = self.body.next().await {} };
-                    let _ = tokio::time::timeout(DRAIN.min(self.clock.idle), rest).await;
+                    drain(
+                        std::mem::replace(&mut self.body, futures::stream::empty().boxed()),
+                        DRAIN.min(self.clock.idle),
+                    );
                     self.stop(Phase::Done);
                     return None;
                 }

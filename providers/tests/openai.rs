@@ -479,6 +479,20 @@ async fn body_that_never_ends_fails_with_the_idle_timeout() {
 }
 
 #[tokio::test]
+async fn a_body_left_open_after_done_ends_the_stream_and_its_connection_is_closed_after() {
+    // `[DONE]`, then nothing: no end of the body until the client closes. The stream ends at
+    // `[DONE]` (the rest of the body is read in the background, briefly, then dropped).
+    let server = Server::start([Reply::Hang(text_answer(&["Hello", "!"]))]).await;
+    let chunks = collect_ok(model(&server).stream(request("hi")).await.unwrap()).await;
+    assert_eq!(text_of(&chunks), "Hello!");
+    assert!(matches!(chunks.last(), Some(ChunkKind::Finish { .. })));
+    assert!(
+        server.all_closed(Duration::from_secs(2)).await,
+        "the connection is closed, not kept reading"
+    );
+}
+
+#[tokio::test]
 async fn no_response_headers_in_time_is_a_retryable_timeout() {
     let server = Server::start([Reply::Silent, Reply::Silent, Reply::Silent]).await;
     let model = OpenAiCompatible::builder("m")
