@@ -352,10 +352,8 @@ fn apply<P: StreamCall + ?Sized>(
     pos: usize,
     result: Result<StreamAction, ProcessorError>,
 ) -> Flow {
-    if !cx.written.is_empty()
-        && let Some(pending) = &mut cx.pending
-    {
-        pending.extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    if !cx.written.is_empty() {
+        queue_written(cx, pos);
     }
     match result {
         Ok(StreamAction::Pass) => Flow::Continue,
@@ -365,14 +363,34 @@ fn apply<P: StreamCall + ?Sized>(
         }
         Ok(StreamAction::Drop) => Flow::Drop,
         Ok(StreamAction::Many(chunks)) => emit_many(cx, chunk, pos, chunks),
-        Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
-        Err(ProcessorError::Warning(a)) => {
-            warn(cx, a, p.call_id());
+        Err(e) => failed(cx, p.call_id(), e),
+    }
+}
+
+/// Queues the data chunks a processor wrote, to run from just after it (inside a workflow
+/// they stay in `written`, for the chain around it).
+#[cold]
+#[inline(never)]
+fn queue_written(cx: &mut StreamCx<'_>, pos: usize) {
+    if let Some(pending) = &mut cx.pending {
+        pending.extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    }
+}
+
+/// What a processor's error does: an abort halts the run, a warning is reported and the
+/// chunk goes on, a failure is logged and the chunk passes on as it is.
+#[cold]
+#[inline(never)]
+fn failed(cx: &StreamCx<'_>, id: &str, e: ProcessorError) -> Flow {
+    match e {
+        ProcessorError::Abort(a) => Flow::Abort(a.into_tripwire(id)),
+        ProcessorError::Warning(a) => {
+            warn(cx, a, id);
             Flow::Continue
         }
-        Err(ProcessorError::Failed(e)) => {
+        ProcessorError::Failed(e) => {
             tracing::warn!(
-                processor = p.call_id(),
+                processor = id,
                 error = %e,
                 "process_output_stream failed; the original chunk passes on"
             );
