@@ -1,5 +1,7 @@
+use super::pipeline::{ViaDyn, step_now};
 use super::table::for_each_hook;
 use super::*;
+use crate::chunk::Chunk;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::any::{Any, TypeId};
@@ -121,6 +123,27 @@ pub trait DynProcessor: Send + Sync + 'static {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
+    /// One step of a stream chain whose hooks never wait: whether the processor takes the
+    /// chunk, the call of [`dyn_process_output_stream_now`](Self::dyn_process_output_stream_now)
+    /// and what its result does to the chunk. With `measure`, the call is counted and timed.
+    ///
+    /// The implementation for a [`Processor`] does the whole step in code compiled for its
+    /// type: one virtual call per processor and chunk. The default goes through the other
+    /// methods of this trait.
+    #[doc(hidden)]
+    fn dyn_output_stream_step_now(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow {
+        let p = ViaDyn(self);
+        match measure {
+            true => step_now::<true, _>(&p, cx, chunk, pos),
+            false => step_now::<false, _>(&p, cx, chunk, pos),
+        }
+    }
 }
 
 /// A shared, dynamically dispatched processor.
@@ -177,6 +200,19 @@ impl<P: Processor> DynProcessor for P {
         match args.__map_state(|s| s.downcast_mut::<P::State>()) {
             Some(args) => self.process_output_stream_now(args),
             None => Err(state_mismatch(self)),
+        }
+    }
+    #[inline]
+    fn dyn_output_stream_step_now(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow {
+        match measure {
+            true => step_now::<true, Self>(self, cx, chunk, pos),
+            false => step_now::<false, Self>(self, cx, chunk, pos),
         }
     }
     for_each_hook!(dyn_hook_impls);

@@ -217,8 +217,22 @@ impl StreamOutcome {
     }
 }
 
+/// How the stream chain calls one processor: directly for a processor of a tuple, through
+/// [`DynProcessor`] for one behind a pointer.
 #[doc(hidden)]
 pub trait StreamCall: Send + Sync {
+    /// Runs the processor's stream hook on a chunk without a future, with the rules of the
+    /// chain ([`step_now`]). Behind `dyn`, one virtual call does the whole step, its checks
+    /// compiled for the processor's type.
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        step_now::<MEASURE, Self>(self, cx, chunk, pos)
+    }
     fn call_hooks(&self) -> Hooks;
     fn call_id(&self) -> &str;
     fn call_data_parts(&self) -> bool;
@@ -275,6 +289,15 @@ impl<P: Processor> StreamCall for P {
 }
 
 impl<'x> StreamCall for dyn DynProcessor + 'x {
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        self.dyn_output_stream_step_now(cx, chunk, pos, MEASURE)
+    }
     fn call_hooks(&self) -> Hooks {
         self.dyn_hooks()
     }
@@ -422,9 +445,45 @@ fn warn(cx: &StreamCx<'_>, a: Abort, id: &str) {
         .violation(&a.into_tripwire(id), ViolationKind::Warn);
 }
 
-/// Runs a processor that never waits on a chunk, without a future.
+/// A processor behind `dyn`, called through [`DynProcessor`]'s hook methods one by one: the
+/// stream step of a [`DynProcessor`] that does not provide its own.
+pub(crate) struct ViaDyn<'p, D: ?Sized>(pub(crate) &'p D);
+
+impl<D: DynProcessor + ?Sized> StreamCall for ViaDyn<'_, D> {
+    fn call_hooks(&self) -> Hooks {
+        self.0.dyn_hooks()
+    }
+    fn call_id(&self) -> &str {
+        self.0.dyn_id()
+    }
+    fn call_data_parts(&self) -> bool {
+        self.0.dyn_process_data_parts()
+    }
+    fn call_history(&self) -> bool {
+        self.0.dyn_keeps_stream_history()
+    }
+    fn call_is_sync(&self) -> bool {
+        self.0.dyn_output_stream_is_sync()
+    }
+    fn call_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        self.0.dyn_process_output_stream_now(args)
+    }
+    fn call<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
+        self.0.dyn_process_output_stream(args)
+    }
+}
+
+/// Runs a processor that never waits on a chunk, without a future: one step of the chain
+/// (whether the processor takes the chunk, its arguments, the call, and what its result does
+/// to the chunk).
 #[inline(always)]
-fn stream_one_now<const MEASURE: bool, P: StreamCall + ?Sized>(
+pub(crate) fn step_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
     chunk: &mut Chunk,
@@ -440,7 +499,7 @@ fn stream_one_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
-/// [`stream_one_now`], counted and timed.
+/// [`step_now`], counted and timed.
 #[inline(never)]
 fn measured_now<P: StreamCall + ?Sized>(
     p: &P,
@@ -477,7 +536,7 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     pos: usize,
 ) -> Flow {
     if p.call_is_sync() {
-        return stream_one_now::<MEASURE, P>(p, cx, chunk, pos);
+        return p.call_step_now::<MEASURE>(cx, chunk, pos);
     }
     let started = MEASURE.then(std::time::Instant::now);
     let before = (MEASURE && traces_chunks(cx)).then(|| describe(chunk));
@@ -543,7 +602,7 @@ macro_rules! tuple_pipeline {
             fn run_output_stream_now<const MEASURE: bool>(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
                 $(
                     if $idx >= start {
-                        match stream_one_now::<MEASURE, _>(&self.$idx, cx, chunk, $idx) {
+                        match self.$idx.call_step_now::<MEASURE>(cx, chunk, $idx) {
                             Flow::Continue => {}
                             other => return other,
                         }
@@ -669,7 +728,7 @@ impl Pipeline for DynPipeline {
         start: usize,
     ) -> Flow {
         for (i, p) in self.processors.iter().enumerate().skip(start) {
-            match stream_one_now::<MEASURE, _>(&**p, cx, chunk, i) {
+            match (**p).call_step_now::<MEASURE>(cx, chunk, i) {
                 Flow::Continue => {}
                 other => return other,
             }
@@ -689,5 +748,125 @@ impl Pipeline for DynPipeline {
             }
         }
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::RunId;
+    use std::collections::VecDeque;
+
+    /// A stream processor that never waits: counts chunks, and by the chunk's text writes a
+    /// data chunk, warns, drops, fails or upper-cases it.
+    struct Script;
+
+    impl Processor for Script {
+        type State = usize;
+        const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+        const OUTPUT_STREAM_IS_SYNC: bool = true;
+        fn id(&self) -> &str {
+            "script"
+        }
+        fn process_output_stream_now(
+            &self,
+            mut args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            *args.state += 1;
+            match args.chunk.text_delta().unwrap_or_default() {
+                "write" => {
+                    args.writer.write("seen", (*args.state).into());
+                    Ok(StreamAction::Pass)
+                }
+                "warn" => Err(args.abort().reason("warned").warn()),
+                "drop" => Ok(StreamAction::Drop),
+                "fail" => Err(ProcessorError::msg("failed")),
+                _ => Ok(args.chunk.clone().map_text(str::to_uppercase).into()),
+            }
+        }
+        async fn process_output_stream(
+            &self,
+            args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            self.process_output_stream_now(args)
+        }
+    }
+
+    /// What one step did: the flow's name, the chunk after it, the state, the queued chunks.
+    type Seen = (&'static str, Option<String>, usize, Vec<(usize, ChunkKind)>);
+
+    /// Runs `texts` through one step of the chain at position 1, by `step`.
+    fn run(texts: &[&str], step: impl Fn(&mut StreamCx<'_>, &mut Chunk) -> Flow) -> Vec<Seen> {
+        let p: ProcessorRef = boxed(Script);
+        let mut states = StateMap::default();
+        let slot = states.slot_for(&*p).unwrap();
+        let slots = [slot, slot];
+        let mut histories = vec![Vec::new(), Vec::new()];
+        let list = MessageList::new();
+        let mut request_context = RequestContext::new();
+        let mut written = Vec::new();
+        let mut pending = VecDeque::new();
+        let report = Reporter::default();
+        let mut seen = Vec::new();
+        for text in texts {
+            let mut cx = StreamCx {
+                states: &mut states,
+                slots: &slots,
+                histories: &mut histories,
+                message_list: &list,
+                request_context: &mut request_context,
+                retry_count: 0,
+                written: &mut written,
+                pending: Some(&mut pending),
+                report: &report,
+                current: 0,
+                stats: None,
+            };
+            let kind = ChunkKind::TextDelta {
+                id: "t".into(),
+                text: (*text).into(),
+            };
+            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+            let flow = match step(&mut cx, &mut chunk) {
+                Flow::Continue => "continue",
+                Flow::Emit => "emit",
+                Flow::Drop => "drop",
+                Flow::Abort(_) => "abort",
+            };
+            let state = *states.get_mut(slot).downcast_mut::<usize>().unwrap();
+            let text = chunk.text_delta().map(str::to_owned);
+            seen.push((flow, text, state, pending.drain(..).collect()));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_step_behind_dyn_is_the_step_through_the_traits_methods() {
+        let texts = ["a", "write", "warn", "drop", "fail", "b"];
+        let p: ProcessorRef = boxed(Script);
+        let direct = run(&texts, |cx, chunk| {
+            step_now::<false, _>(&Script, cx, chunk, 1)
+        });
+        let behind_dyn = run(&texts, |cx, chunk| {
+            (*p).call_step_now::<false>(cx, chunk, 1)
+        });
+        let one_by_one = run(&texts, |cx, chunk| {
+            step_now::<false, _>(&ViaDyn(&*p), cx, chunk, 1)
+        });
+        let measured = run(&texts, |cx, chunk| {
+            p.dyn_output_stream_step_now(cx, chunk, 1, true)
+        });
+        assert_eq!(direct[0], ("continue", Some("A".into()), 1, vec![]));
+        assert_eq!(direct[1].3.len(), 1);
+        assert_eq!(
+            direct[1].3[0].0, 2,
+            "a written chunk runs from after its writer"
+        );
+        assert_eq!(direct[3].0, "drop");
+        assert_eq!(direct[4].0, "emit");
+        assert_eq!(direct[5], ("continue", Some("B".into()), 6, vec![]));
+        assert_eq!(behind_dyn, direct);
+        assert_eq!(one_by_one, direct);
+        assert_eq!(measured, direct);
     }
 }
