@@ -45,6 +45,13 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
     #[doc(hidden)]
     fn stream_is_sync(&self) -> bool;
 
+    /// Whether the processors are called behind `dyn` (a stream hook that waits then needs
+    /// a place for its future).
+    #[doc(hidden)]
+    fn behind_dyn(&self) -> bool {
+        false
+    }
+
     /// `run_output_stream` for a list whose stream hooks never wait.
     #[doc(hidden)]
     fn run_output_stream_now<const MEASURE: bool>(
@@ -80,6 +87,10 @@ pub struct StreamCx<'r> {
     pub(crate) states: &'r mut StateMap,
     pub(crate) slots: &'r [usize],
     pub(crate) histories: &'r mut [Vec<Chunk>],
+    /// Where the future of each position's stream hook goes when it is behind `dyn` (one
+    /// allocation per position, reused from chunk to chunk); empty when the chain never
+    /// waits, and then a call that has to have a future allocates it.
+    pub(crate) futures: &'r mut [FutureSlot],
     pub(crate) message_list: &'r MessageList,
     pub(crate) request_context: &'r mut RequestContext,
     pub(crate) retry_count: u32,
@@ -242,9 +253,14 @@ pub trait StreamCall: Send + Sync {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
+    /// Whether [`call`](Self::call) places its future in the slot it is given (behind `dyn`,
+    /// where the chain cannot hold the future itself).
+    const USES_SLOT: bool = false;
+    /// `process_output_stream`; behind `dyn`, its future is placed in `slot`.
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
     ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a;
 }
 
@@ -280,6 +296,7 @@ impl<P: Processor> StreamCall for P {
     async fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        _: &'a mut FutureSlot,
     ) -> Result<StreamAction, ProcessorError> {
         match args.__map_state(|s| s.downcast_mut::<P::State>()) {
             Some(args) => self.process_output_stream(args).await,
@@ -319,11 +336,13 @@ impl<'x> StreamCall for dyn DynProcessor + 'x {
     ) -> Result<StreamAction, ProcessorError> {
         self.dyn_process_output_stream_now(args)
     }
+    const USES_SLOT: bool = true;
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
     ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
-        self.dyn_process_output_stream(args)
+        self.dyn_process_output_stream_in(args, slot)
     }
 }
 
@@ -471,11 +490,13 @@ impl<D: DynProcessor + ?Sized> StreamCall for ViaDyn<'_, D> {
     ) -> Result<StreamAction, ProcessorError> {
         self.0.dyn_process_output_stream_now(args)
     }
+    const USES_SLOT: bool = true;
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
     ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
-        self.0.dyn_process_output_stream(args)
+        self.0.dyn_process_output_stream_in(args, slot)
     }
 }
 
@@ -540,10 +561,21 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     }
     let started = MEASURE.then(std::time::Instant::now);
     let before = (MEASURE && traces_chunks(cx)).then(|| describe(chunk));
+    // Lent to the call behind `dyn` (taking it moves the slot, not the memory it keeps).
+    let mut slot = match P::USES_SLOT {
+        true => cx
+            .futures
+            .get_mut(pos)
+            .map(std::mem::take)
+            .unwrap_or_default(),
+        false => FutureSlot::new(),
+    };
     let Some(args) = args_for(p, cx, chunk, pos) else {
+        give_back(cx, pos, slot, P::USES_SLOT);
         return Flow::Continue;
     };
-    let result = p.call(args).await;
+    let result = p.call(args, &mut slot).await;
+    give_back(cx, pos, slot, P::USES_SLOT);
     if let Some(started) = started {
         let outcome = StreamOutcome::of(&result);
         let flow = apply(p, cx, chunk, pos, result);
@@ -556,9 +588,17 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
+/// Puts back the slot `stream_one` took from position `pos`, if it took one.
+#[inline(always)]
+fn give_back(cx: &mut StreamCx<'_>, pos: usize, slot: FutureSlot, taken: bool) {
+    if taken && let Some(kept) = cx.futures.get_mut(pos) {
+        *kept = slot;
+    }
+}
+
 /// Whether a processor's stream hook runs without a future (or it has none).
 #[inline]
-fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
+pub(crate) fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
     !p.call_hooks().contains(Hook::OutputStream) || p.call_is_sync()
 }
 
@@ -721,6 +761,9 @@ impl Pipeline for DynPipeline {
     fn stream_is_sync(&self) -> bool {
         self.processors.iter().all(|p| is_sync(&**p))
     }
+    fn behind_dyn(&self) -> bool {
+        true
+    }
     fn run_output_stream_now<const MEASURE: bool>(
         &self,
         cx: &mut StreamCx<'_>,
@@ -792,6 +835,32 @@ mod tests {
         }
     }
 
+    /// [`Script`] as a hook that waits once before it answers.
+    struct Waits;
+
+    impl Processor for Waits {
+        type State = usize;
+        const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+        fn id(&self) -> &str {
+            "script"
+        }
+        async fn process_output_stream(
+            &self,
+            args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            let mut waited = false;
+            std::future::poll_fn(|cx| match std::mem::replace(&mut waited, true) {
+                true => std::task::Poll::Ready(()),
+                false => {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+            Script.process_output_stream_now(args)
+        }
+    }
+
     /// What one step did: the flow's name, the chunk after it, the state, the queued chunks.
     type Seen = (&'static str, Option<String>, usize, Vec<(usize, ChunkKind)>);
 
@@ -802,6 +871,7 @@ mod tests {
         let slot = states.slot_for(&*p).unwrap();
         let slots = [slot, slot];
         let mut histories = vec![Vec::new(), Vec::new()];
+        let mut futures = [FutureSlot::new(), FutureSlot::new()];
         let list = MessageList::new();
         let mut request_context = RequestContext::new();
         let mut written = Vec::new();
@@ -813,6 +883,7 @@ mod tests {
                 states: &mut states,
                 slots: &slots,
                 histories: &mut histories,
+                futures: &mut futures,
                 message_list: &list,
                 request_context: &mut request_context,
                 retry_count: 0,
@@ -865,7 +936,15 @@ mod tests {
         assert_eq!(direct[3].0, "drop");
         assert_eq!(direct[4].0, "emit");
         assert_eq!(direct[5], ("continue", Some("B".into()), 6, vec![]));
+        let waiting: ProcessorRef = boxed(Waits);
+        let waits = run(&texts, |cx, chunk| {
+            futures::executor::block_on(stream_one::<false, _>(&*waiting, cx, chunk, 1))
+        });
         assert_eq!(behind_dyn, direct);
+        assert_eq!(
+            waits, direct,
+            "a hook that waits, its future in the position's slot"
+        );
         assert_eq!(one_by_one, direct);
         assert_eq!(measured, direct);
     }
