@@ -146,3 +146,61 @@ fn a_call_allocates_within_its_pinned_bound() {
 /// id), 9 the scripted model's own, the rest the run's (the prompt given to the model, the
 /// answer, the step, the result).
 const BARE_BOUND: usize = 29;
+
+/// Counts streamed characters in an `async` stream hook (one that could wait, and does not).
+struct AsyncCount;
+
+#[processor(id = "async-count")]
+impl AsyncCount {
+    async fn process_output_stream(&self, chunk: &Chunk, state: &mut usize) -> StreamAction {
+        if let Some(t) = chunk.text_delta() {
+            *state += t.len();
+        }
+        StreamAction::Pass
+    }
+}
+
+/// The allocations of one `generate()` call streaming `n` deltas through `list`, after one
+/// call to warm up.
+fn stream_allocations(list: DynPipeline, n: usize) -> usize {
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::repeated("abcd", n)]).without_recording())
+        .output_pipeline(list)
+        .build()
+        .expect("builds");
+    block_on(agent.generate("hi")).expect("runs");
+    let before = ALLOCATIONS.with(Cell::get);
+    block_on(agent.generate("hi")).expect("runs");
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+#[test]
+fn an_async_stream_hook_behind_dyn_allocates_no_future_per_chunk() {
+    let per_chunk = |list: fn() -> DynPipeline| {
+        let (few, many) = (
+            stream_allocations(list(), 10),
+            stream_allocations(list(), 110),
+        );
+        (many - few) as f64 / 100.0
+    };
+    let without = per_chunk(DynPipeline::new);
+    let with = per_chunk(|| DynPipeline::new().with(AsyncCount).with(AsyncCount2));
+    // The future of each call goes where the one before it was.
+    assert!(
+        with <= without,
+        "per chunk: {without} allocations without the processors, {with} with them"
+    );
+}
+
+/// A second one, with an id of its own.
+struct AsyncCount2;
+
+#[processor(id = "async-count-2")]
+impl AsyncCount2 {
+    async fn process_output_stream(&self, chunk: &Chunk, state: &mut usize) -> StreamAction {
+        if let Some(t) = chunk.text_delta() {
+            *state += t.len();
+        }
+        StreamAction::Pass
+    }
+}

@@ -2,7 +2,8 @@
 //! hooks, the runner, the agent loop, models, tools and memory.
 //!
 //! Most users depend on the `processors` facade crate and write `use processors::prelude::*;`.
-#![forbid(unsafe_code)]
+// No unsafe code, except in `processor::future_slot` (reused memory for futures behind `dyn`).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 #[doc(hidden)]

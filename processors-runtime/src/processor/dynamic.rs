@@ -1,5 +1,7 @@
+use super::pipeline::{ViaDyn, step_now};
 use super::table::for_each_hook;
 use super::*;
+use crate::chunk::Chunk;
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::any::{Any, TypeId};
@@ -50,7 +52,9 @@ macro_rules! dyn_hook_impls {
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
 ///
-/// Implemented for every [`Processor`]; each hook call returns a boxed future. A
+/// Implemented for every [`Processor`]; each hook call returns a boxed future, except in
+/// the stream chain: a stream hook that never waits is called without a future, and one that
+/// may wait has its future placed in memory the chain keeps per position ([`FutureSlot`]). A
 /// [`DynPipeline`](super::DynPipeline) holds [`ProcessorRef`]s (`Arc<dyn DynProcessor>`), so
 /// a list can be made from configuration read at run time, and replaced per call:
 ///
@@ -121,6 +125,41 @@ pub trait DynProcessor: Send + Sync + 'static {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
+    /// [`Processor::process_output_stream`], with the state behind `dyn Any`, its future
+    /// placed in `slot`: the chain keeps a slot per position, so a call allocates only when
+    /// its future is larger than the ones before it.
+    ///
+    /// The default places the future of
+    /// [`dyn_process_output_stream`](Self::dyn_process_output_stream) (a boxed one) there.
+    #[doc(hidden)]
+    fn dyn_process_output_stream_in<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
+    ) -> InSlot<'a, Result<StreamAction, ProcessorError>> {
+        slot.put(self.dyn_process_output_stream(args))
+    }
+    /// One step of a stream chain whose hooks never wait: whether the processor takes the
+    /// chunk, the call of [`dyn_process_output_stream_now`](Self::dyn_process_output_stream_now)
+    /// and what its result does to the chunk. With `measure`, the call is counted and timed.
+    ///
+    /// The implementation for a [`Processor`] does the whole step in code compiled for its
+    /// type: one virtual call per processor and chunk. The default goes through the other
+    /// methods of this trait.
+    #[doc(hidden)]
+    fn dyn_output_stream_step_now(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow {
+        let p = ViaDyn(self);
+        match measure {
+            true => step_now::<true, _>(&p, cx, chunk, pos),
+            false => step_now::<false, _>(&p, cx, chunk, pos),
+        }
+    }
 }
 
 /// A shared, dynamically dispatched processor.
@@ -177,6 +216,31 @@ impl<P: Processor> DynProcessor for P {
         match args.__map_state(|s| s.downcast_mut::<P::State>()) {
             Some(args) => self.process_output_stream_now(args),
             None => Err(state_mismatch(self)),
+        }
+    }
+    fn dyn_process_output_stream_in<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
+    ) -> InSlot<'a, Result<StreamAction, ProcessorError>> {
+        slot.put(async move {
+            match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+                Some(args) => self.process_output_stream(args).await,
+                None => Err(state_mismatch(self)),
+            }
+        })
+    }
+    #[inline]
+    fn dyn_output_stream_step_now(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow {
+        match measure {
+            true => step_now::<true, Self>(self, cx, chunk, pos),
+            false => step_now::<false, Self>(self, cx, chunk, pos),
         }
     }
     for_each_hook!(dyn_hook_impls);

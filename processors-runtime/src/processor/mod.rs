@@ -9,6 +9,9 @@ mod dynamic;
 mod error;
 pub mod extract;
 mod from_fn;
+// The one module with unsafe code: see its SAFETY comments and tests (run under Miri too).
+#[allow(unsafe_code)]
+mod future_slot;
 mod hooks;
 mod pipeline;
 mod report;
@@ -29,8 +32,11 @@ pub use from_fn::{
     OutputStreamFn, ToolResultFn, api_error_fn, input_fn, input_step_fn, llm_request_fn,
     llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
 };
+pub use future_slot::{FutureSlot, InSlot};
 pub use hooks::{Hook, Hooks};
-pub(crate) use pipeline::{CHUNK_TARGET, Flow, StreamCx, StreamStats, stream_one};
+pub(crate) use pipeline::{
+    CHUNK_TARGET, Flow, StreamCx, StreamStats, is_sync as is_stream_sync, stream_one,
+};
 pub use pipeline::{DynPipeline, Pipeline};
 pub(crate) use report::{Reporter, ViolationHandler};
 pub use report::{Violation, ViolationKind};

@@ -45,6 +45,13 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
     #[doc(hidden)]
     fn stream_is_sync(&self) -> bool;
 
+    /// Whether the processors are called behind `dyn` (a stream hook that waits then needs
+    /// a place for its future).
+    #[doc(hidden)]
+    fn behind_dyn(&self) -> bool {
+        false
+    }
+
     /// `run_output_stream` for a list whose stream hooks never wait.
     #[doc(hidden)]
     fn run_output_stream_now<const MEASURE: bool>(
@@ -80,6 +87,10 @@ pub struct StreamCx<'r> {
     pub(crate) states: &'r mut StateMap,
     pub(crate) slots: &'r [usize],
     pub(crate) histories: &'r mut [Vec<Chunk>],
+    /// Where the future of each position's stream hook goes when it is behind `dyn` (one
+    /// allocation per position, reused from chunk to chunk); empty when the chain never
+    /// waits, and then a call that has to have a future allocates it.
+    pub(crate) futures: &'r mut [FutureSlot],
     pub(crate) message_list: &'r MessageList,
     pub(crate) request_context: &'r mut RequestContext,
     pub(crate) retry_count: u32,
@@ -217,8 +228,22 @@ impl StreamOutcome {
     }
 }
 
+/// How the stream chain calls one processor: directly for a processor of a tuple, through
+/// [`DynProcessor`] for one behind a pointer.
 #[doc(hidden)]
 pub trait StreamCall: Send + Sync {
+    /// Runs the processor's stream hook on a chunk without a future, with the rules of the
+    /// chain ([`step_now`]). Behind `dyn`, one virtual call does the whole step, its checks
+    /// compiled for the processor's type.
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        step_now::<MEASURE, Self>(self, cx, chunk, pos)
+    }
     fn call_hooks(&self) -> Hooks;
     fn call_id(&self) -> &str;
     fn call_data_parts(&self) -> bool;
@@ -228,9 +253,14 @@ pub trait StreamCall: Send + Sync {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
+    /// Whether [`call`](Self::call) places its future in the slot it is given (behind `dyn`,
+    /// where the chain cannot hold the future itself).
+    const USES_SLOT: bool = false;
+    /// `process_output_stream`; behind `dyn`, its future is placed in `slot`.
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
     ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a;
 }
 
@@ -266,6 +296,7 @@ impl<P: Processor> StreamCall for P {
     async fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        _: &'a mut FutureSlot,
     ) -> Result<StreamAction, ProcessorError> {
         match args.__map_state(|s| s.downcast_mut::<P::State>()) {
             Some(args) => self.process_output_stream(args).await,
@@ -275,6 +306,15 @@ impl<P: Processor> StreamCall for P {
 }
 
 impl<'x> StreamCall for dyn DynProcessor + 'x {
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        self.dyn_output_stream_step_now(cx, chunk, pos, MEASURE)
+    }
     fn call_hooks(&self) -> Hooks {
         self.dyn_hooks()
     }
@@ -296,11 +336,13 @@ impl<'x> StreamCall for dyn DynProcessor + 'x {
     ) -> Result<StreamAction, ProcessorError> {
         self.dyn_process_output_stream_now(args)
     }
+    const USES_SLOT: bool = true;
     fn call<'a>(
         &'a self,
         args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
     ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
-        self.dyn_process_output_stream(args)
+        self.dyn_process_output_stream_in(args, slot)
     }
 }
 
@@ -352,10 +394,8 @@ fn apply<P: StreamCall + ?Sized>(
     pos: usize,
     result: Result<StreamAction, ProcessorError>,
 ) -> Flow {
-    if !cx.written.is_empty()
-        && let Some(pending) = &mut cx.pending
-    {
-        pending.extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    if !cx.written.is_empty() {
+        queue_written(cx, pos);
     }
     match result {
         Ok(StreamAction::Pass) => Flow::Continue,
@@ -365,14 +405,34 @@ fn apply<P: StreamCall + ?Sized>(
         }
         Ok(StreamAction::Drop) => Flow::Drop,
         Ok(StreamAction::Many(chunks)) => emit_many(cx, chunk, pos, chunks),
-        Err(ProcessorError::Abort(a)) => Flow::Abort(a.into_tripwire(p.call_id())),
-        Err(ProcessorError::Warning(a)) => {
-            warn(cx, a, p.call_id());
+        Err(e) => failed(cx, p.call_id(), e),
+    }
+}
+
+/// Queues the data chunks a processor wrote, to run from just after it (inside a workflow
+/// they stay in `written`, for the chain around it).
+#[cold]
+#[inline(never)]
+fn queue_written(cx: &mut StreamCx<'_>, pos: usize) {
+    if let Some(pending) = &mut cx.pending {
+        pending.extend(cx.written.drain(..).map(|kind| (pos + 1, kind)));
+    }
+}
+
+/// What a processor's error does: an abort halts the run, a warning is reported and the
+/// chunk goes on, a failure is logged and the chunk passes on as it is.
+#[cold]
+#[inline(never)]
+fn failed(cx: &StreamCx<'_>, id: &str, e: ProcessorError) -> Flow {
+    match e {
+        ProcessorError::Abort(a) => Flow::Abort(a.into_tripwire(id)),
+        ProcessorError::Warning(a) => {
+            warn(cx, a, id);
             Flow::Continue
         }
-        Err(ProcessorError::Failed(e)) => {
+        ProcessorError::Failed(e) => {
             tracing::warn!(
-                processor = p.call_id(),
+                processor = id,
                 error = %e,
                 "process_output_stream failed; the original chunk passes on"
             );
@@ -404,9 +464,47 @@ fn warn(cx: &StreamCx<'_>, a: Abort, id: &str) {
         .violation(&a.into_tripwire(id), ViolationKind::Warn);
 }
 
-/// Runs a processor that never waits on a chunk, without a future.
+/// A processor behind `dyn`, called through [`DynProcessor`]'s hook methods one by one: the
+/// stream step of a [`DynProcessor`] that does not provide its own.
+pub(crate) struct ViaDyn<'p, D: ?Sized>(pub(crate) &'p D);
+
+impl<D: DynProcessor + ?Sized> StreamCall for ViaDyn<'_, D> {
+    fn call_hooks(&self) -> Hooks {
+        self.0.dyn_hooks()
+    }
+    fn call_id(&self) -> &str {
+        self.0.dyn_id()
+    }
+    fn call_data_parts(&self) -> bool {
+        self.0.dyn_process_data_parts()
+    }
+    fn call_history(&self) -> bool {
+        self.0.dyn_keeps_stream_history()
+    }
+    fn call_is_sync(&self) -> bool {
+        self.0.dyn_output_stream_is_sync()
+    }
+    fn call_now(
+        &self,
+        args: OutputStreamArgs<'_, dyn Any + Send>,
+    ) -> Result<StreamAction, ProcessorError> {
+        self.0.dyn_process_output_stream_now(args)
+    }
+    const USES_SLOT: bool = true;
+    fn call<'a>(
+        &'a self,
+        args: OutputStreamArgs<'a, dyn Any + Send>,
+        slot: &'a mut FutureSlot,
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
+        self.0.dyn_process_output_stream_in(args, slot)
+    }
+}
+
+/// Runs a processor that never waits on a chunk, without a future: one step of the chain
+/// (whether the processor takes the chunk, its arguments, the call, and what its result does
+/// to the chunk).
 #[inline(always)]
-fn stream_one_now<const MEASURE: bool, P: StreamCall + ?Sized>(
+pub(crate) fn step_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     p: &P,
     cx: &mut StreamCx<'_>,
     chunk: &mut Chunk,
@@ -422,7 +520,7 @@ fn stream_one_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
-/// [`stream_one_now`], counted and timed.
+/// [`step_now`], counted and timed.
 #[inline(never)]
 fn measured_now<P: StreamCall + ?Sized>(
     p: &P,
@@ -459,14 +557,25 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     pos: usize,
 ) -> Flow {
     if p.call_is_sync() {
-        return stream_one_now::<MEASURE, P>(p, cx, chunk, pos);
+        return p.call_step_now::<MEASURE>(cx, chunk, pos);
     }
     let started = MEASURE.then(std::time::Instant::now);
     let before = (MEASURE && traces_chunks(cx)).then(|| describe(chunk));
+    // Lent to the call behind `dyn` (taking it moves the slot, not the memory it keeps).
+    let mut slot = match P::USES_SLOT {
+        true => cx
+            .futures
+            .get_mut(pos)
+            .map(std::mem::take)
+            .unwrap_or_default(),
+        false => FutureSlot::new(),
+    };
     let Some(args) = args_for(p, cx, chunk, pos) else {
+        give_back(cx, pos, slot, P::USES_SLOT);
         return Flow::Continue;
     };
-    let result = p.call(args).await;
+    let result = p.call(args, &mut slot).await;
+    give_back(cx, pos, slot, P::USES_SLOT);
     if let Some(started) = started {
         let outcome = StreamOutcome::of(&result);
         let flow = apply(p, cx, chunk, pos, result);
@@ -479,9 +588,17 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
+/// Puts back the slot `stream_one` took from position `pos`, if it took one.
+#[inline(always)]
+fn give_back(cx: &mut StreamCx<'_>, pos: usize, slot: FutureSlot, taken: bool) {
+    if taken && let Some(kept) = cx.futures.get_mut(pos) {
+        *kept = slot;
+    }
+}
+
 /// Whether a processor's stream hook runs without a future (or it has none).
 #[inline]
-fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
+pub(crate) fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
     !p.call_hooks().contains(Hook::OutputStream) || p.call_is_sync()
 }
 
@@ -525,7 +642,7 @@ macro_rules! tuple_pipeline {
             fn run_output_stream_now<const MEASURE: bool>(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
                 $(
                     if $idx >= start {
-                        match stream_one_now::<MEASURE, _>(&self.$idx, cx, chunk, $idx) {
+                        match self.$idx.call_step_now::<MEASURE>(cx, chunk, $idx) {
                             Flow::Continue => {}
                             other => return other,
                         }
@@ -644,6 +761,9 @@ impl Pipeline for DynPipeline {
     fn stream_is_sync(&self) -> bool {
         self.processors.iter().all(|p| is_sync(&**p))
     }
+    fn behind_dyn(&self) -> bool {
+        true
+    }
     fn run_output_stream_now<const MEASURE: bool>(
         &self,
         cx: &mut StreamCx<'_>,
@@ -651,7 +771,7 @@ impl Pipeline for DynPipeline {
         start: usize,
     ) -> Flow {
         for (i, p) in self.processors.iter().enumerate().skip(start) {
-            match stream_one_now::<MEASURE, _>(&**p, cx, chunk, i) {
+            match (**p).call_step_now::<MEASURE>(cx, chunk, i) {
                 Flow::Continue => {}
                 other => return other,
             }
@@ -671,5 +791,161 @@ impl Pipeline for DynPipeline {
             }
         }
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::RunId;
+    use std::collections::VecDeque;
+
+    /// A stream processor that never waits: counts chunks, and by the chunk's text writes a
+    /// data chunk, warns, drops, fails or upper-cases it.
+    struct Script;
+
+    impl Processor for Script {
+        type State = usize;
+        const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+        const OUTPUT_STREAM_IS_SYNC: bool = true;
+        fn id(&self) -> &str {
+            "script"
+        }
+        fn process_output_stream_now(
+            &self,
+            mut args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            *args.state += 1;
+            match args.chunk.text_delta().unwrap_or_default() {
+                "write" => {
+                    args.writer.write("seen", (*args.state).into());
+                    Ok(StreamAction::Pass)
+                }
+                "warn" => Err(args.abort().reason("warned").warn()),
+                "drop" => Ok(StreamAction::Drop),
+                "fail" => Err(ProcessorError::msg("failed")),
+                _ => Ok(args.chunk.clone().map_text(str::to_uppercase).into()),
+            }
+        }
+        async fn process_output_stream(
+            &self,
+            args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            self.process_output_stream_now(args)
+        }
+    }
+
+    /// [`Script`] as a hook that waits once before it answers.
+    struct Waits;
+
+    impl Processor for Waits {
+        type State = usize;
+        const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+        fn id(&self) -> &str {
+            "script"
+        }
+        async fn process_output_stream(
+            &self,
+            args: OutputStreamArgs<'_, usize>,
+        ) -> Result<StreamAction, ProcessorError> {
+            let mut waited = false;
+            std::future::poll_fn(|cx| match std::mem::replace(&mut waited, true) {
+                true => std::task::Poll::Ready(()),
+                false => {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            })
+            .await;
+            Script.process_output_stream_now(args)
+        }
+    }
+
+    /// What one step did: the flow's name, the chunk after it, the state, the queued chunks.
+    type Seen = (&'static str, Option<String>, usize, Vec<(usize, ChunkKind)>);
+
+    /// Runs `texts` through one step of the chain at position 1, by `step`.
+    fn run(texts: &[&str], step: impl Fn(&mut StreamCx<'_>, &mut Chunk) -> Flow) -> Vec<Seen> {
+        let p: ProcessorRef = boxed(Script);
+        let mut states = StateMap::default();
+        let slot = states.slot_for(&*p).unwrap();
+        let slots = [slot, slot];
+        let mut histories = vec![Vec::new(), Vec::new()];
+        let mut futures = [FutureSlot::new(), FutureSlot::new()];
+        let list = MessageList::new();
+        let mut request_context = RequestContext::new();
+        let mut written = Vec::new();
+        let mut pending = VecDeque::new();
+        let report = Reporter::default();
+        let mut seen = Vec::new();
+        for text in texts {
+            let mut cx = StreamCx {
+                states: &mut states,
+                slots: &slots,
+                histories: &mut histories,
+                futures: &mut futures,
+                message_list: &list,
+                request_context: &mut request_context,
+                retry_count: 0,
+                written: &mut written,
+                pending: Some(&mut pending),
+                report: &report,
+                current: 0,
+                stats: None,
+            };
+            let kind = ChunkKind::TextDelta {
+                id: "t".into(),
+                text: (*text).into(),
+            };
+            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+            let flow = match step(&mut cx, &mut chunk) {
+                Flow::Continue => "continue",
+                Flow::Emit => "emit",
+                Flow::Drop => "drop",
+                Flow::Abort(_) => "abort",
+            };
+            let state = *states.get_mut(slot).downcast_mut::<usize>().unwrap();
+            let text = chunk.text_delta().map(str::to_owned);
+            seen.push((flow, text, state, pending.drain(..).collect()));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_step_behind_dyn_is_the_step_through_the_traits_methods() {
+        let texts = ["a", "write", "warn", "drop", "fail", "b"];
+        let p: ProcessorRef = boxed(Script);
+        let direct = run(&texts, |cx, chunk| {
+            step_now::<false, _>(&Script, cx, chunk, 1)
+        });
+        let behind_dyn = run(&texts, |cx, chunk| {
+            (*p).call_step_now::<false>(cx, chunk, 1)
+        });
+        let one_by_one = run(&texts, |cx, chunk| {
+            step_now::<false, _>(&ViaDyn(&*p), cx, chunk, 1)
+        });
+        let measured = run(&texts, |cx, chunk| {
+            p.dyn_output_stream_step_now(cx, chunk, 1, true)
+        });
+        assert_eq!(direct[0], ("continue", Some("A".into()), 1, vec![]));
+        assert_eq!(direct[1].3.len(), 1);
+        assert_eq!(
+            direct[1].3[0].0, 2,
+            "a written chunk runs from after its writer"
+        );
+        assert_eq!(direct[3].0, "drop");
+        assert_eq!(direct[4].0, "emit");
+        assert_eq!(direct[5], ("continue", Some("B".into()), 6, vec![]));
+        let waiting: ProcessorRef = boxed(Waits);
+        let waits = run(&texts, |cx, chunk| {
+            futures::executor::block_on(stream_one::<false, _>(&*waiting, cx, chunk, 1))
+        });
+        assert_eq!(behind_dyn, direct);
+        assert_eq!(
+            waits, direct,
+            "a hook that waits, its future in the position's slot"
+        );
+        assert_eq!(one_by_one, direct);
+        assert_eq!(measured, direct);
     }
 }

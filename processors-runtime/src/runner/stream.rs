@@ -10,7 +10,9 @@ use super::{Halt, HookError, Scope};
 use crate::chunk::{Chunk, ChunkKind};
 use crate::message::{Part, Text, ToolCall};
 use crate::model::{ApiError, ModelStream};
-use crate::processor::{CHUNK_TARGET, DynPipeline, Flow, Hook, Pipeline, StreamCx, StreamStats};
+use crate::processor::{
+    CHUNK_TARGET, DynPipeline, Flow, FutureSlot, Hook, Pipeline, StreamCx, StreamStats,
+};
 
 /// The tracing target of the per-step stream hook summaries.
 pub(crate) const STREAM_TARGET: &str = "processors::stream";
@@ -40,6 +42,14 @@ impl<O: Pipeline> StreamList<'_, O> {
         match self {
             StreamList::Static(p) => p.stream_is_sync(),
             StreamList::Dynamic(p) => p.stream_is_sync(),
+        }
+    }
+
+    /// Whether the processors are called behind `dyn`.
+    fn behind_dyn(&self) -> bool {
+        match self {
+            StreamList::Static(p) => p.behind_dyn(),
+            StreamList::Dynamic(p) => p.behind_dyn(),
         }
     }
 
@@ -141,6 +151,7 @@ macro_rules! stream_cx {
             states: &mut $s.states,
             slots: &$d.slots,
             histories: &mut $d.histories,
+            futures: &mut $d.futures,
             message_list: &$s.list,
             request_context: &mut $s.cx,
             retry_count: $s.retry_count,
@@ -162,6 +173,9 @@ pub(crate) struct StreamDriver<'a, O> {
     list: StreamList<'a, O>,
     slots: Vec<usize>,
     histories: Vec<Vec<Chunk>>,
+    /// The memory of each position's stream hook future behind `dyn`, kept from chunk to
+    /// chunk; only for a list behind `dyn` whose hooks may wait.
+    futures: Vec<FutureSlot>,
     written: Vec<ChunkKind>,
     pending: VecDeque<(usize, ChunkKind)>,
     /// Whether a processor of the chain has a stream hook.
@@ -177,8 +191,14 @@ pub(crate) struct StreamDriver<'a, O> {
 impl<'a, O: Pipeline> StreamDriver<'a, O> {
     /// A driver for `list`, whose processors have the state slots `slots`.
     pub(crate) fn new(list: StreamList<'a, O>, slots: Vec<usize>, active: bool) -> Self {
+        let sync = list.is_sync();
+        let futures = match active && !sync && list.behind_dyn() {
+            true => slots.iter().map(|_| FutureSlot::new()).collect(),
+            false => Vec::new(),
+        };
         StreamDriver {
-            sync: list.is_sync(),
+            sync,
+            futures,
             histories: vec![Vec::new(); slots.len()],
             list,
             slots,

@@ -11,11 +11,11 @@ use crate::message::{Message, MessageList};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::processor::state::StateMap;
 use crate::processor::{
-    Abort, ApiErrorAction, ApiErrorArgs, DynProcessor, ErrorProcessor, Flow, Hook, Hooks,
-    InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
-    LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs, OutputStepArgs,
-    OutputStreamArgs, Processor, ProcessorError, ProcessorRef, Reporter, StepConfig, StepOverrides,
-    StreamAction, StreamCx, ToolResultArgs, boxed,
+    Abort, ApiErrorAction, ApiErrorArgs, DynProcessor, ErrorProcessor, Flow, FutureSlot, Hook,
+    Hooks, InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction,
+    LlmRequestArgs, LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
+    OutputStepArgs, OutputStreamArgs, Processor, ProcessorError, ProcessorRef, Reporter,
+    StepConfig, StepOverrides, StreamAction, StreamCx, ToolResultArgs, boxed, is_stream_sync,
 };
 use crate::step::{RunSummary, StepResult};
 use futures::StreamExt;
@@ -235,6 +235,9 @@ pub struct WorkflowState {
     slots: Vec<usize>,
     /// The stream history of each processor, by position.
     histories: Vec<Vec<Chunk>>,
+    /// The memory of each processor's stream hook future, by position, kept from chunk to
+    /// chunk; empty when every stream hook of the workflow runs without a future.
+    futures: Vec<FutureSlot>,
 }
 
 impl Workflow<NoSteps> {
@@ -355,6 +358,9 @@ impl<W> Workflow<W> {
             })
             .collect::<Result<_, _>>()?;
         state.histories = vec![Vec::new(); self.processors.len()];
+        if !self.processors.iter().all(|p| is_stream_sync(&**p)) {
+            state.futures = self.processors.iter().map(|_| FutureSlot::new()).collect();
+        }
         Ok(())
     }
 }
@@ -999,11 +1005,13 @@ impl<W> Workflow<W> {
             states,
             slots,
             histories,
+            futures,
         } = args.state;
         let mut cx = StreamCx {
             states,
             slots,
             histories,
+            futures,
             message_list: args.message_list,
             request_context: args.request_context,
             retry_count: args.retry_count,
