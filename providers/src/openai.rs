@@ -13,7 +13,10 @@ use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{
     ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice, ToolSpec,
 };
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -295,32 +298,23 @@ impl Decoder for ChatDecoder {
         if data.is_empty() {
             return Ok(false);
         }
-        let [error, kind, object, usage, choices] =
-            Raw::document(data, ["error", "type", "object", "usage", "choices"]).map_err(|e| {
-                error::protocol(format_args!("event data that is not JSON ({e})"), data)
-            })?;
-        if json::is_error(error, kind, object) {
-            let value: Value = serde_json::from_str(data).unwrap_or_default();
-            return Err(error::in_stream(&value, data));
-        }
-        if usage.is_object() {
-            let [input, output, total] =
-                usage.fields(["prompt_tokens", "completion_tokens", "total_tokens"]);
+        let read = match Fast::read(data) {
+            Some(read) => read,
+            None => Read::lenient(data)?,
+        };
+        if let Some([input, output, total]) = read.usage {
             // The provider's numbers: a bogus one must not overflow.
-            let sum = Usage::new(input.u64().unwrap_or(0), output.u64().unwrap_or(0));
+            let sum = Usage::new(input.unwrap_or(0), output.unwrap_or(0));
             self.usage = Usage {
-                total_tokens: total.u64().unwrap_or(sum.total_tokens),
+                total_tokens: total.unwrap_or(sum.total_tokens),
                 ..sum
             };
         }
-        let Some(choice) = choices.first() else {
+        let Some(choice) = read.choice else {
             return Ok(false);
         };
-        let [delta, finish_reason] = choice.fields(["delta", "finish_reason"]);
-        let [reasoning_content, reasoning, content, tool_calls] =
-            delta.fields(["reasoning_content", "reasoning", "content", "tool_calls"]);
-        for field in [reasoning_content, reasoning] {
-            if let Some(text) = field.str().filter(|t| !t.is_empty()) {
+        for text in choice.reasoning.into_iter().flatten() {
+            if !text.is_empty() {
                 let id = self.enter(Block::Reasoning, out);
                 out.push_back(ChunkKind::ReasoningDelta {
                     id,
@@ -328,19 +322,17 @@ impl Decoder for ChatDecoder {
                 });
             }
         }
-        if let Some(text) = content.str().filter(|t| !t.is_empty()) {
+        if let Some(text) = choice.content.filter(|t| !t.is_empty()) {
             let id = self.enter(Block::Text, out);
             out.push_back(ChunkKind::TextDelta {
                 id,
                 text: text.into_owned(),
             });
         }
-        if let Some(calls) = tool_calls.elements() {
-            for (position, call) in calls.into_iter().enumerate() {
-                self.tool_call_piece(position, call, out)?;
-            }
+        for (position, call) in choice.tool_calls.into_iter().enumerate() {
+            self.tool_call_piece(position, call, out)?;
         }
-        if let Some(reason) = finish_reason.str() {
+        if let Some(reason) = choice.finish_reason {
             self.finish_reason = Some(match &*reason {
                 "stop" => FinishReason::Stop,
                 "length" => FinishReason::Length,
@@ -351,6 +343,188 @@ impl Decoder for ChatDecoder {
         }
         Ok(false)
     }
+}
+
+/// What the decoder reads of a `chat.completion.chunk` event.
+#[derive(Default)]
+struct Read<'a> {
+    /// `prompt_tokens`, `completion_tokens` and `total_tokens`, when the event has a usage.
+    usage: Option<[Option<u64>; 3]>,
+    /// The first choice, when there is one.
+    choice: Option<ChoiceRead<'a>>,
+}
+
+#[derive(Default)]
+struct ChoiceRead<'a> {
+    /// `reasoning_content` and `reasoning`.
+    reasoning: [Option<Cow<'a, str>>; 2],
+    content: Option<Cow<'a, str>>,
+    tool_calls: Vec<Raw<'a>>,
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+impl<'a> Read<'a> {
+    /// Reads any event, whatever its shape, as `serde_json::Value`'s accessors would: a field
+    /// of another type reads as absent, and of a key given twice the last counts. An error
+    /// object is an error.
+    fn lenient(data: &'a str) -> Result<Self, ApiError> {
+        let [error, kind, object, usage, choices] =
+            Raw::document(data, ["error", "type", "object", "usage", "choices"]).map_err(|e| {
+                error::protocol(format_args!("event data that is not JSON ({e})"), data)
+            })?;
+        if json::is_error(error, kind, object) {
+            let value: Value = serde_json::from_str(data).unwrap_or_default();
+            return Err(error::in_stream(&value, data));
+        }
+        let usage = usage.is_object().then(|| {
+            usage
+                .fields(["prompt_tokens", "completion_tokens", "total_tokens"])
+                .map(Raw::u64)
+        });
+        let choice = choices.first().map(|choice| {
+            let [delta, finish_reason] = choice.fields(["delta", "finish_reason"]);
+            let [reasoning_content, reasoning, content, tool_calls] =
+                delta.fields(["reasoning_content", "reasoning", "content", "tool_calls"]);
+            ChoiceRead {
+                reasoning: [reasoning_content.str(), reasoning.str()],
+                content: content.str(),
+                tool_calls: tool_calls.elements().unwrap_or_default(),
+                finish_reason: finish_reason.str(),
+            }
+        });
+        Ok(Read { usage, choice })
+    }
+}
+
+/// The usual event, read in one pass: an object whose fields have the expected types, without
+/// tool calls or an error. Anything else (another type, a key given twice, tool calls, an
+/// error object, not JSON) is left to [`Read::lenient`], which reads every shape.
+#[derive(Deserialize)]
+struct Fast<'a> {
+    #[serde(default, borrow, deserialize_with = "first")]
+    choices: Option<Obj<FastChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Obj<FastUsage>>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Obj<FastDelta<'a>>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct FastUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+impl<'a> Fast<'a> {
+    fn read(data: &'a str) -> Option<Read<'a>> {
+        let Obj(fast) = serde_json::from_str::<Obj<Fast<'a>>>(data).ok()?;
+        let error = fast.error.is_some()
+            || fast.kind.as_deref() == Some("error")
+            || fast.object.as_deref() == Some("error");
+        let calls = fast
+            .choices
+            .as_ref()
+            .and_then(|c| c.0.delta.as_ref())
+            .is_some_and(|d| d.0.tool_calls.is_some());
+        if error || calls {
+            return None;
+        }
+        Some(Read {
+            usage: fast
+                .usage
+                .map(|Obj(u)| [u.prompt_tokens, u.completion_tokens, u.total_tokens]),
+            choice: fast.choices.map(|Obj(c)| {
+                let delta = c.delta.map_or(
+                    FastDelta {
+                        reasoning_content: None,
+                        reasoning: None,
+                        content: None,
+                        tool_calls: None,
+                    },
+                    |Obj(d)| d,
+                );
+                ChoiceRead {
+                    reasoning: [delta.reasoning_content, delta.reasoning],
+                    content: delta.content,
+                    tool_calls: Vec::new(),
+                    finish_reason: c.finish_reason,
+                }
+            }),
+        })
+    }
+}
+
+/// A `T` read from a JSON object only (a derived struct would also take an array).
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Map<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Map<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Map(std::marker::PhantomData))
+            .map(Obj)
+    }
+}
+
+/// The first element of an array (the rest skipped); none for an empty one.
+fn first<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct First<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for First<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Option<T>, A::Error> {
+            let first = seq.next_element()?;
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    deserializer.deserialize_seq(First(std::marker::PhantomData))
 }
 
 impl ChatDecoder {
@@ -471,6 +645,103 @@ impl ChatDecoder {
 mod tests {
     use super::*;
     use processors_runtime::model::ModelSettings;
+
+    /// What a reading found, comparable.
+    fn summary(read: &Read<'_>) -> String {
+        let choice = read.choice.as_ref().map(|c| {
+            (
+                c.reasoning.clone(),
+                c.content.clone(),
+                c.tool_calls.iter().map(|t| t.value()).collect::<Vec<_>>(),
+                c.finish_reason.clone(),
+            )
+        });
+        format!("{:?} {:?}", read.usage, choice)
+    }
+
+    /// Builds events from parts of every type, missing, null or given twice.
+    fn events() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let value = prop_oneof![
+            Just(None),
+            Just(Some("null".to_owned())),
+            Just(Some(r#""text""#.to_owned())),
+            Just(Some(r#""with \"escapes\"\n""#.to_owned())),
+            Just(Some(r#""""#.to_owned())),
+            Just(Some("7".to_owned())),
+            Just(Some("-1".to_owned())),
+            Just(Some("1.5".to_owned())),
+            Just(Some("[]".to_owned())),
+            Just(Some("{}".to_owned())),
+            Just(Some(r#""stop""#.to_owned())),
+            Just(Some(r#""error""#.to_owned())),
+        ];
+        let object = |names: &'static [&'static str], value: BoxedStrategy<Option<String>>| {
+            proptest::collection::vec((proptest::sample::select(names), value), 0..5).prop_map(
+                |fields| {
+                    let fields: Vec<String> = fields
+                        .into_iter()
+                        .filter_map(|(n, v)| v.map(|v| format!("\"{n}\": {v}")))
+                        .collect();
+                    format!("{{{}}}", fields.join(", "))
+                },
+            )
+        };
+        let delta_names: &'static [&'static str] = &[
+            "content",
+            "reasoning",
+            "reasoning_content",
+            "role",
+            "tool_calls",
+        ];
+        let delta = object(delta_names, value.clone().boxed());
+        let delta_value = prop_oneof![delta.prop_map(Some), value.clone()].boxed();
+        let choice = object(&["delta", "finish_reason", "index"], delta_value);
+        let choices = proptest::collection::vec(choice, 0..3)
+            .prop_map(|c| Some(format!("[{}]", c.join(", "))));
+        let usage = object(
+            &["prompt_tokens", "completion_tokens", "total_tokens"],
+            value.clone().boxed(),
+        )
+        .prop_map(Some);
+        let top = prop_oneof![choices, usage, value].boxed();
+        object(&["choices", "usage", "error", "type", "object", "id"], top)
+    }
+
+    proptest::proptest! {
+        /// The one-pass reading of the usual event finds what the lenient one finds, on
+        /// events of every shape (it declines the ones it does not read).
+        #[test]
+        fn the_fast_reading_agrees_with_the_lenient_one(event in events()) {
+            if let Some(fast) = Fast::read(&event) {
+                let lenient = Read::lenient(&event);
+                proptest::prop_assert!(lenient.is_ok(), "{event}");
+                if let Ok(lenient) = lenient {
+                    proptest::prop_assert_eq!(summary(&fast), summary(&lenient), "{}", event);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_usual_events_are_read_in_one_pass() {
+        for event in [
+            r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+        ] {
+            assert!(Fast::read(event).is_some(), "{event}");
+        }
+        for event in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+            r#"{"error":{"message":"x"}}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+            r#"{"usage":{"prompt_tokens":1.5}}"#,
+        ] {
+            assert!(Fast::read(event).is_none(), "{event}");
+        }
+    }
 
     fn decode(events: &[&str]) -> Vec<Result<ChunkKind, ApiError>> {
         let mut d = ChatDecoder::default();
