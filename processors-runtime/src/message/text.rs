@@ -173,6 +173,19 @@ impl From<&String> for Text {
     }
 }
 
+impl From<&mut str> for Text {
+    fn from(text: &mut str) -> Self {
+        Self::from(&*text)
+    }
+}
+
+impl From<Arc<str>> for Text {
+    /// Shares the `str`: no copy.
+    fn from(text: Arc<str>) -> Self {
+        Self(Repr::Short(text))
+    }
+}
+
 impl From<Box<str>> for Text {
     fn from(text: Box<str>) -> Self {
         Self(Repr::Short(Arc::from(text)))
@@ -384,6 +397,15 @@ mod tests {
             let owned = String::from("same");
             assert!("same" == *a && owned == *a);
         }
+        let shared: Arc<str> = Arc::from("same");
+        let from_arc = Text::from(shared.clone());
+        assert_eq!(from_arc, "same");
+        assert_eq!(
+            from_arc.as_ptr(),
+            shared.as_ptr(),
+            "an `Arc<str>` is shared, not copied"
+        );
+        assert_eq!(Text::from(String::from("same").as_mut_str()), "same");
         let set: HashSet<Text> = kinds.iter().cloned().collect();
         assert_eq!(set.len(), 1);
         assert!(set.contains("same"), "looked up by `str`");
