@@ -123,6 +123,7 @@ fn generate_keeps_the_answer_once() {
 #[test]
 fn stream_keeps_the_answer_once() {
     let agent = agent! { model: long_answer(), output: [Count] };
+    block_on(agent.generate("go")).expect("runs"); // warm up
     let (peak, result) = peak_of(|| {
         block_on(async {
             let mut stream = agent.stream("go");
@@ -160,6 +161,7 @@ fn a_changed_answer_is_the_changed_text_once() {
     }
 
     let agent = agent! { model: long_answer(), output: [Upper] };
+    block_on(agent.generate("go")).expect("runs"); // warm up
     let (peak, result) = peak_of(|| block_on(agent.generate("go")).expect("runs"));
     assert!(result.text.starts_with("ABCDABCD"));
     assert_one_copy(&result);

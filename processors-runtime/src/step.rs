@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 pub struct StepResult {
     /// The step's number (retries of a step share it).
     pub step_number: u32,
-    /// The text, as streamed (empty for a rejected step).
+    /// The text, as the step's messages have it once output-step processors ran (the
+    /// streamed text unless one changed it; empty for a rejected step).
     pub text: Text,
     /// Why the step finished (`tripwire` for a rejected step).
     pub finish_reason: FinishReason,

@@ -368,6 +368,11 @@ impl<'a> Read<'a> {
     /// of another type reads as absent, and of a key given twice the last counts. An error
     /// object is an error.
     fn lenient(data: &'a str) -> Result<Self, ApiError> {
+        // The whole document, checked as JSON (string escapes included), as before any field
+        // is read: a string that does not decode fails the event instead of reading as absent.
+        serde_json::from_str::<Value>(data).map_err(|e| {
+            error::protocol(format_args!("event data that is not JSON ({e})"), data)
+        })?;
         let [error, kind, object, usage, choices] =
             Raw::document(data, ["error", "type", "object", "usage", "choices"]).map_err(|e| {
                 error::protocol(format_args!("event data that is not JSON ({e})"), data)
@@ -721,6 +726,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_string_that_does_not_decode_fails_the_event() {
+        // A lone surrogate: valid JSON syntax, not a string.
+        let items = decode(&[r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#]);
+        assert!(
+            items
+                .iter()
+                .any(|i| matches!(i, Err(e) if e.message.contains("not JSON"))),
+            "{items:?}"
+        );
     }
 
     #[test]

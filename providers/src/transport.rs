@@ -787,7 +787,8 @@ const DRAIN: Duration = Duration::from_millis(100);
 /// what has already arrived is read at once, the rest in a task of its own for at most
 /// `limit`, after which the body is dropped and the connection closed.
 fn drain(mut body: Body, limit: Duration) {
-    loop {
+    // Bounded: a server that keeps sending after `[DONE]` does not hold the consumer's poll.
+    for _ in 0..16 {
         match body.next().now_or_never() {
             // Pending: the rest is read in the background.
             None => break,
@@ -798,8 +799,10 @@ fn drain(mut body: Body, limit: Duration) {
     }
     let rest = async move { while let Some(Ok(_)) = body.next().await {} };
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        // The deadline counts from now, not from when the task first runs.
+        let deadline = tokio::time::Instant::now() + limit;
         runtime.spawn(async move {
-            let _ = tokio::time::timeout(limit, rest).await;
+            let _ = tokio::time::timeout_at(deadline, rest).await;
         });
     }
 }

@@ -13,8 +13,9 @@ use std::sync::Arc;
 /// [`GenerateResult`](crate::GenerateResult).
 ///
 /// A run's answer appears in its response message, in its step and in its result; all three
-/// are one buffer, the one the streamed text was written into. Clones of a message (for a
-/// hook, for memory) share their text too.
+/// are one buffer (for a long answer, the one the streamed text was written into; text of
+/// up to 512 bytes is copied once). Clones of a message (for a hook, for memory) share their
+/// text too.
 ///
 /// `Text` reads as a [`str`] (it dereferences to one), compares with `str`, `&str` and
 /// `String`, and serializes as a string. It is immutable where shared: to edit one in place,
@@ -70,7 +71,8 @@ impl Text {
         }
     }
 
-    /// The text as a `String` to edit, copied first only if another clone shares it.
+    /// The text as a `String` to edit: a long text's own buffer when no other clone shares
+    /// it; otherwise (shared, short or a literal) a copy first.
     pub fn make_mut(&mut self) -> &mut String {
         if !matches!(self.0, Repr::Long(_)) {
             self.0 = Repr::Long(Arc::new(self.as_str().to_owned()));
@@ -82,8 +84,9 @@ impl Text {
         }
     }
 
-    /// Shortens the text to its first `len` bytes: in place when no other clone shares it,
-    /// otherwise by copying only what is kept. Does nothing when `len` is not shorter.
+    /// Shortens the text to its first `len` bytes: a long text in place when no other clone
+    /// shares it, a literal by slicing it, otherwise by copying only what is kept. Does
+    /// nothing when `len` is not shorter.
     ///
     /// # Panics
     ///
@@ -92,7 +95,9 @@ impl Text {
         if len >= self.len() {
             return;
         }
-        if let Repr::Long(s) = &mut self.0
+        if let Repr::Static(s) = self.0 {
+            self.0 = Repr::Static(&s[..len]);
+        } else if let Repr::Long(s) = &mut self.0
             && let Some(s) = Arc::get_mut(s)
         {
             s.truncate(len);
@@ -362,6 +367,9 @@ mod tests {
         shared.truncate(2);
         assert_eq!(shared, "ab");
         assert!(other.len() > COPY_UP_TO * 2, "the clone kept its text");
+        let mut lit = Text::from_static("literal");
+        lit.truncate(3);
+        assert_eq!(lit, "lit");
         let mut short = Text::from("héllo");
         short.truncate(3);
         assert_eq!(short, "hé");

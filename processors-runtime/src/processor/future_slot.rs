@@ -141,9 +141,10 @@ impl<T> Future for InSlot<'_, T> {
 
 impl<T> Drop for InSlot<'_, T> {
     fn drop(&mut self) {
+        // The value counts as dropped even if its destructor panics: the memory may be reused.
+        self.slot.busy = false;
         // SAFETY: the future is valid and dropped only here, once; it is not used after.
         unsafe { std::ptr::drop_in_place(self.future.as_ptr()) };
-        self.slot.busy = false;
     }
 }
 
