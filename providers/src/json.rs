@@ -15,6 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 /// A JSON value's text, parsed when read; absent for a missing field.
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,6 +28,11 @@ impl<'a> Raw<'a> {
         document: &'a str,
         names: [&str; N],
     ) -> Result<[Raw<'a>; N], serde_json::Error> {
+        // Skipping a value checks its syntax but not what its `\u` escapes decode to: a
+        // document with any is decoded whole, so that a lone surrogate fails it as before.
+        if memchr::memmem::find(document.as_bytes(), b"\\u").is_some() {
+            serde_json::from_str::<Value>(document)?;
+        }
         let mut de = serde_json::Deserializer::from_str(document);
         match (&mut de).deserialize_map(Fields(&names)) {
             Ok(fields) => {
@@ -74,7 +80,7 @@ impl<'a> Raw<'a> {
     pub(crate) fn first(self) -> Option<Raw<'a>> {
         let raw = self.of_type(b'[')?;
         (&mut serde_json::Deserializer::from_str(raw))
-            .deserialize_seq(First)
+            .deserialize_seq(First(PhantomData))
             .ok()
             .flatten()
             .map(|first| Raw(Some(first)))
@@ -146,10 +152,10 @@ impl<'de, const N: usize> Visitor<'de> for Fields<'_, N> {
 }
 
 /// The first element of an array, the rest skipped.
-struct First;
+struct First<T>(PhantomData<T>);
 
-impl<'de> Visitor<'de> for First {
-    type Value = Option<&'de RawValue>;
+impl<'de, T: Deserialize<'de>> Visitor<'de> for First<T> {
+    type Value = Option<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array")
@@ -159,6 +165,35 @@ impl<'de> Visitor<'de> for First {
         let first = seq.next_element()?;
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(first)
+    }
+}
+
+/// For `#[serde(deserialize_with)]`: the first element of an array (the rest skipped); none
+/// for an empty one.
+pub(crate) fn first<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    deserializer.deserialize_seq(First(PhantomData))
+}
+
+/// A `T` read from a JSON object only (a derived struct would also take an array).
+pub(crate) struct Obj<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Map<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Map<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Map(PhantomData)).map(Obj)
     }
 }
 

@@ -2,7 +2,7 @@
 //! (Ollama, vLLM, llama.cpp's server, LM Studio).
 
 use crate::error;
-use crate::json::{self, Raw};
+use crate::json::{self, Obj, Raw, first};
 use crate::parts::{file_url, merge_provider_options, parse_tool_args, tool_result_text};
 use crate::sse::SseEvent;
 use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
@@ -426,7 +426,7 @@ struct FastChoice<'a> {
     finish_reason: Option<Cow<'a, str>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct FastDelta<'a> {
     #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
@@ -450,6 +450,10 @@ struct FastUsage {
 
 impl<'a> Fast<'a> {
     fn read(data: &'a str) -> Option<Read<'a>> {
+        // Left to the lenient reading, which decodes a document with `\u` escapes whole.
+        if memchr::memmem::find(data.as_bytes(), b"\\u").is_some() {
+            return None;
+        }
         let Obj(fast) = serde_json::from_str::<Obj<Fast<'a>>>(data).ok()?;
         let error = fast.error.is_some()
             || fast.kind.as_deref() == Some("error")
@@ -467,15 +471,7 @@ impl<'a> Fast<'a> {
                 .usage
                 .map(|Obj(u)| [u.prompt_tokens, u.completion_tokens, u.total_tokens]),
             choice: fast.choices.map(|Obj(c)| {
-                let delta = c.delta.map_or(
-                    FastDelta {
-                        reasoning_content: None,
-                        reasoning: None,
-                        content: None,
-                        tool_calls: None,
-                    },
-                    |Obj(d)| d,
-                );
+                let delta = c.delta.map(|Obj(d)| d).unwrap_or_default();
                 ChoiceRead {
                     reasoning: [delta.reasoning_content, delta.reasoning],
                     content: delta.content,
@@ -485,51 +481,6 @@ impl<'a> Fast<'a> {
             }),
         })
     }
-}
-
-/// A `T` read from a JSON object only (a derived struct would also take an array).
-struct Obj<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Map<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Map<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer
-            .deserialize_map(Map(std::marker::PhantomData))
-            .map(Obj)
-    }
-}
-
-/// The first element of an array (the rest skipped); none for an empty one.
-fn first<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    struct First<T>(std::marker::PhantomData<T>);
-    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for First<T> {
-        type Value = Option<T>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an array")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Option<T>, A::Error> {
-            let first = seq.next_element()?;
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(first)
-        }
-    }
-    deserializer.deserialize_seq(First(std::marker::PhantomData))
 }
 
 impl ChatDecoder {
