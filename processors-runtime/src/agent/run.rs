@@ -237,7 +237,7 @@ impl Run {
                         retry_count = self.s.retry_count + 1,
                         "step rejected; retrying with the reason as feedback"
                     );
-                    self.reject(tw, before, driver).instrument(span).await?;
+                    Box::pin(self.reject(tw, before, driver).instrument(span)).await?;
                     continue;
                 }
                 Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
@@ -392,10 +392,15 @@ impl Run {
                     Err(error) => {
                         // The model failed after its stream started: its partial step is rolled
                         // back, and an error processor may ask for another call.
-                        let retry = self
-                            .ask_to_retry(lists, limits, error, step_number, &mut api_retries)
-                            .await?;
-                        self.retried_step(driver, retry, false, through).await?;
+                        let retry = Box::pin(self.ask_to_retry(
+                            lists,
+                            limits,
+                            error,
+                            step_number,
+                            &mut api_retries,
+                        ))
+                        .await?;
+                        Box::pin(self.retried_step(driver, retry, false, through)).await?;
                     }
                 }
             }
@@ -424,7 +429,7 @@ impl Run {
                 delivered: &delivered,
                 from_cache,
             };
-            hooks::llm_response(&lists.output, &mut self.s, response).await?;
+            Box::pin(hooks::llm_response(&lists.output, &mut self.s, response)).await?;
         }
 
         let mut step_ids = self.add_answer(&mut driver.acc);
@@ -448,14 +453,14 @@ impl Run {
 
         let calls = std::mem::take(&mut driver.acc.tool_calls);
         let results = if reason == FinishReason::ToolCalls || !calls.is_empty() {
-            tools::execute(
+            Box::pin(tools::execute(
                 &calls,
                 &offered,
                 &lists.output,
                 driver,
                 &mut self.s,
                 &mut self.out,
-            )
+            ))
             .await?
         } else {
             Vec::new()
@@ -521,10 +526,9 @@ impl Run {
                 Ok(stream) => return Ok((stream, false, kept)),
                 Err(e) => e,
             };
-            let retry = self
-                .ask_to_retry(lists, limits, error, step_number, api_retries)
-                .await?;
-            self.retried_step(driver, retry, true, true).await?;
+            let retry =
+                Box::pin(self.ask_to_retry(lists, limits, error, step_number, api_retries)).await?;
+            Box::pin(self.retried_step(driver, retry, true, true)).await?;
         }
     }
 

@@ -21,10 +21,16 @@ pub(crate) const AHEAD: usize = 32;
 pub(crate) struct Handoff(Mutex<VecDeque<Chunk>>);
 
 impl Handoff {
-    /// Queues several chunks under one lock; true when the consumer should catch up.
-    pub(crate) fn push_all(&self, chunks: impl Iterator<Item = Chunk>) -> bool {
+    /// Queues the chunks of `batch` under one lock, leaving it empty; true when the consumer
+    /// should catch up. When nothing waits (the usual case: the consumer took everything
+    /// before the run went on), the buffers are swapped and no chunk moves.
+    pub(crate) fn push_all(&self, batch: &mut VecDeque<Chunk>) -> bool {
         let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        q.extend(chunks);
+        if q.is_empty() {
+            std::mem::swap(&mut *q, batch);
+        } else {
+            q.append(batch);
+        }
         q.len() >= AHEAD
     }
 
@@ -61,24 +67,28 @@ pub(crate) struct Outbox {
     pub(crate) run_id: RunId,
     /// The consumer's queue; `None` for `generate()`, which keeps no chunk.
     slot: Option<Arc<Handoff>>,
-    /// Chunks produced without waiting, handed over together.
-    batch: Vec<Chunk>,
+    /// Chunks produced without waiting, handed over together (a queue, so that it can
+    /// trade buffers with the consumer's).
+    batch: VecDeque<Chunk>,
     /// Chunks kept from the consumer until [`release`](Outbox::release), when holding.
-    held: Option<Vec<Chunk>>,
+    held: Option<VecDeque<Chunk>>,
+    /// Where `generate()`, which keeps no chunk, stages one.
+    scratch: Option<Chunk>,
 }
 
 impl Outbox {
     pub(crate) fn new(run_id: RunId, slot: Option<Arc<Handoff>>) -> Self {
         // `generate()` batches nothing: no buffer.
         let batch = match slot {
-            Some(_) => Vec::with_capacity(AHEAD),
-            None => Vec::new(),
+            Some(_) => VecDeque::with_capacity(AHEAD),
+            None => VecDeque::new(),
         };
         Outbox {
             run_id,
             slot,
             batch,
             held: None,
+            scratch: None,
         }
     }
 
@@ -87,7 +97,7 @@ impl Outbox {
     pub(crate) fn push(&mut self, chunk: Chunk) {
         if self.slot.is_some() {
             if self.held.is_none() {
-                self.batch.push(chunk);
+                self.batch.push_back(chunk);
             } else {
                 self.hold_back(chunk);
             }
@@ -97,20 +107,53 @@ impl Outbox {
     #[cold]
     fn hold_back(&mut self, chunk: Chunk) {
         if let Some(held) = &mut self.held {
-            held.push(chunk);
+            held.push_back(chunk);
+        }
+    }
+
+    /// Places a chunk where [`push`](Self::push) would put it, for the stream chain to work
+    /// on in place; [`commit`](Self::commit) or [`unstage`](Self::unstage) settles it.
+    #[inline(always)]
+    pub(crate) fn stage(&mut self, kind: ChunkKind) -> &mut Chunk {
+        let chunk = Chunk::new(self.run_id.clone(), kind);
+        let queue = match (&self.slot, &mut self.held) {
+            (None, _) => return self.scratch.insert(chunk),
+            (Some(_), Some(held)) => held,
+            (Some(_), None) => &mut self.batch,
+        };
+        queue.push_back(chunk);
+        let last = queue.len() - 1;
+        &mut queue[last]
+    }
+
+    /// Keeps the staged chunk for the consumer (`generate()`, which has none, drops it).
+    #[inline(always)]
+    pub(crate) fn commit(&mut self) {
+        if self.slot.is_none() {
+            self.scratch = None;
+        }
+    }
+
+    /// Takes the staged chunk back: the chain dropped it, or halted on it.
+    #[inline]
+    pub(crate) fn unstage(&mut self) {
+        match (&self.slot, &mut self.held) {
+            (None, _) => self.scratch = None,
+            (Some(_), Some(held)) => drop(held.pop_back()),
+            (Some(_), None) => drop(self.batch.pop_back()),
         }
     }
 
     /// Holds back the chunks pushed from now on, so that the consumer sees them only once
     /// the run has done what must come first (the end of the run once memory is saved).
     pub(crate) fn hold(&mut self) {
-        self.held.get_or_insert_with(Vec::new);
+        self.held.get_or_insert_with(VecDeque::new);
     }
 
     /// Hands over the chunks held back, and stops holding.
     pub(crate) async fn release(&mut self) {
-        if let Some(held) = self.held.take() {
-            self.batch.extend(held);
+        if let Some(mut held) = self.held.take() {
+            self.batch.append(&mut held);
             self.hand_over().await;
         }
     }
@@ -144,7 +187,7 @@ impl Outbox {
     /// consumer should catch up.
     pub(crate) fn flush(&mut self) -> bool {
         match &self.slot {
-            Some(slot) if !self.batch.is_empty() => slot.push_all(self.batch.drain(..)),
+            Some(slot) if !self.batch.is_empty() => slot.push_all(&mut self.batch),
             _ => false,
         }
     }

@@ -117,7 +117,20 @@ fn capacity_step(needed: usize) -> usize {
 }
 
 impl StepAcc {
+    #[inline(always)]
     fn account(&mut self, c: &Chunk) {
+        if self.delivered.is_none()
+            && let ChunkKind::TextDelta { text, .. } = &c.kind
+        {
+            // The usual chunk, in the chunk loop itself.
+            append(&mut self.text, text);
+            return;
+        }
+        self.account_any(c);
+    }
+
+    #[inline(never)]
+    fn account_any(&mut self, c: &Chunk) {
         if let Some(d) = &mut self.delivered
             && !matches!(
                 c.kind,
@@ -335,35 +348,56 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         kind: ChunkKind,
         through: bool,
     ) -> Result<(), Halt> {
-        let chunk = Chunk::new(out.run_id.clone(), kind);
-        self.one_now(s, out, chunk, 0, through)?;
+        self.one_now(s, out, kind, 0, through)?;
         while let Some((start, kind)) = self.pending.pop_front() {
-            let chunk = Chunk::new(out.run_id.clone(), kind);
-            self.one_now(s, out, chunk, start, through)?;
+            self.one_now(s, out, kind, start, through)?;
         }
         Ok(())
     }
 
+    /// One chunk through a chain that never waits, worked on where it will wait for the
+    /// consumer (no move between the chain and the batch).
     #[inline(always)]
     fn one_now(
         &mut self,
         s: &mut Scope,
         out: &mut Outbox,
-        mut chunk: Chunk,
+        kind: ChunkKind,
         start: usize,
         through: bool,
     ) -> Result<(), Halt> {
+        let chunk = out.stage(kind);
         let flow = if through && self.active {
             let mut scx = stream_cx!(self, s);
             let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                self.list.run_now(&mut scx, &mut chunk, start)
+                self.list.run_now(&mut scx, chunk, start)
             }));
             let current = scx.current;
-            ran.map_err(|panic| self.panicked(current, &*panic))?
+            match ran {
+                Ok(flow) => flow,
+                Err(panic) => {
+                    out.unstage();
+                    return Err(self.panicked(current, &*panic));
+                }
+            }
         } else {
             Flow::Continue
         };
-        self.settle(out, flow, chunk)
+        match flow {
+            Flow::Continue | Flow::Emit => {
+                self.acc.account(chunk);
+                out.commit();
+                Ok(())
+            }
+            Flow::Drop => {
+                out.unstage();
+                Ok(())
+            }
+            Flow::Abort(tw) => {
+                out.unstage();
+                Err(Halt::Abort(tw))
+            }
+        }
     }
 }
 
