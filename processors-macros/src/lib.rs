@@ -5,6 +5,7 @@
 //! says so with `crate = processors_runtime`. Set `PROCESSORS_DEBUG_EXPANSION=1` while building
 //! to print what each invocation expands to.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod agent;
 mod errors;

@@ -139,7 +139,7 @@ impl<'de, const N: usize> Visitor<'de> for Fields<'_, N> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut found = [None; N];
-        while let Some(Key(key)) = map.next_key()? {
+        while let Some(Str(key)) = map.next_key()? {
             match self.0.iter().position(|name| *name == key) {
                 Some(i) => found[i] = Some(map.next_value()?),
                 None => {
@@ -220,12 +220,14 @@ impl<'de> Visitor<'de> for CowStr {
     }
 }
 
-/// An object's key.
-struct Key<'de>(Cow<'de, str>);
+/// A string borrowed from the input when it has no escapes: an object's key, or a field of a
+/// derived reader. (A derived `Option<Cow<str>>` field is always an owned copy, even with
+/// `#[serde(borrow)]`; `Option<Str>` borrows.)
+pub(crate) struct Str<'de>(pub(crate) Cow<'de, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_str(CowStr).map(Key)
+        d.deserialize_str(CowStr).map(Str)
     }
 }
 
@@ -233,6 +235,26 @@ impl<'de> Deserialize<'de> for Key<'de> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A derived reader's optional string borrows from the event; an escaped one is decoded.
+    #[test]
+    fn an_optional_string_field_borrows_from_the_input() {
+        #[derive(serde::Deserialize)]
+        struct Read<'a> {
+            #[serde(default, borrow)]
+            plain: Option<Str<'a>>,
+            #[serde(default, borrow)]
+            escaped: Option<Str<'a>>,
+        }
+        let read: Read<'_> =
+            serde_json::from_str(r#"{"plain":"chat.completion.chunk","escaped":"a\nb"}"#)
+                .expect("a JSON object");
+        assert!(matches!(
+            read.plain,
+            Some(Str(Cow::Borrowed("chat.completion.chunk")))
+        ));
+        assert!(matches!(read.escaped, Some(Str(Cow::Owned(s))) if s == "a\nb"));
+    }
 
     /// Every reader against `Value`'s accessor, on documents of every shape.
     #[test]

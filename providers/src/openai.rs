@@ -2,7 +2,7 @@
 //! (Ollama, vLLM, llama.cpp's server, LM Studio).
 
 use crate::error;
-use crate::json::{self, Obj, Raw, first};
+use crate::json::{self, Obj, Raw, Str, first};
 use crate::parts::{file_url, merge_provider_options, parse_tool_args, tool_result_text};
 use crate::sse::SseEvent;
 use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
@@ -413,9 +413,9 @@ struct Fast<'a> {
     #[serde(default)]
     error: Option<IgnoredAny>,
     #[serde(default, borrow, rename = "type")]
-    kind: Option<Cow<'a, str>>,
+    kind: Option<Str<'a>>,
     #[serde(default, borrow)]
-    object: Option<Cow<'a, str>>,
+    object: Option<Str<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -423,17 +423,17 @@ struct FastChoice<'a> {
     #[serde(default, borrow)]
     delta: Option<Obj<FastDelta<'a>>>,
     #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
 struct FastDelta<'a> {
     #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
+    reasoning_content: Option<Str<'a>>,
     #[serde(default, borrow)]
-    reasoning: Option<Cow<'a, str>>,
+    reasoning: Option<Str<'a>>,
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: Option<Str<'a>>,
     #[serde(default)]
     tool_calls: Option<IgnoredAny>,
 }
@@ -455,9 +455,8 @@ impl<'a> Fast<'a> {
             return None;
         }
         let Obj(fast) = serde_json::from_str::<Obj<Fast<'a>>>(data).ok()?;
-        let error = fast.error.is_some()
-            || fast.kind.as_deref() == Some("error")
-            || fast.object.as_deref() == Some("error");
+        let is_error = |s: &Option<Str<'_>>| s.as_ref().is_some_and(|s| s.0 == "error");
+        let error = fast.error.is_some() || is_error(&fast.kind) || is_error(&fast.object);
         let calls = fast
             .choices
             .as_ref()
@@ -473,10 +472,10 @@ impl<'a> Fast<'a> {
             choice: fast.choices.map(|Obj(c)| {
                 let delta = c.delta.map(|Obj(d)| d).unwrap_or_default();
                 ChoiceRead {
-                    reasoning: [delta.reasoning_content, delta.reasoning],
-                    content: delta.content,
+                    reasoning: [delta.reasoning_content, delta.reasoning].map(|s| s.map(|s| s.0)),
+                    content: delta.content.map(|s| s.0),
                     tool_calls: Vec::new(),
-                    finish_reason: c.finish_reason,
+                    finish_reason: c.finish_reason.map(|s| s.0),
                 }
             }),
         })
