@@ -185,7 +185,8 @@ impl IdBuf {
         }
         self.push(&prefix.as_bytes()[..cut]);
         self.push(b"-");
-        self.push_base62(process_stamp());
+        let (stamp, digits) = process_stamp_digits();
+        self.push(&stamp[..*digits]);
         self.push(b"-");
         self.push_base62(n);
         // Only the prefix's whole characters and ASCII digits were written.
@@ -198,20 +199,34 @@ impl IdBuf {
     }
 
     /// `n` in base 62, most significant digit first, without leading zeros.
-    fn push_base62(&mut self, mut n: u64) {
-        const DIGITS: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        let mut digits = [0u8; 11];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = DIGITS[(n % 62) as usize];
-            n /= 62;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..]);
+    fn push_base62(&mut self, n: u64) {
+        let (digits, len) = base62_digits(n);
+        self.push(&digits[..len]);
     }
+}
+
+/// `n` in base 62, most significant digit first, without leading zeros: the digits and how
+/// many there are.
+fn base62_digits(mut n: u64) -> ([u8; 11], usize) {
+    const DIGITS: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut digits = [0u8; 11];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = DIGITS[(n % 62) as usize];
+        n /= 62;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.copy_within(i.., 0);
+    (digits, digits.len() - i)
+}
+
+/// The process stamp in base 62, written once.
+fn process_stamp_digits() -> &'static ([u8; 11], usize) {
+    static DIGITS: std::sync::OnceLock<([u8; 11], usize)> = std::sync::OnceLock::new();
+    DIGITS.get_or_init(|| base62_digits(process_stamp()))
 }
 
 fn process_stamp() -> u64 {
