@@ -147,6 +147,21 @@ fn a_call_allocates_within_its_pinned_bound() {
 /// answer, the step, the result).
 const BARE_BOUND: usize = 29;
 
+#[test]
+fn text_read_from_json_is_copied_once() {
+    let read = |json: &str| {
+        let before = ALLOCATIONS.with(Cell::get);
+        let text: Text = serde_json::from_str(json).expect("a JSON string");
+        (text, ALLOCATIONS.with(Cell::get) - before)
+    };
+    // Into its shared buffer, with no `String` first.
+    let (text, allocations) = read(r#""a short answer""#);
+    assert_eq!((text.as_ref(), allocations), ("a short answer", 1));
+    // (An escape makes serde_json decode the string into a scratch buffer of its own first.)
+    let (text, _) = read(r#""with an\nescape""#);
+    assert_eq!(text, "with an\nescape");
+}
+
 /// Counts streamed characters in an `async` stream hook (one that could wait, and does not).
 struct AsyncCount;
 

@@ -300,8 +300,28 @@ impl Serialize for Text {
 }
 
 impl<'de> Deserialize<'de> for Text {
+    /// Short text is copied once from the input into its buffer; a `String` the deserializer
+    /// owns is kept (`Cow<str>`'s own `Deserialize` would always make a `String` first).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Cow::<'de, str>::deserialize(deserializer).map(Text::from)
+        struct TextVisitor;
+
+        impl serde::de::Visitor<'_> for TextVisitor {
+            type Value = Text;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Text, E> {
+                Ok(Text::from(s))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Text, E> {
+                Ok(Text::from(s))
+            }
+        }
+
+        deserializer.deserialize_string(TextVisitor)
     }
 }
 
