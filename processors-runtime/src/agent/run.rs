@@ -432,7 +432,11 @@ impl Run {
             Box::pin(hooks::llm_response(&lists.output, &mut self.s, response)).await?;
         }
 
-        let mut step_ids = self.add_answer(&mut driver.acc);
+        // The step's messages are followed by id only for output-step processors, which may
+        // replace them; without any, the step's text is the answer's.
+        let by_id = lists.output.has(Hook::OutputStep);
+        let mut step_ids = self.add_answer(&mut driver.acc, by_id);
+        let answer = driver.acc.answer.clone();
         let step = Step {
             step_number,
             text: &driver.acc.answer,
@@ -476,7 +480,10 @@ impl Run {
         driver
             .emit(&mut self.s, &mut self.out, step_finish, through)
             .await?;
-        let text = step_text(&self.s.list, &step_ids);
+        let text = match by_id {
+            true => step_text(&self.s.list, &step_ids),
+            false => answer,
+        };
         self.s.steps.push(StepResult {
             step_number,
             text,
@@ -672,9 +679,9 @@ impl Run {
     }
 
     /// Adds the step's answer to the list: reasoning, text, data (carried, then the step's)
-    /// and tool calls as one assistant message. Returns its id (none when the step produced
-    /// nothing).
-    fn add_answer(&mut self, acc: &mut StepAcc) -> Vec<String> {
+    /// and tool calls as one assistant message. Returns its id when `by_id` (none when the
+    /// step produced nothing).
+    fn add_answer(&mut self, acc: &mut StepAcc, by_id: bool) -> Vec<String> {
         let mut parts = Vec::new();
         if !acc.reasoning.is_empty() {
             parts.push(Part::Reasoning {
@@ -696,9 +703,12 @@ impl Run {
             return Vec::new();
         }
         let m = Message::new(Role::Assistant, parts);
-        let id = m.id.clone();
+        let ids = match by_id {
+            true => vec![m.id.clone()],
+            false => Vec::new(),
+        };
         self.s.list.add(m, MessageSource::Response);
-        vec![id]
+        ids
     }
 
     /// Whether a retry asked for by `tw` is granted; warns when no limit is set.
