@@ -77,8 +77,9 @@ pub enum Flow {
     Emit,
     /// Dropped.
     Drop,
-    /// A processor aborted.
-    Abort(TripWire),
+    /// A processor aborted (boxed: a `Flow` is returned by every processor for every chunk,
+    /// and fits in two registers this way).
+    Abort(Box<TripWire>),
 }
 
 /// What the stream chain needs of the run.
@@ -425,7 +426,7 @@ fn queue_written(cx: &mut StreamCx<'_>, pos: usize) {
 #[inline(never)]
 fn failed(cx: &StreamCx<'_>, id: &str, e: ProcessorError) -> Flow {
     match e {
-        ProcessorError::Abort(a) => Flow::Abort(a.into_tripwire(id)),
+        ProcessorError::Abort(a) => Flow::Abort(Box::new(a.into_tripwire(id))),
         ProcessorError::Warning(a) => {
             warn(cx, a, id);
             Flow::Continue

@@ -289,7 +289,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
                 Ok(())
             }
             Flow::Drop => Ok(()),
-            Flow::Abort(tw) => Err(Halt::Abort(tw)),
+            Flow::Abort(tw) => Err(Halt::Abort(*tw)),
         }
     }
 
@@ -395,7 +395,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             }
             Flow::Abort(tw) => {
                 out.unstage();
-                Err(Halt::Abort(tw))
+                Err(Halt::Abort(*tw))
             }
         }
     }

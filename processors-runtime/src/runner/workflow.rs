@@ -1062,7 +1062,7 @@ impl<W> Workflow<W> {
             match flow {
                 Flow::Continue => {}
                 Flow::Drop => return Ok(StreamAction::Drop),
-                Flow::Abort(tw) => return Err(Abort::from(tw).into()),
+                Flow::Abort(tw) => return Err(Abort::from(*tw).into()),
                 Flow::Emit => {
                     let id = self.processors.get(cx.current).map_or("?", |p| p.dyn_id());
                     return Err(ProcessorError::msg(format!(
