@@ -21,9 +21,11 @@
 //! - `throughput`: the server writes N = 100,000 deltas of 4-7 characters (a body rendered
 //!   once) as fast as the client reads. Consumed as bare bytes over a socket (`socket`) and
 //!   through reqwest (`reqwest`, the transport's limit), through the provider (`provider`: its
-//!   SSE parser and decoder), and through agents with K = 0 and K = 5. Reports MB/s of body,
-//!   deltas per second, and the ratios of each median time to reqwest's and to the provider's,
-//!   measured in interleaved rounds.
+//!   SSE parser and decoder), and through agents with K = 0 and K = 5; and the same deltas in
+//!   the Anthropic messages API's events through the Anthropic provider (`anthropic`, a
+//!   larger body: MB/s are of its own). Reports MB/s of body, deltas per second, and the
+//!   ratios of each median time to reqwest's and to the provider's, measured in interleaved
+//!   rounds.
 
 #[path = "../benches/support/mod.rs"]
 mod support;
@@ -34,7 +36,7 @@ use processors::agent::AnyAgent;
 use processors::chunk::ChunkKind;
 use processors::model::{ApiError, LanguageModel, ModelRequest, ModelStream};
 use processors::prelude::*;
-use processors::providers::OpenAiCompatible;
+use processors::providers::{Anthropic, OpenAiCompatible};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -164,11 +166,47 @@ fn rendered(n: usize) -> (Vec<u8>, String) {
     (answer.into_bytes(), text)
 }
 
-/// The loopback server. `POST /fast/…` gets the pre-rendered answer in one write;
+/// The same answer in the Anthropic messages API's events, headers included.
+fn rendered_anthropic(n: usize) -> Vec<u8> {
+    let named = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut answer = String::from(HEADERS);
+    answer.push_str(&named(
+        "message_start",
+        json!({ "type": "message_start", "message": {
+            "id": "msg_bench", "type": "message", "role": "assistant", "model": "bench",
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": { "input_tokens": 1, "output_tokens": 1 },
+        }}),
+    ));
+    answer.push_str(&named(
+        "content_block_start",
+        json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+    ));
+    for word in WORDS.iter().cycle().take(n) {
+        answer.push_str(&named(
+            "content_block_delta",
+            json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": word } }),
+        ));
+    }
+    answer.push_str(&named(
+        "content_block_stop",
+        json!({ "type": "content_block_stop", "index": 0 }),
+    ));
+    answer.push_str(&named(
+        "message_delta",
+        json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn", "stop_sequence": null }, "usage": { "output_tokens": n } }),
+    ));
+    answer.push_str(&named("message_stop", json!({ "type": "message_stop" })));
+    answer.into_bytes()
+}
+
+/// The loopback server. `POST /fast/…` gets the pre-rendered answer in one write (`POST
+/// /anthropic/…` the same answer in the Anthropic API's events);
 /// `POST /paced/…` gets `stamps.written.len()` numbered deltas, one per [`PACE`], each
 /// write's time recorded.
 struct Server {
     fast: Vec<u8>,
+    anthropic: Vec<u8>,
     stamps: Arc<Stamps>,
 }
 
@@ -196,6 +234,8 @@ impl Server {
         // A client that goes away mid-answer ends the connection; nothing to report.
         let _ = if path.starts_with("/fast/") {
             conn.write_all(&self.fast)
+        } else if path.starts_with("/anthropic/") {
+            conn.write_all(&self.anthropic)
         } else {
             self.paced(&mut conn)
         };
@@ -258,6 +298,19 @@ fn read_request(conn: &mut TcpStream) -> Option<String> {
 fn provider(base: &str, route: &str) -> OpenAiCompatible {
     match OpenAiCompatible::builder("bench")
         .base_url(format!("{base}/{route}/v1"))
+        .max_retries(0)
+        .build()
+    {
+        Ok(m) => m,
+        Err(e) => panic!("the provider does not build: {e}"),
+    }
+}
+
+/// The Anthropic provider for the server at `base`; no retries.
+fn anthropic(base: &str) -> Anthropic {
+    match Anthropic::builder("bench")
+        .base_url(format!("{base}/anthropic"))
+        .api_key("bench")
         .max_retries(0)
         .build()
     {
@@ -383,6 +436,7 @@ fn latency(n: usize) {
     let stamps = Arc::new(Stamps::new(n));
     let base = Server {
         fast: Vec::new(),
+        anthropic: Vec::new(),
         stamps: stamps.clone(),
     }
     .start();
@@ -477,8 +531,11 @@ type Job<'a> = Box<dyn FnMut() -> usize + 'a>;
 fn throughput(n: usize) {
     let (fast, text) = rendered(n);
     let answer_bytes = fast.len();
+    let anthropic_answer = rendered_anthropic(n);
+    let anthropic_bytes = anthropic_answer.len();
     let base = Server {
         fast,
+        anthropic: anthropic_answer,
         stamps: Arc::new(Stamps::new(0)),
     }
     .start();
@@ -486,6 +543,7 @@ fn throughput(n: usize) {
     let url = format!("{base}/fast/v1/chat/completions");
     let rt = runtime();
     let model = provider(&base, "fast");
+    let anthropic_model = anthropic(&base);
     let agents = [
         agent(provider(&base, "fast"), 0),
         agent(provider(&base, "fast"), 5),
@@ -502,6 +560,7 @@ fn throughput(n: usize) {
         ("provider", None),
         ("agent", Some(0)),
         ("agent", Some(5)),
+        ("anthropic", None),
     ];
     let mut jobs: Vec<Job<'_>> = vec![
         Box::new(|| {
@@ -569,6 +628,14 @@ fn throughput(n: usize) {
                 deltas
             })
         }),
+        Box::new(|| {
+            rt.block_on(async {
+                let mut chars = 0;
+                let deltas = through_model(&anthropic_model, |t| chars += t.len()).await;
+                expect_text(chars);
+                deltas
+            })
+        }),
     ];
     for job in jobs.iter_mut() {
         assert_eq!(job(), n, "every delta arrived");
@@ -589,6 +656,11 @@ fn throughput(n: usize) {
         })
         .collect();
     for ((name, k), secs) in names.iter().zip(&medians) {
+        // Every configuration reads the OpenAI answer but the Anthropic provider.
+        let answer_bytes = match *name {
+            "anthropic" => anthropic_bytes,
+            _ => answer_bytes,
+        };
         println!(
             "{}",
             json!({
