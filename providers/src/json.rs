@@ -17,6 +17,14 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+/// Whether `text` has a backslash followed by `u` (a `\u` escape, or an escaped backslash
+/// before a `u`): the backslashes are found with `memchr`, with no substring searcher built
+/// for each event.
+pub(crate) fn has_u_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\\', bytes).any(|at| bytes.get(at + 1) == Some(&b'u'))
+}
+
 /// A JSON value's text, parsed when read; absent for a missing field.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Raw<'a>(Option<&'a RawValue>);
@@ -30,7 +38,7 @@ impl<'a> Raw<'a> {
     ) -> Result<[Raw<'a>; N], serde_json::Error> {
         // Skipping a value checks its syntax but not what its `\u` escapes decode to: a
         // document with any is decoded whole, so that a lone surrogate fails it as before.
-        if memchr::memmem::find(document.as_bytes(), b"\\u").is_some() {
+        if has_u_escape(document) {
             serde_json::from_str::<Value>(document)?;
         }
         let mut de = serde_json::Deserializer::from_str(document);
@@ -235,6 +243,22 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_u_escape_is_a_backslash_then_u() {
+        for (text, has) in [
+            (r#"{"a":"\u00e9"}"#, true),
+            (r#"{"a":"\\u"}"#, true),
+            (r#"\u"#, true),
+            (r#"{"a":"\n u"}"#, false),
+            (r#"{"a":"u\\"}"#, false),
+            ("\\", false),
+            ("", false),
+        ] {
+            assert_eq!(has_u_escape(text), has, "{text}");
+            assert_eq!(memchr::memmem::find(text.as_bytes(), b"\\u").is_some(), has);
+        }
+    }
 
     /// A derived reader's optional string borrows from the event; an escaped one is decoded.
     #[test]

@@ -451,7 +451,7 @@ struct FastUsage {
 impl<'a> Fast<'a> {
     fn read(data: &'a str) -> Option<Read<'a>> {
         // Left to the lenient reading, which decodes a document with `\u` escapes whole.
-        if memchr::memmem::find(data.as_bytes(), b"\\u").is_some() {
+        if json::has_u_escape(data) {
             return None;
         }
         let Obj(fast) = serde_json::from_str::<Obj<Fast<'a>>>(data).ok()?;
