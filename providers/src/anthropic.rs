@@ -1,7 +1,7 @@
 //! [`Anthropic`]: the messages API (`POST {base_url}/v1/messages`), streamed.
 
 use crate::error;
-use crate::json::{self, Raw};
+use crate::json::{self, Obj, Raw, Str};
 use crate::parts::{is_url, merge_provider_options, parse_tool_args, tool_result_text};
 use crate::sse::SseEvent;
 use crate::transport::{ConfigError, Decoder, HttpConfig, Transport, http_builder_methods};
@@ -10,8 +10,9 @@ use futures::future::BoxFuture;
 use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolChoice};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value, json};
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
@@ -327,6 +328,72 @@ impl Decoder for MessagesDecoder {
 
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<ChunkKind>) -> Result<bool, ApiError> {
         let data = event.data.trim();
+        if let Some(delta) = FastDelta::read(data) {
+            let index = delta.index.unwrap_or(0);
+            let delta = delta.delta.map(|Obj(d)| d).unwrap_or_default();
+            self.delta(index, delta, data, out)?;
+            return Ok(false);
+        }
+        self.event_lenient(data, event.event.as_deref(), out)
+    }
+}
+
+/// The usual event, a `content_block_delta` read in one pass: an object whose fields have the
+/// expected types, without an error. Anything else (another type, a key given twice, not
+/// JSON) is left to [`MessagesDecoder::event_lenient`], which reads every shape.
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Str<'a>>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<Obj<DeltaRead<'a>>>,
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    object: Option<Str<'a>>,
+}
+
+/// What a `content_block_delta` says: its type, and the text, thinking or JSON it adds.
+#[derive(Deserialize, Default)]
+struct DeltaRead<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    text: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    thinking: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Str<'a>>,
+}
+
+impl<'a> FastDelta<'a> {
+    fn read(data: &'a str) -> Option<FastDelta<'a>> {
+        // Left to the lenient reading, which decodes a document with `\u` escapes whole.
+        if json::has_u_escape(data) {
+            return None;
+        }
+        let Obj(fast) = serde_json::from_str::<Obj<FastDelta<'a>>>(data).ok()?;
+        let is = |s: &Option<Str<'_>>, what: &str| s.as_ref().is_some_and(|s| s.0 == what);
+        let usual = is(&fast.kind, "content_block_delta")
+            && fast.error.is_none()
+            && !is(&fast.object, "error");
+        usual.then_some(fast)
+    }
+}
+
+impl MessagesDecoder {
+    /// Reads any event, whatever its shape, as `serde_json::Value`'s accessors would: a field
+    /// of another type reads as absent, and of a key given twice the last counts. An error
+    /// object is an error. `name` is the SSE event's name, the type of an event whose data
+    /// has none.
+    fn event_lenient(
+        &mut self,
+        data: &str,
+        name: Option<&str>,
+        out: &mut VecDeque<ChunkKind>,
+    ) -> Result<bool, ApiError> {
         let [
             kind,
             error,
@@ -352,7 +419,7 @@ impl Decoder for MessagesDecoder {
         .map_err(|e| error::protocol(format_args!("event data that is not JSON ({e})"), data))?;
         let is_error = json::is_error(error, kind, object);
         let kind = kind.str();
-        let kind = kind.as_deref().or(event.event.as_deref()).unwrap_or("");
+        let kind = kind.as_deref().or(name).unwrap_or("");
         // Proxies send errors in other shapes too: `{"error": …}` without a type or an event name.
         if kind == "error" || is_error {
             let value: Value = serde_json::from_str(data).unwrap_or_default();
@@ -419,42 +486,15 @@ impl Decoder for MessagesDecoder {
                 self.blocks.insert(index, open);
             }
             "content_block_delta" => {
-                let [delta_type, text, thinking, partial_json] =
+                let [kind, text, thinking, partial_json] =
                     delta.fields(["type", "text", "thinking", "partial_json"]);
-                let owned = |field: Raw<'_>| field.str().map(Cow::into_owned).unwrap_or_default();
-                match (self.blocks.get_mut(&index), delta_type.str().as_deref()) {
-                    (Some(OpenBlock::Text(id)), Some("text_delta")) => {
-                        out.push_back(ChunkKind::TextDelta {
-                            id: id.clone(),
-                            text: owned(text),
-                        });
-                    }
-                    (Some(OpenBlock::Reasoning(id)), Some("thinking_delta")) => {
-                        out.push_back(ChunkKind::ReasoningDelta {
-                            id: id.clone(),
-                            text: owned(thinking),
-                        });
-                    }
-                    (Some(OpenBlock::ToolUse { id, name, json }), Some("input_json_delta")) => {
-                        let piece = owned(partial_json);
-                        json.push_str(&piece);
-                        out.push_back(ChunkKind::ToolCallDelta {
-                            tool_call_id: id.clone(),
-                            tool_name: name.clone(),
-                            args_text_delta: piece,
-                        });
-                    }
-                    (None, _) => {
-                        return Err(error::protocol(
-                            format_args!(
-                                "a delta for content block {index}, which was never started"
-                            ),
-                            data,
-                        ));
-                    }
-                    // Signatures and deltas of unknown kinds carry nothing to stream.
-                    _ => {}
-                }
+                let delta = DeltaRead {
+                    kind: kind.str().map(Str),
+                    text: text.str().map(Str),
+                    thinking: thinking.str().map(Str),
+                    partial_json: partial_json.str().map(Str),
+                };
+                self.delta(index, delta, data, out)?;
             }
             "content_block_stop" => match self.blocks.remove(&index) {
                 Some(OpenBlock::Text(id)) => out.push_back(ChunkKind::TextEnd { id }),
@@ -508,12 +548,183 @@ impl Decoder for MessagesDecoder {
         }
         Ok(false)
     }
+
+    /// A `content_block_delta` of block `index`.
+    fn delta(
+        &mut self,
+        index: u64,
+        delta: DeltaRead<'_>,
+        data: &str,
+        out: &mut VecDeque<ChunkKind>,
+    ) -> Result<(), ApiError> {
+        let owned = |field: Option<Str<'_>>| field.map(|s| s.0.into_owned()).unwrap_or_default();
+        match (
+            self.blocks.get_mut(&index),
+            delta.kind.as_ref().map(|k| &*k.0),
+        ) {
+            (Some(OpenBlock::Text(id)), Some("text_delta")) => {
+                out.push_back(ChunkKind::TextDelta {
+                    id: id.clone(),
+                    text: owned(delta.text),
+                });
+            }
+            (Some(OpenBlock::Reasoning(id)), Some("thinking_delta")) => {
+                out.push_back(ChunkKind::ReasoningDelta {
+                    id: id.clone(),
+                    text: owned(delta.thinking),
+                });
+            }
+            (Some(OpenBlock::ToolUse { id, name, json }), Some("input_json_delta")) => {
+                let piece = owned(delta.partial_json);
+                json.push_str(&piece);
+                out.push_back(ChunkKind::ToolCallDelta {
+                    tool_call_id: id.clone(),
+                    tool_name: name.clone(),
+                    args_text_delta: piece,
+                });
+            }
+            (None, _) => {
+                return Err(error::protocol(
+                    format_args!("a delta for content block {index}, which was never started"),
+                    data,
+                ));
+            }
+            // Signatures and deltas of unknown kinds carry nothing to stream.
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use processors_runtime::model::{ModelSettings, ToolSpec};
+
+    /// A decoder with a text block (0), a thinking block (1) and a tool call (2) open.
+    fn with_open_blocks() -> MessagesDecoder {
+        let mut d = MessagesDecoder::default();
+        let mut out = VecDeque::new();
+        for start in [
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#,
+        ] {
+            let event = SseEvent {
+                data: start.to_owned(),
+                ..SseEvent::default()
+            };
+            assert!(matches!(d.event(event, &mut out), Ok(false)), "{start}");
+        }
+        d
+    }
+
+    /// What one event did to a decoder: its result and the chunks it gave.
+    fn outcome(d: &mut MessagesDecoder, event: &str, lenient: bool) -> String {
+        let mut out = VecDeque::new();
+        let result = match lenient {
+            true => d.event_lenient(event.trim(), None, &mut out),
+            false => d.event(
+                SseEvent {
+                    data: event.to_owned(),
+                    ..SseEvent::default()
+                },
+                &mut out,
+            ),
+        };
+        let mut blocks: Vec<String> = d
+            .blocks
+            .iter()
+            .map(|(i, b)| format!("{i}: {b:?}"))
+            .collect();
+        blocks.sort();
+        format!("{result:?} {out:?} {blocks:?}")
+    }
+
+    /// Builds events from parts of every type, missing, null or given twice.
+    fn events() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let value = prop_oneof![
+            Just(None),
+            Just(Some("null".to_owned())),
+            Just(Some(r#""text""#.to_owned())),
+            Just(Some(r#""with \"escapes\"\n""#.to_owned())),
+            Just(Some(r#""""#.to_owned())),
+            Just(Some("0".to_owned())),
+            Just(Some("1".to_owned())),
+            Just(Some("2".to_owned())),
+            Just(Some("7".to_owned())),
+            Just(Some("-1".to_owned())),
+            Just(Some("1.5".to_owned())),
+            Just(Some("[]".to_owned())),
+            Just(Some("{}".to_owned())),
+            Just(Some(r#""error""#.to_owned())),
+            Just(Some(r#""content_block_delta""#.to_owned())),
+            Just(Some(r#""text_delta""#.to_owned())),
+            Just(Some(r#""thinking_delta""#.to_owned())),
+            Just(Some(r#""input_json_delta""#.to_owned())),
+        ];
+        let object = |names: &'static [&'static str], value: BoxedStrategy<Option<String>>| {
+            proptest::collection::vec((proptest::sample::select(names), value), 0..6).prop_map(
+                |fields| {
+                    let fields: Vec<String> = fields
+                        .into_iter()
+                        .filter_map(|(n, v)| v.map(|v| format!("\"{n}\": {v}")))
+                        .collect();
+                    format!("{{{}}}", fields.join(", "))
+                },
+            )
+        };
+        let delta = object(
+            &["type", "text", "thinking", "partial_json"],
+            value.clone().boxed(),
+        );
+        let top = prop_oneof![delta.prop_map(Some), value].boxed();
+        let event = object(&["type", "index", "delta", "error", "object", "id"], top);
+        // Half of them typed as deltas, which the one-pass reading takes.
+        (event, proptest::bool::ANY).prop_map(|(event, typed)| {
+            match (typed, event.strip_prefix('{')) {
+                (true, Some("}")) => r#"{"type": "content_block_delta"}"#.to_owned(),
+                (true, Some(rest)) => format!(r#"{{"type": "content_block_delta", {rest}"#),
+                _ => event,
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// The one-pass reading of a delta does what the lenient one does, on events of every
+        /// shape (it declines the ones it does not read).
+        #[test]
+        fn the_fast_reading_agrees_with_the_lenient_one(event in events()) {
+            if FastDelta::read(&event).is_some() {
+                let fast = outcome(&mut with_open_blocks(), &event, false);
+                let lenient = outcome(&mut with_open_blocks(), &event, true);
+                proptest::prop_assert_eq!(fast, lenient, "{}", event);
+            }
+        }
+    }
+
+    #[test]
+    fn the_usual_deltas_are_read_in_one_pass() {
+        for event in [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#,
+        ] {
+            assert!(FastDelta::read(event).is_some(), "{event}");
+        }
+        for declined in [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\u00e9"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","text":"b"}}"#,
+            r#"{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"a"}}"#,
+            r#"{"type":"error","error":{"type":"overloaded_error"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+        ] {
+            assert!(FastDelta::read(declined).is_none(), "{declined}");
+        }
+    }
 
     #[test]
     fn system_is_separate_and_tool_results_join_the_next_user_turn() {
