@@ -80,24 +80,33 @@ fn unreachable_result() -> Result<GenerateResult, AgentError> {
 impl Stream for AgentStream {
     type Item = Chunk;
 
+    #[inline]
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
-        let this = &mut *self;
-        if let Some(chunk) = this.ready.pop_front() {
-            return Poll::Ready(Some(chunk));
+        // The usual poll takes a chunk the run has already queued.
+        match self.ready.pop_front() {
+            Some(chunk) => Poll::Ready(Some(chunk)),
+            None => self.resume(cx),
         }
-        let Some(run) = this.run.as_mut() else {
+    }
+}
+
+impl AgentStream {
+    /// Runs the run until it queues chunks, ends, or waits.
+    #[inline(never)]
+    fn resume(&mut self, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        let Some(run) = self.run.as_mut() else {
             return Poll::Ready(None);
         };
         let finished = match run.as_mut().poll(cx) {
             Poll::Ready(result) => {
-                this.run = None;
-                this.result = Some(result);
+                self.run = None;
+                self.result = Some(result);
                 true
             }
             Poll::Pending => false,
         };
-        this.slot.take_all(&mut this.ready);
-        match this.ready.pop_front() {
+        self.slot.take_all(&mut self.ready);
+        match self.ready.pop_front() {
             Some(chunk) => Poll::Ready(Some(chunk)),
             None if finished => Poll::Ready(None),
             None => Poll::Pending,
