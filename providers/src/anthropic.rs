@@ -339,8 +339,8 @@ impl Decoder for MessagesDecoder {
 }
 
 /// The usual event, a `content_block_delta` read in one pass: an object whose fields have the
-/// expected types, without an error. Anything else (another type, a key given twice, not
-/// JSON) is left to [`MessagesDecoder::event_lenient`], which reads every shape.
+/// expected types. Anything else (another type, a key given twice, an error object, a `\u`
+/// escape, not JSON) is left to [`MessagesDecoder::event_lenient`], which reads every shape.
 #[derive(Deserialize)]
 struct FastDelta<'a> {
     #[serde(default, borrow, rename = "type")]
