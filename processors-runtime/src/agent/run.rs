@@ -123,7 +123,12 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         .start(&inner, &options, input)
         .instrument(span.clone())
         .await;
-    let result = run.end(ended).instrument(span.clone()).await;
+    run.s.report.flush();
+    let result = match ended {
+        Ok(result) => Ok(result),
+        // Rare, and its future large (it owns the run): boxed.
+        Err(stop) => Box::pin(run.end(stop).instrument(span.clone())).await,
+    };
     if !span.is_disabled() {
         match &result {
             Ok(r) => {
@@ -780,16 +785,11 @@ impl Run {
         Ok(())
     }
 
-    /// Turns how the run ended into its result: a trip wire streams one `tripwire` chunk and
+    /// Turns how the run stopped into its result: a trip wire streams one `tripwire` chunk and
     /// saves nothing; a failure streams one `error` chunk.
-    async fn end(
-        mut self,
-        ended: Result<GenerateResult, Stop>,
-    ) -> Result<GenerateResult, AgentError> {
-        self.s.report.flush();
-        match ended {
-            Ok(result) => Ok(result),
-            Err(Stop::Tripwire(tw) | Stop::Rejected(tw)) => {
+    async fn end(mut self, stop: Stop) -> Result<GenerateResult, AgentError> {
+        match stop {
+            Stop::Tripwire(tw) | Stop::Rejected(tw) => {
                 // A finish held for the end does not reach the client: the run did not finish.
                 self.out.discard_held();
                 tracing::info!(
@@ -814,7 +814,7 @@ impl Run {
                     warnings: self.warnings,
                 })
             }
-            Err(Stop::Failed(error)) => {
+            Stop::Failed(error) => {
                 self.out.discard_held();
                 tracing::warn!(error = %error, "the run failed");
                 let message = error.to_string();

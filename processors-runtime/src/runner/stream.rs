@@ -189,6 +189,8 @@ pub(crate) struct StreamDriver<'a, O> {
     /// The memory of each position's stream hook future behind `dyn`, kept from chunk to
     /// chunk; only for a list behind `dyn` whose hooks may wait.
     futures: Vec<FutureSlot>,
+    /// The memory of [`emit_waiting`](Self::emit_waiting)'s future, kept from chunk to chunk.
+    emit_slot: FutureSlot,
     written: Vec<ChunkKind>,
     pending: VecDeque<(usize, ChunkKind)>,
     /// Whether a processor of the chain has a stream hook.
@@ -212,6 +214,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         StreamDriver {
             sync,
             futures,
+            emit_slot: FutureSlot::new(),
             histories: vec![Vec::new(); slots.len()],
             list,
             slots,
@@ -305,7 +308,12 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         if !through || !self.active || self.sync {
             self.emit_now(s, out, kind, through)?;
         } else {
-            self.emit_waiting(s, out, kind).await?;
+            // The chain's future is over a kilobyte: kept out of this one (which every step
+            // of the run awaits, and moves), in memory reused from chunk to chunk.
+            let mut slot = std::mem::take(&mut self.emit_slot);
+            let ran = slot.put(self.emit_waiting(s, out, kind)).await;
+            self.emit_slot = slot;
+            ran?;
         }
         out.hand_over().await;
         Ok(())
