@@ -88,6 +88,17 @@ struct Run {
     open: Option<OpenStep>,
 }
 
+/// Awaits a future inside a span; without the span's wrapper (a copy of the future) when no
+/// subscriber listens, where entering the span would do nothing.
+macro_rules! in_span {
+    ($future:expr, $span:expr) => {
+        match $span.is_disabled() {
+            true => $future.await,
+            false => $future.instrument($span.clone()).await,
+        }
+    };
+}
+
 pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     inner: Arc<AgentInner<I, O, E>>,
     input: Vec<Message>,
@@ -119,10 +130,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
     );
-    let ended = run
-        .start(&inner, &options, input)
-        .instrument(span.clone())
-        .await;
+    let ended = in_span!(run.start(&inner, &options, input), span);
     run.s.report.flush();
     let result = match ended {
         Ok(result) => Ok(result),
@@ -214,10 +222,7 @@ impl Run {
                 finish_reason = tracing::field::Empty,
             );
             driver.measure_step();
-            let stepped = self
-                .step(agent, lists, limits, driver)
-                .instrument(span.clone())
-                .await;
+            let stepped = in_span!(self.step(agent, lists, limits, driver), span);
             // The step the attempt ended as (provider-error retries before it were steps of
             // their own; a rejected step is recorded by `reject`).
             let number = match &stepped {
@@ -410,8 +415,7 @@ impl Run {
                 }
             }
         };
-        let (step_number, from_cache, request, reason, usage, raw) =
-            called.instrument(chat.clone()).await?;
+        let (step_number, from_cache, request, reason, usage, raw) = in_span!(called, chat)?;
         if !chat.is_disabled() {
             chat.record("gen_ai.response.finish_reasons", reason.as_str());
             chat.record("gen_ai.usage.input_tokens", usage.input_tokens);
