@@ -375,10 +375,11 @@ impl<'a> FastDelta<'a> {
             return None;
         }
         let Obj(fast) = serde_json::from_str::<Obj<FastDelta<'a>>>(data).ok()?;
-        let is = |s: &Option<Str<'_>>, what: &str| s.as_ref().is_some_and(|s| s.0 == what);
-        let usual = is(&fast.kind, "content_block_delta")
-            && fast.error.is_none()
-            && !is(&fast.object, "error");
+        let delta = fast
+            .kind
+            .as_ref()
+            .is_some_and(|k| k.0 == "content_block_delta");
+        let usual = delta && !json::is_error_read(fast.error.is_some(), &fast.kind, &fast.object);
         usual.then_some(fast)
     }
 }
@@ -643,44 +644,24 @@ mod tests {
 
     /// Builds events from parts of every type, missing, null or given twice.
     fn events() -> impl proptest::strategy::Strategy<Value = String> {
+        use crate::json::shapes::{object, values};
         use proptest::prelude::*;
-        let value = prop_oneof![
-            Just(None),
-            Just(Some("null".to_owned())),
-            Just(Some(r#""text""#.to_owned())),
-            Just(Some(r#""with \"escapes\"\n""#.to_owned())),
-            Just(Some(r#""""#.to_owned())),
-            Just(Some("0".to_owned())),
-            Just(Some("1".to_owned())),
-            Just(Some("2".to_owned())),
-            Just(Some("7".to_owned())),
-            Just(Some("-1".to_owned())),
-            Just(Some("1.5".to_owned())),
-            Just(Some("[]".to_owned())),
-            Just(Some("{}".to_owned())),
-            Just(Some(r#""error""#.to_owned())),
-            Just(Some(r#""content_block_delta""#.to_owned())),
-            Just(Some(r#""text_delta""#.to_owned())),
-            Just(Some(r#""thinking_delta""#.to_owned())),
-            Just(Some(r#""input_json_delta""#.to_owned())),
-        ];
-        let object = |names: &'static [&'static str], value: BoxedStrategy<Option<String>>| {
-            proptest::collection::vec((proptest::sample::select(names), value), 0..6).prop_map(
-                |fields| {
-                    let fields: Vec<String> = fields
-                        .into_iter()
-                        .filter_map(|(n, v)| v.map(|v| format!("\"{n}\": {v}")))
-                        .collect();
-                    format!("{{{}}}", fields.join(", "))
-                },
-            )
-        };
+        let value = values(&[
+            "0",
+            "1",
+            "2",
+            r#""content_block_delta""#,
+            r#""text_delta""#,
+            r#""thinking_delta""#,
+            r#""input_json_delta""#,
+        ]);
         let delta = object(
             &["type", "text", "thinking", "partial_json"],
-            value.clone().boxed(),
+            value.clone(),
+            6,
         );
         let top = prop_oneof![delta.prop_map(Some), value].boxed();
-        let event = object(&["type", "index", "delta", "error", "object", "id"], top);
+        let event = object(&["type", "index", "delta", "error", "object", "id"], top, 6);
         // Half of them typed as deltas, which the one-pass reading takes.
         (event, proptest::bool::ANY).prop_map(|(event, typed)| {
             match (typed, event.strip_prefix('{')) {

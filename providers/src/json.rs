@@ -135,6 +135,13 @@ pub(crate) fn is_error(error: Raw<'_>, kind: Raw<'_>, object: Raw<'_>) -> bool {
         || object.str().is_some_and(|o| o == "error")
 }
 
+/// [`is_error`] for the fields of a one-pass reader: `error` given (and not null), or a
+/// `type` or `object` of `"error"`.
+pub(crate) fn is_error_read(error: bool, kind: &Option<Str<'_>>, object: &Option<Str<'_>>) -> bool {
+    let is_error = |s: &Option<Str<'_>>| s.as_ref().is_some_and(|s| s.0 == "error");
+    error || is_error(kind) || is_error(object)
+}
+
 /// Finds the named fields of an object, skipping the others.
 struct Fields<'n, const N: usize>(&'n [&'n str; N]);
 
@@ -236,6 +243,51 @@ pub(crate) struct Str<'de>(pub(crate) Cow<'de, str>);
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_str(CowStr).map(Str)
+    }
+}
+
+/// Strategies for the decoders' property tests: events of every shape.
+#[cfg(test)]
+pub(crate) mod shapes {
+    use proptest::prelude::*;
+
+    /// A field's value as JSON text, or `None` to leave the field out: values of every type,
+    /// then the JSON texts of `extra`.
+    pub(crate) fn values(extra: &[&str]) -> BoxedStrategy<Option<String>> {
+        let common = [
+            "null",
+            r#""text""#,
+            r#""with \"escapes\"\n""#,
+            r#""""#,
+            "7",
+            "-1",
+            "1.5",
+            "[]",
+            "{}",
+            r#""error""#,
+        ];
+        let all: Vec<Option<String>> = std::iter::once(None)
+            .chain(common.iter().chain(extra).map(|v| Some((*v).to_owned())))
+            .collect();
+        proptest::sample::select(all).boxed()
+    }
+
+    /// Objects of fewer than `most` fields named from `names` (a name may come twice), each
+    /// with a value of `value` (a field whose value is `None` is left out).
+    pub(crate) fn object(
+        names: &'static [&'static str],
+        value: BoxedStrategy<Option<String>>,
+        most: usize,
+    ) -> BoxedStrategy<String> {
+        proptest::collection::vec((proptest::sample::select(names), value), 0..most)
+            .prop_map(|fields| {
+                let fields: Vec<String> = fields
+                    .into_iter()
+                    .filter_map(|(n, v)| v.map(|v| format!("\"{n}\": {v}")))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            })
+            .boxed()
     }
 }
 

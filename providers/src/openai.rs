@@ -368,11 +368,7 @@ impl<'a> Read<'a> {
     /// of another type reads as absent, and of a key given twice the last counts. An error
     /// object is an error.
     fn lenient(data: &'a str) -> Result<Self, ApiError> {
-        // The whole document, checked as JSON (string escapes included), as before any field
-        // is read: a string that does not decode fails the event instead of reading as absent.
-        serde_json::from_str::<Value>(data).map_err(|e| {
-            error::protocol(format_args!("event data that is not JSON ({e})"), data)
-        })?;
+        // Checks the whole document as JSON, a string that does not decode included.
         let [error, kind, object, usage, choices] =
             Raw::document(data, ["error", "type", "object", "usage", "choices"]).map_err(|e| {
                 error::protocol(format_args!("event data that is not JSON ({e})"), data)
@@ -455,8 +451,7 @@ impl<'a> Fast<'a> {
             return None;
         }
         let Obj(fast) = serde_json::from_str::<Obj<Fast<'a>>>(data).ok()?;
-        let is_error = |s: &Option<Str<'_>>| s.as_ref().is_some_and(|s| s.0 == "error");
-        let error = fast.error.is_some() || is_error(&fast.kind) || is_error(&fast.object);
+        let error = json::is_error_read(fast.error.is_some(), &fast.kind, &fast.object);
         let calls = fast
             .choices
             .as_ref()
@@ -616,32 +611,9 @@ mod tests {
 
     /// Builds events from parts of every type, missing, null or given twice.
     fn events() -> impl proptest::strategy::Strategy<Value = String> {
+        use crate::json::shapes::{object, values};
         use proptest::prelude::*;
-        let value = prop_oneof![
-            Just(None),
-            Just(Some("null".to_owned())),
-            Just(Some(r#""text""#.to_owned())),
-            Just(Some(r#""with \"escapes\"\n""#.to_owned())),
-            Just(Some(r#""""#.to_owned())),
-            Just(Some("7".to_owned())),
-            Just(Some("-1".to_owned())),
-            Just(Some("1.5".to_owned())),
-            Just(Some("[]".to_owned())),
-            Just(Some("{}".to_owned())),
-            Just(Some(r#""stop""#.to_owned())),
-            Just(Some(r#""error""#.to_owned())),
-        ];
-        let object = |names: &'static [&'static str], value: BoxedStrategy<Option<String>>| {
-            proptest::collection::vec((proptest::sample::select(names), value), 0..5).prop_map(
-                |fields| {
-                    let fields: Vec<String> = fields
-                        .into_iter()
-                        .filter_map(|(n, v)| v.map(|v| format!("\"{n}\": {v}")))
-                        .collect();
-                    format!("{{{}}}", fields.join(", "))
-                },
-            )
-        };
+        let value = values(&[r#""stop""#]);
         let delta_names: &'static [&'static str] = &[
             "content",
             "reasoning",
@@ -649,18 +621,23 @@ mod tests {
             "role",
             "tool_calls",
         ];
-        let delta = object(delta_names, value.clone().boxed());
+        let delta = object(delta_names, value.clone(), 5);
         let delta_value = prop_oneof![delta.prop_map(Some), value.clone()].boxed();
-        let choice = object(&["delta", "finish_reason", "index"], delta_value);
+        let choice = object(&["delta", "finish_reason", "index"], delta_value, 5);
         let choices = proptest::collection::vec(choice, 0..3)
             .prop_map(|c| Some(format!("[{}]", c.join(", "))));
         let usage = object(
             &["prompt_tokens", "completion_tokens", "total_tokens"],
-            value.clone().boxed(),
+            value.clone(),
+            5,
         )
         .prop_map(Some);
         let top = prop_oneof![choices, usage, value].boxed();
-        object(&["choices", "usage", "error", "type", "object", "id"], top)
+        object(
+            &["choices", "usage", "error", "type", "object", "id"],
+            top,
+            5,
+        )
     }
 
     proptest::proptest! {
