@@ -528,6 +528,39 @@ fn latency(n: usize) {
 /// A throughput configuration: one run, returning the deltas it saw.
 type Job<'a> = Box<dyn FnMut() -> usize + 'a>;
 
+/// One run through `model`, reporting its deltas; `expect` checks the characters that arrived.
+fn model_job<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    model: &'a dyn LanguageModel,
+    expect: &'a dyn Fn(usize),
+) -> Job<'a> {
+    Box::new(move || {
+        rt.block_on(async {
+            let mut chars = 0;
+            let deltas = through_model(model, |t| chars += t.len()).await;
+            expect(chars);
+            deltas
+        })
+    })
+}
+
+/// One run through `agent` (with `k` counting processors), as [`model_job`].
+fn agent_job<'a>(
+    rt: &'a tokio::runtime::Runtime,
+    agent: &'a dyn AnyAgent,
+    k: usize,
+    expect: &'a dyn Fn(usize),
+) -> Job<'a> {
+    Box::new(move || {
+        rt.block_on(async {
+            let mut chars = 0;
+            let deltas = through_agent(agent, k, |t| chars += t.len()).await;
+            expect(chars);
+            deltas
+        })
+    })
+}
+
 fn throughput(n: usize) {
     let (fast, text) = rendered(n);
     let answer_bytes = fast.len();
@@ -604,38 +637,10 @@ fn throughput(n: usize) {
                 n
             })
         }),
-        Box::new(|| {
-            rt.block_on(async {
-                let mut chars = 0;
-                let deltas = through_model(&model, |t| chars += t.len()).await;
-                expect_text(chars);
-                deltas
-            })
-        }),
-        Box::new(|| {
-            rt.block_on(async {
-                let mut chars = 0;
-                let deltas = through_agent(&*agents[0], 0, |t| chars += t.len()).await;
-                expect_text(chars);
-                deltas
-            })
-        }),
-        Box::new(|| {
-            rt.block_on(async {
-                let mut chars = 0;
-                let deltas = through_agent(&*agents[1], 5, |t| chars += t.len()).await;
-                expect_text(chars);
-                deltas
-            })
-        }),
-        Box::new(|| {
-            rt.block_on(async {
-                let mut chars = 0;
-                let deltas = through_model(&anthropic_model, |t| chars += t.len()).await;
-                expect_text(chars);
-                deltas
-            })
-        }),
+        model_job(&rt, &model, &expect_text),
+        agent_job(&rt, &*agents[0], 0, &expect_text),
+        agent_job(&rt, &*agents[1], 5, &expect_text),
+        model_job(&rt, &anthropic_model, &expect_text),
     ];
     for job in jobs.iter_mut() {
         assert_eq!(job(), n, "every delta arrived");
