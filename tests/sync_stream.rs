@@ -117,3 +117,40 @@ on_every_path!(sync_and_async_hooks_mix_in_one_chain, |path| {
     let (chunks, _) = collect(&*agent, "x", GenerateOptions::new()).await;
     assert_eq!(deltas(&chunks), ["HELLO!"]);
 });
+
+/// Counts text deltas in a state that its input hook starts and its result hook reports: one
+/// state for the three hooks.
+struct Tally(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+#[processor(id = "tally")]
+impl Tally {
+    fn process_input(&self, state: &mut usize) {
+        *state = 1_000;
+    }
+
+    fn process_output_stream(&self, chunk: &Chunk, state: &mut usize) -> StreamAction {
+        if chunk.text_delta().is_some() {
+            *state += 1;
+        }
+        StreamAction::Pass
+    }
+
+    fn process_output_result(&self, state: &mut usize) {
+        self.0.store(*state, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+// A long stream reaches the consumer in several batches, and a static chain's states are
+// bound to their types once per batch: each batch must see what the one before left, and
+// the hooks after the stream what the last one left.
+on_every_path!(sync_state_lasts_across_batches_and_hooks, |path| {
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let m = ScriptedModel::new([Turn::repeated("a", 200)]);
+    let agent = build_agent!(path, model: m,
+        input: [Tally(seen.clone())],
+        output: [Exclaim, Tally(seen.clone())]);
+    let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), vec!["a!"; 200]);
+    assert_eq!(r.unwrap().text.len(), 400);
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1_200);
+});

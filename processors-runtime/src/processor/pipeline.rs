@@ -60,6 +60,35 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
         chunk: &mut Chunk,
         start: usize,
     ) -> Flow;
+
+    /// The states of the list's processors, each taken out of the request's map as its
+    /// processor's type: bound once for a run of chunks instead of being looked up and
+    /// downcast for every chunk.
+    #[doc(hidden)]
+    type Bound: Send;
+
+    /// Takes the states at `slots` (one per processor, in order) out of `states`, as their
+    /// processors' types, until [`unbind`](Pipeline::unbind) puts them back; `None`, taking
+    /// nothing, when the list does not run bound (a list behind `dyn`, a stream hook that may
+    /// wait, or states that do not match), and then the chunks take
+    /// `run_output_stream_now`.
+    #[doc(hidden)]
+    fn bind(&self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound>;
+
+    /// Puts back the states [`bind`](Pipeline::bind) took.
+    #[doc(hidden)]
+    fn unbind(&self, bound: Self::Bound, states: &mut StateMap, slots: &[usize]);
+
+    /// `run_output_stream_now` with the states bound by [`bind`](Pipeline::bind); `cx`'s
+    /// own state map is not used.
+    #[doc(hidden)]
+    fn run_output_stream_bound(
+        &self,
+        bound: &mut Self::Bound,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        start: usize,
+    ) -> Flow;
 }
 
 mod sealed {
@@ -521,6 +550,45 @@ pub(crate) fn step_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
+/// [`step_now`] for a processor of a tuple whose state is already bound to its type: no
+/// lookup or downcast per chunk.
+#[inline(always)]
+fn step_bound<P: Processor>(
+    p: &P,
+    state: &mut P::State,
+    cx: &mut StreamCx<'_>,
+    chunk: &mut Chunk,
+    pos: usize,
+) -> Flow {
+    if !p.hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.process_data_parts()) {
+        return Flow::Continue;
+    }
+    let history: &[Chunk] = match p.keeps_stream_history() {
+        true => match cx.histories.get_mut(pos) {
+            Some(h) => {
+                h.push(chunk.clone());
+                h
+            }
+            None => &[],
+        },
+        false => &[],
+    };
+    cx.current = pos;
+    let result = p.process_output_stream_now(OutputStreamArgs {
+        chunk,
+        stream_history: history,
+        state,
+        message_list: cx.message_list,
+        request_context: &mut *cx.request_context,
+        retry_count: cx.retry_count,
+        writer: DataWriter {
+            buf: &mut *cx.written,
+        },
+        report: cx.report,
+    });
+    apply(p, cx, chunk, pos, result)
+}
+
 /// [`step_now`], counted and timed.
 #[inline(never)]
 fn measured_now<P: StreamCall + ?Sized>(
@@ -605,6 +673,20 @@ pub(crate) fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
 
 impl sealed::Sealed for () {}
 impl Pipeline for () {
+    type Bound = ();
+    fn bind(&self, _: &mut StateMap, _: &[usize]) -> Option<()> {
+        None
+    }
+    fn unbind(&self, _: (), _: &mut StateMap, _: &[usize]) {}
+    fn run_output_stream_bound(
+        &self,
+        _: &mut (),
+        _: &mut StreamCx<'_>,
+        _: &mut Chunk,
+        _: usize,
+    ) -> Flow {
+        Flow::Continue
+    }
     fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
     fn stream_is_sync(&self) -> bool {
         true
@@ -631,6 +713,42 @@ macro_rules! tuple_pipeline {
     ($($idx:tt $T:ident),+) => {
         impl<$($T: Processor),+> sealed::Sealed for ($($T,)+) {}
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
+            type Bound = ($(Box<<$T as Processor>::State>,)+);
+            #[inline]
+            fn bind(&self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound> {
+                const LEN: usize = [$($idx),+].len();
+                if !self.stream_is_sync() {
+                    return None;
+                }
+                let slots: [usize; LEN] = slots.try_into().ok()?;
+                // Distinct slots, each holding its processor's type: then every take below
+                // downcasts, and nothing taken is lost.
+                let found = states.get_disjoint_mut(slots)?;
+                if !($(found[$idx].is::<<$T as Processor>::State>())&&+) {
+                    return None;
+                }
+                Some(($(states.take(slots[$idx]).downcast().ok()?,)+))
+            }
+            #[inline]
+            fn unbind(&self, bound: Self::Bound, states: &mut StateMap, slots: &[usize]) {
+                $(
+                    if let Some(&slot) = slots.get($idx) {
+                        states.put(slot, bound.$idx);
+                    }
+                )+
+            }
+            #[inline]
+            fn run_output_stream_bound(&self, bound: &mut Self::Bound, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+                $(
+                    if $idx >= start {
+                        match step_bound(&self.$idx, &mut *bound.$idx, cx, chunk, $idx) {
+                            Flow::Continue => {}
+                            other => return other,
+                        }
+                    }
+                )+
+                Flow::Continue
+            }
             fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
                 out.reserve([$($idx),+].len());
                 $( out.push(&self.$idx); )+
@@ -756,6 +874,22 @@ impl FromIterator<ProcessorRef> for DynPipeline {
 
 impl sealed::Sealed for DynPipeline {}
 impl Pipeline for DynPipeline {
+    /// Behind `dyn`, the states' types are not known here: each chunk takes
+    /// `run_output_stream_now`.
+    type Bound = ();
+    fn bind(&self, _: &mut StateMap, _: &[usize]) -> Option<()> {
+        None
+    }
+    fn unbind(&self, _: (), _: &mut StateMap, _: &[usize]) {}
+    fn run_output_stream_bound(
+        &self,
+        _: &mut (),
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        start: usize,
+    ) -> Flow {
+        self.run_output_stream_now::<false>(cx, chunk, start)
+    }
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));
     }

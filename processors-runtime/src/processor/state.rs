@@ -13,8 +13,9 @@ struct StateEntry {
 }
 
 /// One state value per processor id for one request.
+#[doc(hidden)]
 #[derive(Default)]
-pub(crate) struct StateMap {
+pub struct StateMap {
     slots: Vec<StateEntry>,
 }
 
@@ -28,12 +29,12 @@ pub(crate) struct StateConflict {
 
 impl StateMap {
     /// Room for `n` more processors' states.
-    pub fn reserve(&mut self, n: usize) {
+    pub(crate) fn reserve(&mut self, n: usize) {
         self.slots.reserve(n);
     }
 
     /// The slot of `p`'s id, created on first use. Processors with one id share one slot.
-    pub fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
+    pub(crate) fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
         let id = p.dyn_id();
         let (ty, ty_name) = p.dyn_state_type();
         if let Some(i) = self.slots.iter().position(|s| s.id == id) {
@@ -60,18 +61,28 @@ impl StateMap {
         Ok(self.slots.len() - 1)
     }
 
-    pub fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {
+    pub(crate) fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {
         &mut *self.slots[slot].value
+    }
+
+    /// The values of `N` distinct slots at once; `None` when a slot repeats or is out of
+    /// range.
+    pub(crate) fn get_disjoint_mut<const N: usize>(
+        &mut self,
+        slots: [usize; N],
+    ) -> Option<[&mut (dyn Any + Send); N]> {
+        let entries = self.slots.get_disjoint_mut(slots).ok()?;
+        Some(entries.map(|e| &mut *e.value))
     }
 
     /// Takes a slot's value out (a unit stands in), so that several processors' states can be
     /// lent at once; [`put`](Self::put) gives it back.
-    pub fn take(&mut self, slot: usize) -> Box<dyn Any + Send> {
+    pub(crate) fn take(&mut self, slot: usize) -> Box<dyn Any + Send> {
         std::mem::replace(&mut self.slots[slot].value, Box::new(()))
     }
 
     /// Gives back a value [`take`](Self::take) took.
-    pub fn put(&mut self, slot: usize, value: Box<dyn Any + Send>) {
+    pub(crate) fn put(&mut self, slot: usize, value: Box<dyn Any + Send>) {
         self.slots[slot].value = value;
     }
 }

@@ -27,6 +27,14 @@ pub(crate) enum StreamList<'a, O> {
     Dynamic(&'a DynPipeline),
 }
 
+impl<O> Clone for StreamList<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<O> Copy for StreamList<'_, O> {}
+
 impl<O: Pipeline> StreamList<'_, O> {
     async fn run(&self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
         // Measured only when tracing asks: the usual chain has no trace of it.
@@ -101,12 +109,19 @@ pub(crate) struct StepAcc {
 /// holds beyond the text. Growth stays geometric (by an eighth to a quarter), so appending
 /// stays amortized O(1); capacities are steps of a fixed series (a quarter of a power of two
 /// apart), so how often the buffer grows does not depend on how the text was cut.
+#[inline(always)]
 fn append(buf: &mut String, s: &str) {
     let needed = buf.len() + s.len();
     if needed > buf.capacity() {
-        buf.reserve_exact(capacity_step(needed) - buf.len());
+        grow(buf, needed);
     }
     buf.push_str(s);
+}
+
+/// Makes room in `buf` for `needed` bytes ([`append`]'s rare case).
+#[inline(never)]
+fn grow(buf: &mut String, needed: usize) {
+    buf.reserve_exact(capacity_step(needed) - buf.len());
 }
 
 /// The smallest capacity of the series 64, 80, 96, 112, 128, 160, … that holds `needed`.
@@ -363,8 +378,27 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         Ok(())
     }
 
-    /// One chunk through a chain that never waits, worked on where it will wait for the
-    /// consumer (no move between the chain and the batch).
+    /// `emit_now` for a static chain whose states `bound` holds ([`Pipeline::bind`]).
+    #[inline]
+    fn emit_bound(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        kind: ChunkKind,
+        list: &O,
+        bound: &mut O::Bound,
+    ) -> Result<(), Halt> {
+        let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
+            list.run_output_stream_bound(bound, scx, chunk, start)
+        };
+        self.one_with(s, out, kind, 0, true, &mut chain)?;
+        while let Some((start, kind)) = self.pending.pop_front() {
+            self.one_with(s, out, kind, start, true, &mut chain)?;
+        }
+        Ok(())
+    }
+
+    /// One chunk through a chain that never waits.
     #[inline(always)]
     fn one_now(
         &mut self,
@@ -374,12 +408,29 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         start: usize,
         through: bool,
     ) -> Result<(), Halt> {
+        let list = self.list;
+        let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
+            list.run_now(scx, chunk, start)
+        };
+        self.one_with(s, out, kind, start, through, &mut chain)
+    }
+
+    /// One chunk through a chain that never waits (`chain` runs it from a position), worked
+    /// on where it will wait for the consumer (no move between the chain and the batch).
+    #[inline(always)]
+    fn one_with(
+        &mut self,
+        s: &mut Scope,
+        out: &mut Outbox,
+        kind: ChunkKind,
+        start: usize,
+        through: bool,
+        chain: &mut impl FnMut(&mut StreamCx<'_>, &mut Chunk, usize) -> Flow,
+    ) -> Result<(), Halt> {
         let chunk = out.stage(kind);
         let flow = if through && self.active {
             let mut scx = stream_cx!(self, s);
-            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                self.list.run_now(&mut scx, chunk, start)
-            }));
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| chain(&mut scx, chunk, start)));
             let current = scx.current;
             match ran {
                 Ok(flow) => flow,
@@ -441,6 +492,39 @@ pub(crate) fn pump<O: Pipeline>(
     stream: &mut ModelStream,
     p: &mut PumpCx<'_, '_, O>,
 ) -> Poll<Pulled> {
+    let d = &*p.driver;
+    let through = p.through;
+    // A static chain's states are bound to their processors' types once for the batch, not
+    // looked up and downcast for every chunk.
+    let mut bound = match (d.list, through, d.active, d.sync, d.measure) {
+        (StreamList::Static(list), true, true, true, false) => list
+            .bind(&mut p.scope.states, &d.slots)
+            .map(|bound| (list, bound)),
+        _ => None,
+    };
+    let pulled = pump_with(cx, stream, p, |driver, scope, out, kind| match &mut bound {
+        Some((list, bound)) => driver.emit_bound(scope, out, kind, list, bound),
+        None => driver.emit_now(scope, out, kind, through),
+    });
+    if let Some((list, bound)) = bound {
+        list.unbind(bound, &mut p.scope.states, &p.driver.slots);
+    }
+    pulled
+}
+
+/// [`pump`], with `emit` running each plain chunk through the chain.
+#[inline(always)]
+fn pump_with<O: Pipeline>(
+    cx: &mut Context<'_>,
+    stream: &mut ModelStream,
+    p: &mut PumpCx<'_, '_, O>,
+    mut emit: impl FnMut(
+        &mut StreamDriver<'_, O>,
+        &mut Scope,
+        &mut Outbox,
+        ChunkKind,
+    ) -> Result<(), Halt>,
+) -> Poll<Pulled> {
     let fast = !p.through || !p.driver.active || p.driver.sync;
     loop {
         if p.out.batched() >= AHEAD {
@@ -472,7 +556,7 @@ pub(crate) fn pump<O: Pipeline>(
         if let Some(raw) = &mut p.raw {
             raw.push(kind.clone());
         }
-        if let Err(halt) = p.driver.emit_now(p.scope, p.out, kind, p.through) {
+        if let Err(halt) = emit(p.driver, p.scope, p.out, kind) {
             return Poll::Ready(Pulled::Halted(halt));
         }
     }
