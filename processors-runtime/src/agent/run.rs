@@ -293,7 +293,7 @@ impl Run {
 
         let steps = std::mem::take(&mut self.s.steps);
         Ok(GenerateResult {
-            run_id: self.out.run_id.to_string(),
+            run_id: self.out.run_id.as_str().to_owned(),
             text: summary.text,
             tool_calls: steps.iter().flat_map(|s| s.tool_calls.clone()).collect(),
             tool_results: steps.iter().flat_map(|s| s.tool_results.clone()).collect(),
@@ -805,7 +805,7 @@ impl Run {
                 self.s.report.violation(&tw, ViolationKind::Block);
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
                 Ok(GenerateResult {
-                    run_id: self.out.run_id.to_string(),
+                    run_id: self.out.run_id.as_str().to_owned(),
                     text: Text::new(),
                     steps: self.s.steps,
                     finish_reason: FinishReason::Other,

@@ -289,11 +289,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
 
     /// The error of a processor that panicked at position `current` of the chain.
     fn panicked(&self, current: usize, panic: &(dyn std::any::Any + Send)) -> Halt {
-        Halt::Failed(HookError::panicked(
-            &self.list.id_at(current),
-            Hook::OutputStream,
-            panic,
-        ))
+        panicked(self.list, current, panic)
     }
 
     /// What becomes of a chunk once the chain has run: it is accounted and batched for the
@@ -378,26 +374,6 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         Ok(())
     }
 
-    /// `emit_now` for a static chain whose states `bound` holds ([`Pipeline::bind`]).
-    #[inline]
-    fn emit_bound(
-        &mut self,
-        s: &mut Scope,
-        out: &mut Outbox,
-        kind: ChunkKind,
-        list: &O,
-        bound: &mut O::Bound,
-    ) -> Result<(), Halt> {
-        let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
-            list.run_output_stream_bound(bound, scx, chunk, start)
-        };
-        self.one_with(s, out, kind, 0, true, &mut chain)?;
-        while let Some((start, kind)) = self.pending.pop_front() {
-            self.one_with(s, out, kind, start, true, &mut chain)?;
-        }
-        Ok(())
-    }
-
     /// One chunk through a chain that never waits.
     #[inline(always)]
     fn one_now(
@@ -408,54 +384,92 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         start: usize,
         through: bool,
     ) -> Result<(), Halt> {
+        if !(through && self.active) {
+            let chunk = out.stage(kind);
+            self.acc.account(chunk);
+            out.commit();
+            return Ok(());
+        }
         let list = self.list;
+        let mut scx = stream_cx!(self, s);
         let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
             list.run_now(scx, chunk, start)
         };
-        self.one_with(s, out, kind, start, through, &mut chain)
+        run_one(&mut scx, &mut self.acc, out, kind, start, list, &mut chain)
     }
+}
 
-    /// One chunk through a chain that never waits (`chain` runs it from a position), worked
-    /// on where it will wait for the consumer (no move between the chain and the batch).
-    #[inline(always)]
-    fn one_with(
-        &mut self,
-        s: &mut Scope,
-        out: &mut Outbox,
-        kind: ChunkKind,
-        start: usize,
-        through: bool,
-        chain: &mut impl FnMut(&mut StreamCx<'_>, &mut Chunk, usize) -> Flow,
-    ) -> Result<(), Halt> {
-        let chunk = out.stage(kind);
-        let flow = if through && self.active {
-            let mut scx = stream_cx!(self, s);
-            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| chain(&mut scx, chunk, start)));
-            let current = scx.current;
-            match ran {
-                Ok(flow) => flow,
-                Err(panic) => {
-                    out.unstage();
-                    return Err(self.panicked(current, &*panic));
-                }
-            }
-        } else {
-            Flow::Continue
-        };
-        match flow {
-            Flow::Continue | Flow::Emit => {
-                self.acc.account(chunk);
-                out.commit();
-                Ok(())
-            }
-            Flow::Drop => {
-                out.unstage();
-                Ok(())
-            }
-            Flow::Abort(tw) => {
-                out.unstage();
-                Err(Halt::Abort(*tw))
-            }
+/// The error of a processor of `list` that panicked at position `current`.
+fn panicked<O: Pipeline>(
+    list: StreamList<'_, O>,
+    current: usize,
+    panic: &(dyn std::any::Any + Send),
+) -> Halt {
+    Halt::Failed(HookError::panicked(
+        &list.id_at(current),
+        Hook::OutputStream,
+        panic,
+    ))
+}
+
+/// `emit_now` for a static chain whose states `bound` holds ([`Pipeline::bind`]), in the
+/// stream context `scx` built once for the batch.
+#[inline(always)]
+fn emit_bound<O: Pipeline>(
+    scx: &mut StreamCx<'_>,
+    acc: &mut StepAcc,
+    out: &mut Outbox,
+    kind: ChunkKind,
+    list: &O,
+    bound: &mut O::Bound,
+) -> Result<(), Halt> {
+    let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
+        list.run_output_stream_bound(bound, scx, chunk, start)
+    };
+    let whole = StreamList::Static(list);
+    run_one(scx, acc, out, kind, 0, whole, &mut chain)?;
+    while let Some((start, kind)) = scx.pending.as_deref_mut().and_then(VecDeque::pop_front) {
+        run_one(scx, acc, out, kind, start, whole, &mut chain)?;
+    }
+    Ok(())
+}
+
+/// One chunk through a chain that never waits (`chain` runs it from a position), worked on
+/// where it will wait for the consumer (no move between the chain and the batch).
+#[inline(always)]
+fn run_one<O: Pipeline>(
+    scx: &mut StreamCx<'_>,
+    acc: &mut StepAcc,
+    out: &mut Outbox,
+    kind: ChunkKind,
+    start: usize,
+    list: StreamList<'_, O>,
+    chain: &mut impl FnMut(&mut StreamCx<'_>, &mut Chunk, usize) -> Flow,
+) -> Result<(), Halt> {
+    let chunk = out.stage(kind);
+    scx.current = 0;
+    // One unwind guard for the whole chain; `current` names the processor.
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| chain(scx, chunk, start)));
+    let flow = match ran {
+        Ok(flow) => flow,
+        Err(panic) => {
+            out.unstage();
+            return Err(panicked(list, scx.current, &*panic));
+        }
+    };
+    match flow {
+        Flow::Continue | Flow::Emit => {
+            acc.account(chunk);
+            out.commit();
+            Ok(())
+        }
+        Flow::Drop => {
+            out.unstage();
+            Ok(())
+        }
+        Flow::Abort(tw) => {
+            out.unstage();
+            Err(Halt::Abort(*tw))
         }
     }
 }
@@ -492,48 +506,56 @@ pub(crate) fn pump<O: Pipeline>(
     stream: &mut ModelStream,
     p: &mut PumpCx<'_, '_, O>,
 ) -> Poll<Pulled> {
-    let d = &*p.driver;
-    let through = p.through;
+    let (d, s, through) = (&mut *p.driver, &mut *p.scope, p.through);
+    let fast = !through || !d.active || d.sync;
     // A static chain's states are bound to their processors' types once for the batch, not
-    // looked up and downcast for every chunk.
-    let mut bound = match (d.list, through, d.active, d.sync, d.measure) {
-        (StreamList::Static(list), true, true, true, false) => list
-            .bind(&mut p.scope.states, &d.slots)
-            .map(|bound| (list, bound)),
-        _ => None,
-    };
-    let pulled = pump_with(cx, stream, p, |driver, scope, out, kind| match &mut bound {
-        Some((list, bound)) => driver.emit_bound(scope, out, kind, list, bound),
-        None => driver.emit_now(scope, out, kind, through),
-    });
-    if let Some((list, bound)) = bound {
-        list.unbind(bound, &mut p.scope.states, &p.driver.slots);
+    // looked up and downcast for every chunk; so is the rest of the chain's context.
+    if let (StreamList::Static(list), true, true, true, false) =
+        (d.list, through, d.active, d.sync, d.measure)
+        && let Some(mut bound) = list.bind(&mut s.states, &d.slots)
+    {
+        let mut scx = stream_cx!(d, s);
+        let acc = &mut d.acc;
+        let pulled = pump_with(
+            cx,
+            stream,
+            p.out,
+            p.raw.as_deref_mut(),
+            fast,
+            |out, kind| emit_bound(&mut scx, acc, out, kind, list, &mut bound),
+        );
+        list.unbind(bound, &mut s.states, &d.slots);
+        return pulled;
     }
-    pulled
+    pump_with(
+        cx,
+        stream,
+        p.out,
+        p.raw.as_deref_mut(),
+        fast,
+        |out, kind| d.emit_now(s, out, kind, through),
+    )
 }
 
-/// [`pump`], with `emit` running each plain chunk through the chain.
+/// [`pump`], with `emit` running each plain chunk through the chain (when `fast`: the chain
+/// never waits, or is not run).
 #[inline(always)]
-fn pump_with<O: Pipeline>(
+fn pump_with(
     cx: &mut Context<'_>,
     stream: &mut ModelStream,
-    p: &mut PumpCx<'_, '_, O>,
-    mut emit: impl FnMut(
-        &mut StreamDriver<'_, O>,
-        &mut Scope,
-        &mut Outbox,
-        ChunkKind,
-    ) -> Result<(), Halt>,
+    out: &mut Outbox,
+    mut raw: Option<&mut Vec<ChunkKind>>,
+    fast: bool,
+    mut emit: impl FnMut(&mut Outbox, ChunkKind) -> Result<(), Halt>,
 ) -> Poll<Pulled> {
-    let fast = !p.through || !p.driver.active || p.driver.sync;
     loop {
-        if p.out.batched() >= AHEAD {
-            p.out.flush();
+        if out.batched() >= AHEAD {
+            out.flush();
             return Poll::Ready(Pulled::Full);
         }
         let kind = match stream.as_mut().poll_next(cx) {
             Poll::Pending => {
-                p.out.flush();
+                out.flush();
                 return Poll::Pending;
             }
             Poll::Ready(None) => return Poll::Ready(Pulled::End),
@@ -553,10 +575,10 @@ fn pump_with<O: Pipeline>(
         if !(fast && plain) {
             return Poll::Ready(Pulled::Item(Ok(kind)));
         }
-        if let Some(raw) = &mut p.raw {
+        if let Some(raw) = &mut raw {
             raw.push(kind.clone());
         }
-        if let Err(halt) = emit(p.driver, p.scope, p.out, kind) {
+        if let Err(halt) = emit(out, kind) {
             return Poll::Ready(Pulled::Halted(halt));
         }
     }
