@@ -107,6 +107,18 @@ on_every_path!(sync_panic_is_caught_and_names_the_processor, |path| {
     assert_eq!(deltas(&chunks), ["a!"]);
 });
 
+on_every_path!(sync_panic_names_the_processor_after_others, |path| {
+    let m = model(["a", "b", "boom"]);
+    let agent = build_agent!(path, model: m, output: [DropMarked, Explodes]);
+    let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+    let err = r.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Hook(HookError::Panicked { id, hook: Hook::OutputStream, .. }) if id == "explodes"),
+        "{err}"
+    );
+    assert_eq!(deltas(&chunks), ["a", "b"]);
+});
+
 on_every_path!(sync_and_async_hooks_mix_in_one_chain, |path| {
     let m = model(["hello", "drop"]);
     let agent = build_agent!(path, model: m, output: [
