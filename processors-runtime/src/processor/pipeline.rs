@@ -721,21 +721,31 @@ macro_rules! tuple_pipeline {
                     return None;
                 }
                 let slots: [usize; LEN] = slots.try_into().ok()?;
-                // Distinct slots, each holding its processor's type: then every take below
-                // downcasts, and nothing taken is lost.
-                let found = states.get_disjoint_mut(slots)?;
-                if !($(found[$idx].is::<<$T as Processor>::State>())&&+) {
+                if slots.iter().any(|&slot| slot >= states.len()) {
                     return None;
                 }
-                Some(($(states.take(slots[$idx]).downcast().ok()?,)+))
+                let taken = slots.map(|slot| states.take(slot));
+                // A slot given twice is taken as a unit the second time, which only a unit
+                // state accepts (and a unit is all such a slot holds).
+                if !($(taken[$idx].is::<<$T as Processor>::State>())&&+) {
+                    // In reverse, so that a slot taken twice gets its first value back last.
+                    for (slot, value) in slots.into_iter().zip(taken).rev() {
+                        states.put(slot, value);
+                    }
+                    return None;
+                }
+                let mut taken = taken.into_iter();
+                // In order: a tuple's fields are evaluated left to right. None fails: each
+                // holds its type.
+                Some(($(taken.next()?.downcast::<<$T as Processor>::State>().ok()?,)+))
             }
             #[inline]
             fn unbind(&self, bound: Self::Bound, states: &mut StateMap, slots: &[usize]) {
-                $(
-                    if let Some(&slot) = slots.get($idx) {
-                        states.put(slot, bound.$idx);
-                    }
-                )+
+                // In reverse, as `bind` puts back.
+                let values: [Box<dyn Any + Send>; [$($idx),+].len()] = [$(bound.$idx),+];
+                for (&slot, value) in slots.iter().zip(values).rev() {
+                    states.put(slot, value);
+                }
             }
             #[inline]
             fn run_output_stream_bound(&self, bound: &mut Self::Bound, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
@@ -1044,6 +1054,68 @@ mod tests {
             seen.push((flow, text, state, pending.drain(..).collect()));
         }
         seen
+    }
+
+    /// A processor without hooks whose state is a unit.
+    struct Unit(&'static str);
+
+    impl Processor for Unit {
+        type State = ();
+        const HOOKS: Hooks = Hooks::NONE;
+        fn id(&self) -> &str {
+            self.0
+        }
+    }
+
+    /// A map with `Script`'s state at slot 0 and `Unit`'s at slot 1, the first set to `n`.
+    fn states_with(n: usize) -> StateMap {
+        let mut states = StateMap::default();
+        assert_eq!(states.slot_for(&Script), Ok(0));
+        assert_eq!(states.slot_for(&Unit("unit")), Ok(1));
+        *states.get_mut(0).downcast_mut::<usize>().unwrap() = n;
+        states
+    }
+
+    #[test]
+    fn bound_states_are_the_map_s_own_and_go_back() {
+        let mut states = states_with(7);
+        let list = (Script, Unit("unit"));
+        let mut bound = list.bind(&mut states, &[0, 1]).expect("binds");
+        assert_eq!(*bound.0, 7);
+        *bound.0 += 1;
+        list.unbind(bound, &mut states, &[0, 1]);
+        assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 8));
+        assert!(states.get_mut(1).is::<()>());
+    }
+
+    #[test]
+    fn states_that_do_not_match_are_not_bound_and_stay() {
+        let mut states = states_with(7);
+        // Slot 1 holds a unit, not a count; slot 0 given twice; a slot out of range; slots
+        // that do not match the list's length.
+        for slots in [&[1, 0][..], &[0, 0], &[0, 5], &[0]] {
+            assert!(
+                (Script, Script).bind(&mut states, slots).is_none(),
+                "{slots:?}"
+            );
+            assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 7));
+            assert!(states.get_mut(1).is::<()>());
+        }
+        // A unit slot given twice binds, and keeps its unit.
+        let list = (Unit("unit"), Unit("unit"));
+        let bound = list.bind(&mut states, &[1, 1]).expect("binds");
+        list.unbind(bound, &mut states, &[1, 1]);
+        assert!(states.get_mut(1).is::<()>());
+        assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 7));
+    }
+
+    #[test]
+    fn a_list_that_may_wait_or_is_behind_dyn_is_not_bound() {
+        let mut states = states_with(7);
+        assert!((Waits, Unit("unit")).bind(&mut states, &[0, 1]).is_none());
+        let dynamic = DynPipeline::new().with(Script).with(Unit("unit"));
+        assert!(dynamic.bind(&mut states, &[0, 1]).is_none());
+        assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 7));
     }
 
     #[test]

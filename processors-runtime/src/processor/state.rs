@@ -65,14 +65,9 @@ impl StateMap {
         &mut *self.slots[slot].value
     }
 
-    /// The values of `N` distinct slots at once; `None` when a slot repeats or is out of
-    /// range.
-    pub(crate) fn get_disjoint_mut<const N: usize>(
-        &mut self,
-        slots: [usize; N],
-    ) -> Option<[&mut (dyn Any + Send); N]> {
-        let entries = self.slots.get_disjoint_mut(slots).ok()?;
-        Some(entries.map(|e| &mut *e.value))
+    /// The number of slots.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
     }
 
     /// Takes a slot's value out (a unit stands in), so that several processors' states can be

@@ -412,24 +412,59 @@ fn panicked<O: Pipeline>(
     ))
 }
 
-/// `emit_now` for a static chain whose states `bound` holds ([`Pipeline::bind`]), in the
-/// stream context `scx` built once for the batch.
+/// `emit_now` for a static chain, in the stream context `scx` built once for the batch, with
+/// the states bound on the first chunk (`bound`: not tried yet, or how it went).
 #[inline(always)]
-fn emit_bound<O: Pipeline>(
+fn emit_static<O: Pipeline>(
     scx: &mut StreamCx<'_>,
     acc: &mut StepAcc,
     out: &mut Outbox,
     kind: ChunkKind,
     list: &O,
-    bound: &mut O::Bound,
+    bound: &mut Option<Option<O::Bound>>,
+) -> Result<(), Halt> {
+    match bound.get_or_insert_with(|| list.bind(&mut *scx.states, scx.slots)) {
+        Some(bound) => {
+            let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
+                list.run_output_stream_bound(bound, scx, chunk, start)
+            };
+            emit_in(scx, acc, out, kind, StreamList::Static(list), &mut chain)
+        }
+        None => emit_unbound(scx, acc, out, kind, list),
+    }
+}
+
+/// [`emit_static`] for a chain whose states could not be bound (never, as the runner builds
+/// them): each chunk looks them up.
+#[cold]
+#[inline(never)]
+fn emit_unbound<O: Pipeline>(
+    scx: &mut StreamCx<'_>,
+    acc: &mut StepAcc,
+    out: &mut Outbox,
+    kind: ChunkKind,
+    list: &O,
 ) -> Result<(), Halt> {
     let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
-        list.run_output_stream_bound(bound, scx, chunk, start)
+        list.run_output_stream_now::<false>(scx, chunk, start)
     };
-    let whole = StreamList::Static(list);
-    run_one(scx, acc, out, kind, 0, whole, &mut chain)?;
+    emit_in(scx, acc, out, kind, StreamList::Static(list), &mut chain)
+}
+
+/// `emit_now` in the stream context `scx` built once for the batch, with `chain` running
+/// the chunks through `list`'s processors from a position.
+#[inline(always)]
+fn emit_in<O: Pipeline>(
+    scx: &mut StreamCx<'_>,
+    acc: &mut StepAcc,
+    out: &mut Outbox,
+    kind: ChunkKind,
+    list: StreamList<'_, O>,
+    chain: &mut impl FnMut(&mut StreamCx<'_>, &mut Chunk, usize) -> Flow,
+) -> Result<(), Halt> {
+    run_one(scx, acc, out, kind, 0, list, chain)?;
     while let Some((start, kind)) = scx.pending.as_deref_mut().and_then(VecDeque::pop_front) {
-        run_one(scx, acc, out, kind, start, whole, &mut chain)?;
+        run_one(scx, acc, out, kind, start, list, chain)?;
     }
     Ok(())
 }
@@ -508,23 +543,21 @@ pub(crate) fn pump<O: Pipeline>(
 ) -> Poll<Pulled> {
     let (d, s, through) = (&mut *p.driver, &mut *p.scope, p.through);
     let fast = !through || !d.active || d.sync;
-    // A static chain's states are bound to their processors' types once for the batch, not
-    // looked up and downcast for every chunk; so is the rest of the chain's context.
     if let (StreamList::Static(list), true, true, true, false) =
         (d.list, through, d.active, d.sync, d.measure)
-        && let Some(mut bound) = list.bind(&mut s.states, &d.slots)
+        && !list.behind_dyn()
     {
+        // A static chain's context is built once for the batch, and its states are bound to
+        // their processors' types when the first chunk comes (a pull without one binds
+        // nothing), not looked up and downcast for every chunk.
         let mut scx = stream_cx!(d, s);
         let acc = &mut d.acc;
-        let pulled = pump_with(
-            cx,
-            stream,
-            p.out,
-            p.raw.as_deref_mut(),
-            fast,
-            |out, kind| emit_bound(&mut scx, acc, out, kind, list, &mut bound),
-        );
-        list.unbind(bound, &mut s.states, &d.slots);
+        let mut bound = None;
+        let emit = |out: &mut Outbox, kind| emit_static(&mut scx, acc, out, kind, list, &mut bound);
+        let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
+        if let Some(Some(bound)) = bound {
+            list.unbind(bound, &mut *scx.states, scx.slots);
+        }
         return pulled;
     }
     pump_with(
@@ -537,8 +570,8 @@ pub(crate) fn pump<O: Pipeline>(
     )
 }
 
-/// [`pump`], with `emit` running each plain chunk through the chain (when `fast`: the chain
-/// never waits, or is not run).
+/// [`pump`]'s loop, with `emit` running each plain chunk through the chain (when `fast`:
+/// the chain never waits, or is not run).
 #[inline(always)]
 fn pump_with(
     cx: &mut Context<'_>,
