@@ -1153,7 +1153,7 @@ on_every_path!(
 );
 
 on_every_path!(b43_processors_with_one_id_share_state, |path| {
-    let m = model([Turn::deltas(["a", "b"])]);
+    let m = model([Turn::deltas(["a", "b"]), Turn::deltas(["a", "b"])]);
     let log = Log::new();
     let l = log.clone();
     let agent = build_agent!(path, model: m, output: [
@@ -1168,6 +1168,9 @@ on_every_path!(b43_processors_with_one_id_share_state, |path| {
     ]);
     generate(&*agent, "hi").await;
     assert_eq!(log.entries(), ["1", "2"]);
+    // A second call shares the same way, from a fresh state.
+    generate(&*agent, "again").await;
+    assert_eq!(log.entries(), ["1", "2", "1", "2"]);
 });
 
 on_every_path!(b44_each_attempt_carries_one_feedback_message, |path| {

@@ -143,14 +143,17 @@ impl OutputProcessor for OtherState {}
 on_every_path!(one_id_with_two_state_types_is_refused, |path| {
     let m = model_text(["a"]);
     let agent = build_agent!(path, model: m, output: [Probe::new("shared"), OtherState]);
-    let err = agent
-        .generate_with("hi".into(), GenerateOptions::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, AgentError::Hook(HookError::StateConflict { ref id, .. }) if id == "shared"),
-        "{err}"
-    );
+    // Every call is refused, not only the first.
+    for _ in 0..2 {
+        let err = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AgentError::Hook(HookError::StateConflict { ref id, .. }) if id == "shared"),
+            "{err}"
+        );
+    }
     assert_eq!(m.calls(), 0);
 });
 

@@ -5,7 +5,7 @@ use super::options::GenerateOptions;
 use super::{AgentError, AgentInner, BuildError, DEFAULT_MAX_STEPS, check_lists};
 use crate::memory::is_memory;
 use crate::processor::state::StateMap;
-use crate::processor::{Hook, Pipeline};
+use crate::processor::{DynProcessor, Hook, Pipeline};
 use crate::runner::Chain;
 use crate::runner::stream::{StreamDriver, StreamList};
 
@@ -74,15 +74,32 @@ impl<'p, O: Pipeline> Call<'p, O> {
         if let Some(p) = &options.prepare_step {
             steps.push(p);
         }
-        // One slot per processor at most (the `prepare_step` processor among them): no table
-        // at all without processors.
-        let prepare = usize::from(options.prepare_step.is_some());
-        states.reserve(inputs.len() + outputs.len() + errors.len() + prepare);
-        let lists = Lists {
-            input: Chain::bind(&inputs, states)?,
-            step: Chain::bind(&steps, states)?,
-            output: Chain::bind(&outputs, states)?,
-            error: Chain::bind(&errors, states)?,
+        let all = [&inputs, &steps, &outputs, &errors];
+        // The agent's own lists are the same on every call, and so is where their processors
+        // keep their states: found once (by id, across the lists), then only created.
+        let own = options.input.is_none()
+            && options.output.is_none()
+            && options.error.is_none()
+            && options.prepare_step.is_none()
+            && states.len() == 0;
+        let layout = match own {
+            true => agent.layout.get_or_init(|| Layout::of(all)).as_ref(),
+            false => None,
+        };
+        let lists = match layout {
+            Some(layout) => layout.bind(all, states),
+            None => {
+                // One slot per processor at most (the `prepare_step` processor among them): no
+                // table at all without processors.
+                let prepare = usize::from(options.prepare_step.is_some());
+                states.reserve(inputs.len() + outputs.len() + errors.len() + prepare);
+                Lists {
+                    input: Chain::bind(&inputs, states)?,
+                    step: Chain::bind(&steps, states)?,
+                    output: Chain::bind(&outputs, states)?,
+                    error: Chain::bind(&errors, states)?,
+                }
+            }
         };
 
         let max_retries = options
@@ -110,5 +127,52 @@ impl<'p, O: Pipeline> Call<'p, O> {
             limits,
             driver,
         })
+    }
+}
+
+/// Where the processors of an agent's own lists keep their states: each list's slots, and
+/// for each slot the processor that creates its state (a list, as input, step, output and
+/// error, and a position), in the order binding by id creates them.
+pub(crate) struct Layout {
+    slots: [Vec<usize>; 4],
+    creators: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    /// The layout binding by id makes of `lists` (input, step, output, error); `None` when
+    /// it fails (two processors share an id but not a state type), which each call then
+    /// reports.
+    fn of(lists: [&Vec<&dyn DynProcessor>; 4]) -> Option<Layout> {
+        let mut states = StateMap::default();
+        let mut slots: [Vec<usize>; 4] = Default::default();
+        let mut creators = Vec::new();
+        for (l, list) in lists.into_iter().enumerate() {
+            for (pos, &p) in list.iter().enumerate() {
+                let slot = states.slot_for(p).ok()?;
+                if slot == creators.len() {
+                    creators.push((l, pos));
+                }
+                slots[l].push(slot);
+            }
+        }
+        Some(Layout { slots, creators })
+    }
+
+    /// `lists` (the ones the layout was made of) bound to fresh states in `states`, which is
+    /// empty: as binding them by id would, without looking ids up.
+    fn bind<'p>(&self, lists: [&Vec<&'p dyn DynProcessor>; 4], states: &mut StateMap) -> Lists<'p> {
+        if !self.creators.is_empty() {
+            states.reserve(self.creators.len());
+            for &(l, pos) in &self.creators {
+                states.create(lists[l][pos]);
+            }
+        }
+        let chain = |l: usize| Chain::with_slots(lists[l], &self.slots[l]);
+        Lists {
+            input: chain(0),
+            step: chain(1),
+            output: chain(2),
+            error: chain(3),
+        }
     }
 }

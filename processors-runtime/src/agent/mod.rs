@@ -73,6 +73,9 @@ pub(crate) struct AgentInner<I, O, E> {
     pub provider_options: serde_json::Value,
     pub on_violation: Option<ViolationHandler>,
     pub resolvers: Resolvers,
+    /// Where the agent's own lists' processors keep their states, found on the first call
+    /// that runs them.
+    pub layout: std::sync::OnceLock<Option<call::Layout>>,
 }
 
 /// Builds a processor list from a request's context.
@@ -567,6 +570,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
                 provider_options: s.provider_options,
                 on_violation: s.on_violation,
                 resolvers: s.resolvers,
+                layout: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -48,6 +48,13 @@ impl StateMap {
             }
             return Ok(i);
         }
+        Ok(self.create(p))
+    }
+
+    /// A new slot for `p`'s id, with a fresh state; its index.
+    pub(crate) fn create(&mut self, p: &dyn DynProcessor) -> usize {
+        let id = p.dyn_id();
+        let (ty, ty_name) = p.dyn_state_type();
         let id = match p.dyn_static_id() {
             Some(fixed) if fixed == id => Cow::Borrowed(fixed),
             _ => Cow::Owned(id.to_owned()),
@@ -58,7 +65,7 @@ impl StateMap {
             ty_name,
             value: p.dyn_new_state(),
         });
-        Ok(self.slots.len() - 1)
+        self.slots.len() - 1
     }
 
     pub(crate) fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {

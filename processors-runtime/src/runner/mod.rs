@@ -276,6 +276,17 @@ impl<'p> Chain<'p> {
         Ok(Chain { entries })
     }
 
+    /// `processors` bound to `slots` (one each, as [`bind`](Self::bind) found them).
+    pub(crate) fn with_slots(processors: &[&'p dyn DynProcessor], slots: &[usize]) -> Self {
+        Chain {
+            entries: processors
+                .iter()
+                .copied()
+                .zip(slots.iter().copied())
+                .collect(),
+        }
+    }
+
     /// The processors that have `hook`, in order, with their slots.
     pub(crate) fn with(
         &self,
