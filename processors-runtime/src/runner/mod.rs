@@ -150,9 +150,16 @@ pub(crate) async fn call<T: HookOutcome>(
         duration_us = tracing::field::Empty,
     );
     let started = (!span.is_disabled()).then(std::time::Instant::now);
-    let ran = AssertUnwindSafe(fut.instrument(span.clone()))
-        .catch_unwind()
-        .await;
+    // Wrapped in its span only when a subscriber listens: a disabled span's wrapper does
+    // nothing but copy the future.
+    let ran = match started {
+        Some(_) => {
+            AssertUnwindSafe(fut.instrument(span.clone()))
+                .catch_unwind()
+                .await
+        }
+        None => AssertUnwindSafe(fut).catch_unwind().await,
+    };
     if let Some(t) = started {
         let outcome = match &ran {
             Ok(Ok(v)) => v.outcome(),
