@@ -117,8 +117,8 @@ fn processors_that_read_no_messages_cost_no_copy_of_them() {
         model: model(),
         input: [Pass0, Pass1, Pass2, Pass3, Pass4],
     });
-    // Each more processor costs its hook call's future (behind `dyn`), not a copy of the
-    // conversation (a vector, and per message its id, parts and text).
+    // Not a copy of the conversation per processor (a vector, and per message its id, parts
+    // and text).
     assert!(five <= one + 4, "one passing: {one}, five passing: {five}");
 
     // A processor that reads them gets them, copied: the count above would see it.
@@ -132,6 +132,18 @@ fn processors_that_read_no_messages_cost_no_copy_of_them() {
         reading >= one + 4,
         "one passing: {one}, one reading: {reading}"
     );
+}
+
+#[test]
+fn hook_calls_reuse_the_memory_of_their_futures() {
+    let one = allocations(&agent! { model: model(), input: [Pass0] });
+    let five = allocations(&agent! {
+        model: model(),
+        input: [Pass0, Pass1, Pass2, Pass3, Pass4],
+    });
+    // Each hook call's future (behind `dyn`) goes where the one before it was: five calls
+    // allocate what one does.
+    assert_eq!(five, one, "one passing: {one}, five passing: {five}");
 }
 
 #[test]

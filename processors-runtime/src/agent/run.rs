@@ -11,7 +11,7 @@ use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
 use crate::message::{MessageList, MessageSource, Part, Role, Text, concat_texts};
 use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
-use crate::processor::{Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
+use crate::processor::{FutureSlot, Hook, LlmResponse, Reporter, StepConfig, ViolationKind};
 use crate::runner::hooks::{self, Response, Step};
 use crate::runner::outbox::{Handoff, Outbox, catch_up};
 use crate::runner::stream::{Pulled, PumpCx, StepAcc, StreamDriver, pump, replay};
@@ -114,6 +114,7 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             report: Reporter::new(inner.on_violation.clone(), Some(reports)),
             steps: Vec::new(),
             retry_count: 0,
+            hooks: FutureSlot::new(),
         },
         out: Outbox::new(crate::message::new_run_id(), slot),
         carried: Vec::new(),

@@ -270,7 +270,7 @@ impl From<()> for ApiErrorAction {
 macro_rules! args_types {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             doc: $doc:literal,

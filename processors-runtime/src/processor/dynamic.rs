@@ -11,7 +11,7 @@ use std::sync::Arc;
 macro_rules! dyn_hook_decls {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*
@@ -22,6 +22,15 @@ macro_rules! dyn_hook_decls {
             &'a self,
             args: $args<'a, dyn Any + Send>,
         ) -> BoxFuture<'a, Result<$outcome, ProcessorError>>;
+        #[doc = concat!("[`Processor::", stringify!($method), "`], with the state behind `dyn Any`, its future placed in `slot`, whose memory the runner reuses from call to call. The default places the boxed future of `", stringify!($dyn_method), "` there.")]
+        #[doc(hidden)]
+        fn $dyn_in<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+            slot: &'a mut FutureSlot,
+        ) -> InSlot<'a, Result<$outcome, ProcessorError>> {
+            slot.put(self.$dyn_method(args))
+        }
     )* };
 }
 
@@ -30,7 +39,7 @@ macro_rules! dyn_hook_decls {
 macro_rules! dyn_hook_impls {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*
@@ -41,6 +50,18 @@ macro_rules! dyn_hook_impls {
             args: $args<'a, dyn Any + Send>,
         ) -> BoxFuture<'a, Result<$outcome, ProcessorError>> {
             Box::pin(async move {
+                match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+                    Some(args) => self.$method(args).await,
+                    None => Err(state_mismatch(self)),
+                }
+            })
+        }
+        fn $dyn_in<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+            slot: &'a mut FutureSlot,
+        ) -> InSlot<'a, Result<$outcome, ProcessorError>> {
+            slot.put(async move {
                 match args.__map_state(|s| s.downcast_mut::<P::State>()) {
                     Some(args) => self.$method(args).await,
                     None => Err(state_mismatch(self)),
@@ -125,20 +146,6 @@ pub trait DynProcessor: Send + Sync + 'static {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
-    /// [`Processor::process_output_stream`], with the state behind `dyn Any`, its future
-    /// placed in `slot`: the chain keeps a slot per position, so a call allocates only when
-    /// its future is larger than the ones before it.
-    ///
-    /// The default places the future of
-    /// [`dyn_process_output_stream`](Self::dyn_process_output_stream) (a boxed one) there.
-    #[doc(hidden)]
-    fn dyn_process_output_stream_in<'a>(
-        &'a self,
-        args: OutputStreamArgs<'a, dyn Any + Send>,
-        slot: &'a mut FutureSlot,
-    ) -> InSlot<'a, Result<StreamAction, ProcessorError>> {
-        slot.put(self.dyn_process_output_stream(args))
-    }
     /// One step of a stream chain whose hooks never wait: whether the processor takes the
     /// chunk, the call of [`dyn_process_output_stream_now`](Self::dyn_process_output_stream_now)
     /// and what its result does to the chunk. With `measure`, the call is counted and timed.
@@ -217,18 +224,6 @@ impl<P: Processor> DynProcessor for P {
             Some(args) => self.process_output_stream_now(args),
             None => Err(state_mismatch(self)),
         }
-    }
-    fn dyn_process_output_stream_in<'a>(
-        &'a self,
-        args: OutputStreamArgs<'a, dyn Any + Send>,
-        slot: &'a mut FutureSlot,
-    ) -> InSlot<'a, Result<StreamAction, ProcessorError>> {
-        slot.put(async move {
-            match args.__map_state(|s| s.downcast_mut::<P::State>()) {
-                Some(args) => self.process_output_stream(args).await,
-                None => Err(state_mismatch(self)),
-            }
-        })
     }
     #[inline]
     fn dyn_output_stream_step_now(

@@ -44,7 +44,7 @@ pub struct SystemMessages(pub Vec<Message>);
 macro_rules! hook_parts {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
             args: $args:ident, parts: $parts:ident, extractor: $trait:ident,
             outcome: $outcome:ty,
             doc: $doc:literal,

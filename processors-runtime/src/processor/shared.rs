@@ -11,7 +11,7 @@ use std::sync::Arc;
 macro_rules! delegate_hooks {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*

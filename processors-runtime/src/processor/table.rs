@@ -17,7 +17,7 @@ macro_rules! for_each_hook {
     ($gen:ident) => {
         $gen! { 'a;
             Input {
-                method: process_input, dyn_method: dyn_process_input,
+                method: process_input, dyn_method: dyn_process_input, dyn_in: dyn_process_input_in,
                 args: InputArgs, parts: InputParts, extractor: FromInput,
                 outcome: InputOutcome,
                 doc: "Arguments of `process_input`.",
@@ -72,7 +72,7 @@ assert_eq!(model.requests()[0].prompt.last().unwrap().text(), "hello");
                 }
             }
             InputStep {
-                method: process_input_step, dyn_method: dyn_process_input_step,
+                method: process_input_step, dyn_method: dyn_process_input_step, dyn_in: dyn_process_input_step_in,
                 args: InputStepArgs, parts: InputStepParts, extractor: FromInputStep,
                 outcome: StepOverrides,
                 doc: "Arguments of `process_input_step`.",
@@ -130,7 +130,7 @@ assert_eq!(model.requests()[0].prompt[0].text(), "This is step 0.");
                 }
             }
             LlmRequest {
-                method: process_llm_request, dyn_method: dyn_process_llm_request,
+                method: process_llm_request, dyn_method: dyn_process_llm_request, dyn_in: dyn_process_llm_request_in,
                 args: LlmRequestArgs, parts: LlmRequestParts, extractor: FromLlmRequest,
                 outcome: LlmRequestAction,
                 doc: "Arguments of `process_llm_request`.",
@@ -188,7 +188,7 @@ assert_eq!(model.calls(), 0);
                 }
             }
             LlmResponse {
-                method: process_llm_response, dyn_method: dyn_process_llm_response,
+                method: process_llm_response, dyn_method: dyn_process_llm_response, dyn_in: dyn_process_llm_response_in,
                 args: LlmResponseArgs, parts: LlmResponseParts, extractor: FromLlmResponse,
                 outcome: (),
                 doc: "Arguments of `process_llm_response`.",
@@ -253,7 +253,7 @@ assert_eq!(*seen.lock().unwrap(), "Hello");
                 }
             }
             OutputStream {
-                method: process_output_stream, dyn_method: dyn_process_output_stream,
+                method: process_output_stream, dyn_method: dyn_process_output_stream, dyn_in: dyn_process_output_stream_in,
                 args: OutputStreamArgs, parts: OutputStreamParts, extractor: FromOutputStream,
                 outcome: StreamAction,
                 doc: "Arguments of `process_output_stream`.",
@@ -311,7 +311,7 @@ assert_eq!(agent.generate("hi").await.unwrap().text, "Oh **** it");
                 }
             }
             OutputStep {
-                method: process_output_step, dyn_method: dyn_process_output_step,
+                method: process_output_step, dyn_method: dyn_process_output_step, dyn_in: dyn_process_output_step_in,
                 args: OutputStepArgs, parts: OutputStepParts, extractor: FromOutputStep,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_step`.",
@@ -390,7 +390,7 @@ assert_eq!(model.calls(), 2);
                 }
             }
             ToolResult {
-                method: process_tool_result, dyn_method: dyn_process_tool_result,
+                method: process_tool_result, dyn_method: dyn_process_tool_result, dyn_in: dyn_process_tool_result_in,
                 args: ToolResultArgs, parts: ToolResultParts, extractor: FromToolResult,
                 outcome: Option<Value>,
                 doc: "Arguments of `process_tool_result`.",
@@ -440,7 +440,7 @@ assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
                 }
             }
             OutputResult {
-                method: process_output_result, dyn_method: dyn_process_output_result,
+                method: process_output_result, dyn_method: dyn_process_output_result, dyn_in: dyn_process_output_result_in,
                 args: OutputResultArgs, parts: OutputResultParts, extractor: FromOutputResult,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_result`.",
@@ -495,7 +495,7 @@ assert_eq!(result.response_messages[0].text(), "Done. (answered in 1 step)");
                 }
             }
             ApiError {
-                method: process_api_error, dyn_method: dyn_process_api_error,
+                method: process_api_error, dyn_method: dyn_process_api_error, dyn_in: dyn_process_api_error_in,
                 args: ApiErrorArgs, parts: ApiErrorParts, extractor: FromApiError,
                 outcome: ApiErrorAction,
                 doc: "Arguments of `process_api_error`.",

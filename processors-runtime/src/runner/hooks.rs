@@ -35,7 +35,14 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             retry_count: 0,
             report: &s.report,
         };
-        if let Some(outcome) = call(id, Hook::Input, &s.report, p.dyn_process_input(args)).await? {
+        if let Some(outcome) = call(
+            id,
+            Hook::Input,
+            &s.report,
+            p.dyn_process_input_in(args, &mut s.hooks),
+        )
+        .await?
+        {
             apply_input(&mut s.list, outcome, id)?;
         }
     }
@@ -92,7 +99,7 @@ pub(crate) async fn input_step(
             id,
             Hook::InputStep,
             &s.report,
-            p.dyn_process_input_step(args),
+            p.dyn_process_input_step_in(args, &mut s.hooks),
         );
         if let Some(overrides) = call.await? {
             apply_overrides(&mut s.list, config, overrides, id)?;
@@ -170,7 +177,7 @@ pub(crate) async fn llm_request(
             p.dyn_id(),
             Hook::LlmRequest,
             &s.report,
-            p.dyn_process_llm_request(args),
+            p.dyn_process_llm_request_in(args, &mut s.hooks),
         );
         match call.await?.unwrap_or_default() {
             LlmRequestAction::Continue => {}
@@ -213,7 +220,7 @@ pub(crate) async fn llm_response(
             p.dyn_id(),
             Hook::LlmResponse,
             &s.report,
-            p.dyn_process_llm_response(args),
+            p.dyn_process_llm_response_in(args, &mut s.hooks),
         );
         call.await?;
     }
@@ -266,7 +273,7 @@ pub(crate) async fn output_step(
             id,
             Hook::OutputStep,
             &s.report,
-            p.dyn_process_output_step(args),
+            p.dyn_process_output_step_in(args, &mut s.hooks),
         );
         if let Some(OutputOutcome::Messages(ms)) = call.await? {
             let new_ids = ms
@@ -302,7 +309,7 @@ pub(crate) async fn tool_result(
             p.dyn_id(),
             Hook::ToolResult,
             &s.report,
-            p.dyn_process_tool_result(args),
+            p.dyn_process_tool_result_in(args, &mut s.hooks),
         );
         if let Some(Some(changed)) = call.await? {
             result = changed;
@@ -343,7 +350,7 @@ pub(crate) async fn output_result(
             id,
             Hook::OutputResult,
             &s.report,
-            p.dyn_process_output_result(args),
+            p.dyn_process_output_result_in(args, &mut s.hooks),
         );
         if let Some(OutputOutcome::Messages(ms)) = call.await? {
             let view = ids(s.list.response());
@@ -380,7 +387,7 @@ pub(crate) async fn api_error(
             p.dyn_id(),
             Hook::ApiError,
             &s.report,
-            p.dyn_process_api_error(args),
+            p.dyn_process_api_error_in(args, &mut s.hooks),
         );
         if call.await? == Some(ApiErrorAction::Retry) {
             return Ok(Some(p.dyn_id().to_owned()));

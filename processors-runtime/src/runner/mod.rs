@@ -16,7 +16,7 @@ use crate::context::RequestContext;
 use crate::message::{Message, MessageList};
 use crate::processor::state::StateMap;
 use crate::processor::{
-    ApiErrorAction, DynProcessor, Hook, InputOutcome, LlmRequestAction, OutputOutcome,
+    ApiErrorAction, DynProcessor, FutureSlot, Hook, InputOutcome, LlmRequestAction, OutputOutcome,
     ProcessorError, Reporter, StepOverrides,
 };
 use crate::step::StepResult;
@@ -325,6 +325,8 @@ pub(crate) struct Scope {
     pub(crate) report: Reporter,
     pub(crate) steps: Vec<StepResult>,
     pub(crate) retry_count: u32,
+    /// The memory of the hook calls' futures (one at a time), reused from call to call.
+    pub(crate) hooks: FutureSlot,
 }
 
 /// The ids of messages.
