@@ -35,7 +35,7 @@ macro_rules! dyn_hook_decls {
 }
 
 /// Implements, from the hook table, the type-erased call of each hook: the state is
-/// downcast to the processor's own, and the call's future boxed.
+/// downcast to the processor's own, and the call's future boxed or placed in a slot.
 macro_rules! dyn_hook_impls {
     ($a:lifetime; $(
         $hook:ident {
@@ -73,9 +73,9 @@ macro_rules! dyn_hook_impls {
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
 ///
-/// Implemented for every [`Processor`]; each hook call returns a boxed future, except in
-/// the stream chain: a stream hook that never waits is called without a future, and one that
-/// may wait has its future placed in memory the chain keeps per position ([`FutureSlot`]). A
+/// Implemented for every [`Processor`]. The runner places each hook call's future in memory
+/// it reuses from call to call ([`FutureSlot`]: one for the hooks of a run, one per position
+/// of the stream chain), and calls a stream hook that never waits without a future. A
 /// [`DynPipeline`](super::DynPipeline) holds [`ProcessorRef`]s (`Arc<dyn DynProcessor>`), so
 /// a list can be made from configuration read at run time, and replaced per call:
 ///
