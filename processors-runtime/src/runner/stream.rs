@@ -434,8 +434,8 @@ fn emit_static<O: Pipeline>(
     }
 }
 
-/// [`emit_static`] for a chain whose states could not be bound (never, as the runner builds
-/// them): each chunk looks them up.
+/// [`emit_static`] for a chain whose states could not be bound (two of its processors share
+/// an id, and so a state): each chunk looks them up.
 #[cold]
 #[inline(never)]
 fn emit_unbound<O: Pipeline>(
