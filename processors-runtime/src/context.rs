@@ -48,6 +48,13 @@ pub(crate) struct RunReports {
 }
 
 impl RunReports {
+    /// Whether warnings were reported since the last [`take_warnings`](Self::take_warnings)
+    /// (a plain load: the usual answer, no, costs no atomic write).
+    #[inline]
+    pub(crate) fn has_warnings(&self) -> bool {
+        self.warned.load(Ordering::Relaxed)
+    }
+
     /// The warnings reported since the last call.
     pub(crate) fn take_warnings(&self) -> Vec<TripWire> {
         if !self.warned.swap(false, Ordering::Acquire) {

@@ -1,6 +1,7 @@
 //! Where processors' aborts and warnings are reported: the `on_violation` callback and the
 //! log.
 
+use crate::context::RunReports;
 use crate::tripwire::TripWire;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
@@ -50,8 +51,19 @@ impl Reporter {
     }
 
     /// Reports the warnings processors gave through the request context since the last time.
+    #[inline]
     pub(crate) fn flush(&self) {
-        let Some(run) = &self.run else { return };
+        if let Some(run) = &self.run
+            && run.has_warnings()
+        {
+            self.report_warnings(run);
+        }
+    }
+
+    /// [`flush`](Self::flush) when there are warnings.
+    #[cold]
+    #[inline(never)]
+    fn report_warnings(&self, run: &RunReports) {
         for tw in run.take_warnings() {
             self.violation(&tw, ViolationKind::Warn);
         }
