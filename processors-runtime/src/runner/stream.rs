@@ -543,22 +543,31 @@ pub(crate) fn pump<O: Pipeline>(
 ) -> Poll<Pulled> {
     let (d, s, through) = (&mut *p.driver, &mut *p.scope, p.through);
     let fast = !through || !d.active || d.sync;
-    if let (StreamList::Static(list), true, true, true, false) =
-        (d.list, through, d.active, d.sync, d.measure)
-        && !list.behind_dyn()
-    {
-        // A static chain's context is built once for the batch, and its states are bound to
-        // their processors' types when the first chunk comes (a pull without one binds
-        // nothing), not looked up and downcast for every chunk.
+    if through && d.active && d.sync && !d.measure {
+        // The chain's context is built once for the batch, not per chunk.
         let mut scx = stream_cx!(d, s);
         let acc = &mut d.acc;
-        let mut bound = None;
-        let emit = |out: &mut Outbox, kind| emit_static(&mut scx, acc, out, kind, list, &mut bound);
-        let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
-        if let Some(Some(bound)) = bound {
-            list.unbind(bound, &mut *scx.states, scx.slots);
+        if let StreamList::Static(list) = d.list
+            && !list.behind_dyn()
+        {
+            // A tuple's states are bound to their processors' types when the first chunk
+            // comes (a pull without one binds nothing), not looked up and downcast for every
+            // chunk.
+            let mut bound = None;
+            let emit =
+                |out: &mut Outbox, kind| emit_static(&mut scx, acc, out, kind, list, &mut bound);
+            let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
+            if let Some(Some(bound)) = bound {
+                list.unbind(bound, &mut *scx.states, scx.slots);
+            }
+            return pulled;
         }
-        return pulled;
+        let list = d.list;
+        let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
+            list.run_now(scx, chunk, start)
+        };
+        let emit = |out: &mut Outbox, kind| emit_in(&mut scx, acc, out, kind, list, &mut chain);
+        return pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
     }
     pump_with(
         cx,
