@@ -110,13 +110,19 @@ fn hooks_are_given_copies_of_the_messages_only_where_they_read_them() {
     );
 }
 
-#[test]
-fn processors_that_read_no_messages_cost_no_copy_of_them() {
+/// The allocations of a call with one passing input processor, and with five.
+fn one_and_five_passing() -> (usize, usize) {
     let one = allocations(&agent! { model: model(), input: [Pass0] });
     let five = allocations(&agent! {
         model: model(),
         input: [Pass0, Pass1, Pass2, Pass3, Pass4],
     });
+    (one, five)
+}
+
+#[test]
+fn processors_that_read_no_messages_cost_no_copy_of_them() {
+    let (one, five) = one_and_five_passing();
     // Not a copy of the conversation per processor (a vector, and per message its id, parts
     // and text).
     assert!(five <= one + 4, "one passing: {one}, five passing: {five}");
@@ -136,11 +142,7 @@ fn processors_that_read_no_messages_cost_no_copy_of_them() {
 
 #[test]
 fn hook_calls_reuse_the_memory_of_their_futures() {
-    let one = allocations(&agent! { model: model(), input: [Pass0] });
-    let five = allocations(&agent! {
-        model: model(),
-        input: [Pass0, Pass1, Pass2, Pass3, Pass4],
-    });
+    let (one, five) = one_and_five_passing();
     // Each hook call's future (behind `dyn`) goes where the one before it was: five calls
     // allocate what one does.
     assert_eq!(five, one, "one passing: {one}, five passing: {five}");

@@ -385,10 +385,25 @@ pub(crate) fn args_for<'a, P: StreamCall + ?Sized>(
     chunk: &'a Chunk,
     pos: usize,
 ) -> Option<OutputStreamArgs<'a, dyn Any + Send>> {
+    args_with(p, cx, chunk, pos, |states, slots| {
+        Some(states.get_mut(*slots.get(pos)?))
+    })
+}
+
+/// [`args_for`], with the processor's state found by `state` (in the request's states, from
+/// the chain's slots): `None` from it skips the processor.
+#[inline(always)]
+fn args_with<'a, P: StreamCall + ?Sized, S: ?Sized>(
+    p: &P,
+    cx: &'a mut StreamCx<'_>,
+    chunk: &'a Chunk,
+    pos: usize,
+    state: impl FnOnce(&'a mut StateMap, &[usize]) -> Option<&'a mut S>,
+) -> Option<OutputStreamArgs<'a, S>> {
     if !p.call_hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.call_data_parts()) {
         return None;
     }
-    let &slot = cx.slots.get(pos)?;
+    let state = state(&mut *cx.states, cx.slots)?;
     let history: &[Chunk] = match p.call_history() {
         true => match cx.histories.get_mut(pos) {
             Some(h) => {
@@ -403,7 +418,7 @@ pub(crate) fn args_for<'a, P: StreamCall + ?Sized>(
     Some(OutputStreamArgs {
         chunk,
         stream_history: history,
-        state: cx.states.get_mut(slot),
+        state,
         message_list: cx.message_list,
         request_context: &mut *cx.request_context,
         retry_count: cx.retry_count,
@@ -560,32 +575,10 @@ fn step_bound<P: Processor>(
     chunk: &mut Chunk,
     pos: usize,
 ) -> Flow {
-    if !p.hooks().contains(Hook::OutputStream) || (chunk.is_data() && !p.process_data_parts()) {
+    let Some(args) = args_with(p, cx, chunk, pos, |_, _| Some(state)) else {
         return Flow::Continue;
-    }
-    let history: &[Chunk] = match p.keeps_stream_history() {
-        true => match cx.histories.get_mut(pos) {
-            Some(h) => {
-                h.push(chunk.clone());
-                h
-            }
-            None => &[],
-        },
-        false => &[],
     };
-    cx.current = pos;
-    let result = p.process_output_stream_now(OutputStreamArgs {
-        chunk,
-        stream_history: history,
-        state,
-        message_list: cx.message_list,
-        request_context: &mut *cx.request_context,
-        retry_count: cx.retry_count,
-        writer: DataWriter {
-            buf: &mut *cx.written,
-        },
-        report: cx.report,
-    });
+    let result = p.process_output_stream_now(args);
     apply(p, cx, chunk, pos, result)
 }
 
