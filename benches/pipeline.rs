@@ -23,6 +23,9 @@ fn stream(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("baseline", k), &k, |b, &k| {
             b.iter(|| block_on(support::baseline(&model, k, chars)))
         });
+        g.bench_with_input(BenchmarkId::new("adapter", k), &k, |b, &k| {
+            b.iter(|| block_on(support::adapter(&model, k, chars)))
+        });
         for d in [Dispatch::Static, Dispatch::Dynamic] {
             let agent = support::agent(d, k, Turn::repeated(DELTA, N));
             g.bench_with_input(BenchmarkId::new(d.name(), k), &k, |b, &k| {

@@ -11,7 +11,9 @@
 //!
 //! Each is measured for tuple pipelines declared with `agent!` (`static`), for `DynPipeline`s
 //! (`dynamic`), and for the hand-written baseline (`baseline`): the model's stream consumed by
-//! a plain loop. `ratio_to_baseline` compares medians taken in the same run.
+//! a plain loop. `ratio_to_baseline` compares medians taken in the same run. The stream
+//! scenario also measures `adapter`, the agent's per-chunk work written by hand as a `Stream`
+//! adapter (a `Chunk` for the consumer, the answer's text kept), and `ratio_to_adapter`.
 
 #[path = "../benches/support/mod.rs"]
 mod support;
@@ -141,6 +143,9 @@ fn round(x: f64, places: i32) -> f64 {
 
 const DISPATCHES: [&str; 3] = ["baseline", "static", "dynamic"];
 
+/// The stream scenario's configurations: both yardsticks, then both dispatch paths.
+const STREAM_DISPATCHES: [&str; 4] = ["baseline", "adapter", "static", "dynamic"];
+
 /// The three jobs of one configuration: the baseline, then both dispatch paths.
 fn jobs<'a>(
     model: &'a ScriptedModel,
@@ -162,7 +167,7 @@ fn agents(k: usize, turn: &Turn) -> [Arc<dyn AnyAgent>; 2] {
 fn stream() {
     const NS: [usize; 2] = [10_000, 100_000];
     for k in KS {
-        // Per N: baseline, static, dynamic.
+        // Per N: baseline, adapter, static, dynamic.
         let per_n = NS.map(|n| {
             let chars = n * DELTA.len();
             let turn = Turn::repeated(DELTA, n);
@@ -174,9 +179,10 @@ fn stream() {
                 |m| block_on(support::baseline(m, k, chars)),
                 |a| block_on(support::run_stream(a, k, chars)),
             );
+            jobs.insert(1, Box::new(|| block_on(support::adapter(&model, k, chars))));
             measure((1_000_000 / n).max(9), &mut jobs)
         });
-        for (d, dispatch) in DISPATCHES.iter().enumerate() {
+        for (d, dispatch) in STREAM_DISPATCHES.iter().enumerate() {
             // Allocations each extra chunk costs: the slope between the two N.
             let (small, large) = (per_n[0][d], per_n[1][d]);
             let marginal = (large.allocs as f64 - small.allocs as f64)
@@ -198,6 +204,7 @@ fn stream() {
                         "peak_bytes": m.peak_bytes,
                         "text_bytes": NS[i] * DELTA.len(),
                         "ratio_to_baseline": round(ns / ns_per_item(&per_n[i][0]), 3),
+                        "ratio_to_adapter": round(ns / ns_per_item(&per_n[i][1]), 3),
                     })
                 );
             }
@@ -248,10 +255,10 @@ fn generate() {
 }
 
 /// One streamed run of one configuration, unmeasured, for a profiler:
-/// `once baseline|static|dynamic K N`.
+/// `once baseline|adapter|static|dynamic K N`.
 fn once(args: Vec<String>) {
     let [dispatch, k, n] = args.as_slice() else {
-        eprintln!("usage: bench once baseline|static|dynamic K N");
+        eprintln!("usage: bench once baseline|adapter|static|dynamic K N");
         std::process::exit(2);
     };
     let (Ok(k), Ok(n)) = (k.parse::<usize>(), n.parse::<usize>()) else {
@@ -261,6 +268,7 @@ fn once(args: Vec<String>) {
     let (turn, chars) = (Turn::repeated(DELTA, n), n * DELTA.len());
     let chunks = match dispatch.as_str() {
         "baseline" => block_on(support::baseline(&support::model(turn), k, chars)),
+        "adapter" => block_on(support::adapter(&support::model(turn), k, chars)),
         "static" => block_on(support::run_stream(
             &*support::agent(Dispatch::Static, k, turn),
             k,

@@ -1,7 +1,8 @@
 //! The scenarios shared by the criterion suite (`benches/pipeline.rs`) and the JSON bench
 //! binary (`examples/bench.rs`): pass-through input processors, character-counting output
-//! stream processors, agents with K of each on both dispatch paths, and the hand-written
-//! baseline doing the same work without the pipeline.
+//! stream processors, agents with K of each on both dispatch paths, and two hand-written
+//! yardsticks: the bare loop over the model's stream, and a `Stream` adapter that does the
+//! agent's per-chunk work.
 
 #![allow(dead_code)] // each harness uses part of it
 
@@ -212,6 +213,47 @@ pub async fn baseline(model: &ScriptedModel, k: usize, chars: usize) -> usize {
         black_box(&kind);
         chunks += 1;
     }
+    assert!(counts[..counters].iter().all(|&c| c == chars));
+    chunks
+}
+
+/// The run id the adapter stamps on its chunks, as long as an agent's.
+const ADAPTER_RUN_ID: &str = "run-0123456789abcdefgh";
+
+/// The agent's per-chunk work written by hand: the model's stream through a `StreamExt::map`
+/// that wraps each model chunk in a [`Chunk`] with the run's id, counts the characters of a
+/// text delta once per counting processor (`k`, at least once) from the `&Chunk`, and keeps
+/// the answer's text, consumed with `StreamExt::next`. What a user without the framework would
+/// write for the same stream; returns the number of chunks received.
+pub async fn adapter(model: &ScriptedModel, k: usize, chars: usize) -> usize {
+    let stream = match model.stream(ModelRequest::default()).await {
+        Ok(s) => s,
+        Err(e) => panic!("the model rejected the request: {e}"),
+    };
+    let run_id = processors::chunk::RunId::from(ADAPTER_RUN_ID);
+    let mut counts = [0usize; 10];
+    let counters = k.clamp(1, counts.len());
+    let mut text = String::new();
+    let mut chunks = 0usize;
+    let mut through = stream.map(|item| {
+        let Ok(kind) = item else {
+            panic!("the scripted stream failed")
+        };
+        let chunk = Chunk::new(run_id.clone(), kind);
+        if let Some(t) = chunk.text_delta() {
+            for c in &mut counts[..counters] {
+                *c += black_box(t).chars().count();
+            }
+            text.push_str(t);
+        }
+        chunk
+    });
+    while let Some(chunk) = through.next().await {
+        black_box(&chunk);
+        chunks += 1;
+    }
+    drop(through);
+    assert_eq!(text.len(), chars, "the adapter kept every character");
     assert!(counts[..counters].iter().all(|&c| c == chars));
     chunks
 }
