@@ -9,8 +9,8 @@ mod dynamic;
 mod error;
 pub mod extract;
 mod from_fn;
-// The one module with unsafe code: see its SAFETY comments and tests, which pass under Miri
-// (`cargo +nightly miri test -p processors-runtime --lib future_slot`).
+// The one module with unsafe code: see its SAFETY comments and tests. CI runs them, the
+// runtime's other unit tests and `tests/workflows.rs` under Miri (`.ci/run`).
 #[allow(unsafe_code)]
 mod future_slot;
 mod hooks;
