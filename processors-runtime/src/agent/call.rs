@@ -4,7 +4,7 @@
 use super::options::GenerateOptions;
 use super::{AgentError, AgentInner, BuildError, DEFAULT_MAX_STEPS, check_lists};
 use crate::memory::is_memory;
-use crate::processor::state::StateMap;
+use crate::processor::state::{SlotOwner, StateMap};
 use crate::processor::{DynProcessor, Hook, Pipeline};
 use crate::runner::Chain;
 use crate::runner::stream::{StreamDriver, StreamList};
@@ -52,7 +52,11 @@ impl<'p, O: Pipeline> Call<'p, O> {
             Some(p) => p.collect(&mut errors),
             None => agent.error.collect(&mut errors),
         }
-        check_lists(agent.memory.is_some(), &inputs, &outputs, &errors)?;
+        let check = || check_lists(agent.memory.is_some(), &inputs, &outputs, &errors);
+        match options.input.is_none() && options.output.is_none() && options.error.is_none() {
+            true => agent.checked.get_or_init(check).clone()?,
+            false => check()?,
+        }
         let stream_list = match &options.output {
             Some(p) => StreamList::Dynamic(p),
             None => StreamList::Static(&agent.output),
@@ -135,7 +139,8 @@ impl<'p, O: Pipeline> Call<'p, O> {
 /// error, and a position), in the order binding by id creates them.
 pub(crate) struct Layout {
     slots: [Vec<usize>; 4],
-    creators: Vec<(usize, usize)>,
+    /// For each slot, its creator (list and position) and whose the slot is.
+    creators: Vec<(usize, usize, SlotOwner)>,
 }
 
 impl Layout {
@@ -155,6 +160,11 @@ impl Layout {
                 slots[l].push(slot);
             }
         }
+        let creators = creators
+            .into_iter()
+            .zip(states.owners())
+            .map(|((l, pos), owner)| (l, pos, owner.clone()))
+            .collect();
         Some(Layout { slots, creators })
     }
 
@@ -163,8 +173,8 @@ impl Layout {
     fn bind<'p>(&self, lists: [&Vec<&'p dyn DynProcessor>; 4], states: &mut StateMap) -> Lists<'p> {
         if !self.creators.is_empty() {
             states.reserve(self.creators.len());
-            for &(l, pos) in &self.creators {
-                states.create(lists[l][pos]);
+            for (l, pos, owner) in &self.creators {
+                states.create_for(owner, lists[*l][*pos]);
             }
         }
         let chain = |l: usize| Chain::with_slots(lists[l], &self.slots[l]);
@@ -174,5 +184,38 @@ impl Layout {
             output: chain(2),
             error: chain(3),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::agent::BuildError;
+    use crate::prelude::*;
+    use crate::processor::boxed;
+
+    /// The agent's own lists are checked once, and what the check found holds for every call
+    /// that runs them; a call that brings lists of its own is checked against those.
+    #[test]
+    fn every_call_with_the_agents_own_lists_gets_their_check() {
+        futures::executor::block_on(async {
+            let pass = output_stream_fn("pass", |_: &mut OutputStreamArgs<'_, ()>| {
+                StreamAction::Pass
+            });
+            // Unchecked on purpose: an output processor in the input list.
+            let agent = Agent::builder()
+                .input_ref(boxed(pass))
+                .__build_checked(ScriptedModel::new([Turn::text("a"), Turn::text("b")]));
+            for _ in 0..2 {
+                match agent.generate("hi").await {
+                    Err(AgentError::Config(BuildError::Misplaced { id, list, .. })) => {
+                        assert_eq!((id.as_str(), list), ("pass", "input"));
+                    }
+                    other => panic!("expected the misplaced processor, got {other:?}"),
+                }
+            }
+            let own_lists = GenerateOptions::default().input_processors(DynPipeline::new());
+            let answer = agent.generate_with("hi", own_lists).await;
+            assert_eq!(answer.map(|r| r.text).ok().as_deref(), Some("a"));
+        });
     }
 }

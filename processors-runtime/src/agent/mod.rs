@@ -76,6 +76,9 @@ pub(crate) struct AgentInner<I, O, E> {
     /// Where the agent's own lists' processors keep their states, found on the first call
     /// that runs them.
     pub layout: std::sync::OnceLock<Option<call::Layout>>,
+    /// How checking the agent's own lists went, on the first call that runs them (the same
+    /// lists give the same answer on every call).
+    pub checked: std::sync::OnceLock<Result<(), BuildError>>,
 }
 
 /// Builds a processor list from a request's context.
@@ -571,6 +574,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
                 on_violation: s.on_violation,
                 resolvers: s.resolvers,
                 layout: std::sync::OnceLock::new(),
+                checked: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -4,11 +4,17 @@ use super::DynProcessor;
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 
-struct StateEntry {
+/// Whose a slot is: the processor id and the state's type.
+#[derive(Clone)]
+pub(crate) struct SlotOwner {
     /// Borrowed when the id is static (as `#[processor]` declares it): no copy per run.
     id: Cow<'static, str>,
     ty: TypeId,
     ty_name: &'static str,
+}
+
+struct StateEntry {
+    owner: SlotOwner,
     value: Box<dyn Any + Send>,
 }
 
@@ -37,8 +43,8 @@ impl StateMap {
     pub(crate) fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
         let id = p.dyn_id();
         let (ty, ty_name) = p.dyn_state_type();
-        if let Some(i) = self.slots.iter().position(|s| s.id == id) {
-            let s = &self.slots[i];
+        if let Some(i) = self.slots.iter().position(|s| s.owner.id == id) {
+            let s = &self.slots[i].owner;
             if s.ty != ty {
                 return Err(StateConflict {
                     id: id.to_owned(),
@@ -60,12 +66,24 @@ impl StateMap {
             _ => Cow::Owned(id.to_owned()),
         };
         self.slots.push(StateEntry {
-            id,
-            ty,
-            ty_name,
+            owner: SlotOwner { id, ty, ty_name },
             value: p.dyn_new_state(),
         });
         self.slots.len() - 1
+    }
+
+    /// Whose each slot is, in order.
+    pub(crate) fn owners(&self) -> impl Iterator<Item = &SlotOwner> {
+        self.slots.iter().map(|s| &s.owner)
+    }
+
+    /// A new slot for `owner`, whom [`owners`](Self::owners) gave for `p`, with a fresh state
+    /// from `p`: what [`create`](Self::create) makes, without asking `p` for its id and type.
+    pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
+        self.slots.push(StateEntry {
+            owner: owner.clone(),
+            value: p.dyn_new_state(),
+        });
     }
 
     pub(crate) fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {

@@ -16,6 +16,7 @@ use serde_json::Value;
 /// The messages `copy` gives, for a processor that reads them (see
 /// [`Processor::READS_MESSAGES`](crate::processor::Processor::READS_MESSAGES)); nothing for
 /// one that does not.
+#[inline(always)]
 fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
