@@ -149,8 +149,21 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// the process id with the process's random hashing seed, so two processes never hand out
 /// the same ids.
 pub fn new_id(prefix: &str) -> String {
-    let mut buf = IdBuf::new();
-    String::from(buf.fill(prefix))
+    match head(prefix) {
+        Some(head) => {
+            let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+            let (digits, len) = base62_digits(n);
+            let mut id = String::with_capacity(head.len() + len);
+            id.push_str(head);
+            // ASCII digits, pushed as characters: nothing to validate.
+            id.extend(digits[..len].iter().map(|&d| char::from(d)));
+            id
+        }
+        None => {
+            let mut buf = IdBuf::new();
+            String::from(buf.fill(prefix))
+        }
+    }
 }
 
 /// A fresh run id, kept inline (`run-` and the id's 11 + 1 to 6 characters fit a
@@ -158,6 +171,24 @@ pub fn new_id(prefix: &str) -> String {
 pub(crate) fn new_run_id() -> crate::chunk::RunId {
     let mut buf = IdBuf::new();
     crate::chunk::RunId::from(buf.fill("run"))
+}
+
+/// `prefix-stamp-` for the prefixes every run makes ids with (`msg`, `run`), written once:
+/// an id of theirs is this head and the counter.
+fn head(prefix: &str) -> Option<&'static str> {
+    static MSG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let (cell, prefix) = match prefix {
+        "msg" => (&MSG, "msg"),
+        "run" => (&RUN, "run"),
+        _ => return None,
+    };
+    Some(cell.get_or_init(|| {
+        let mut buf = IdBuf::new();
+        buf.push_head(prefix);
+        // The prefix's whole characters and ASCII digits.
+        String::from(std::str::from_utf8(&buf.bytes[..buf.len]).unwrap_or_default())
+    }))
 }
 
 /// Room for an id written without `format!` (which made ids a sixth of a `generate()`
@@ -179,6 +210,17 @@ impl IdBuf {
     /// boundary).
     fn fill(&mut self, prefix: &str) -> &str {
         let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        match head(prefix) {
+            Some(head) => self.push(head.as_bytes()),
+            None => self.push_head(prefix),
+        }
+        self.push_base62(n);
+        // Only the prefix's whole characters and ASCII digits were written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+
+    /// Writes `prefix-stamp-`.
+    fn push_head(&mut self, prefix: &str) {
         let mut cut = prefix.len().min(16);
         while !prefix.is_char_boundary(cut) {
             cut -= 1;
@@ -188,9 +230,6 @@ impl IdBuf {
         let (stamp, digits) = process_stamp_digits();
         self.push(&stamp[..*digits]);
         self.push(b"-");
-        self.push_base62(n);
-        // Only the prefix's whole characters and ASCII digits were written.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
     }
 
     fn push(&mut self, bytes: &[u8]) {
