@@ -50,6 +50,7 @@ pub fn processor(p: &Processor) -> TokenStream {
     });
     let history = stream_history(p);
     let reads_messages = reads_messages(p);
+    let sync_hooks = sync_hooks(p);
     let methods = p.hooks.iter().map(|h| hook_method(p, h));
     let present: Vec<Side> = Side::ALL
         .into_iter()
@@ -69,6 +70,7 @@ pub fn processor(p: &Processor) -> TokenStream {
             const HOOKS: #private::Hooks = #private::Hooks::NONE #(.with(#private::Hooks::#constants))*;
             const STATIC_ID: ::core::option::Option<&'static str> = #static_id;
             #reads_messages
+            #sync_hooks
             fn id(&self) -> &str {
                 #id_fn
             }
@@ -139,6 +141,24 @@ fn stream_history(p: &Processor) -> Option<TokenStream> {
             use #private::TakesNothing as _;
             #private::reads_stream_history(0 #(| #private::Takes::<#types>::PARTS)*)
         }
+    })
+}
+
+/// `SYNC_HOOKS`: the hooks besides the stream hook whose function is a plain `fn`, called
+/// without a future (none: the trait's default).
+fn sync_hooks(p: &Processor) -> Option<TokenStream> {
+    let private = &p.private;
+    let constants: Vec<Ident> = p
+        .hooks
+        .iter()
+        .filter(|h| h.hook != Hook::OutputStream && h.sig.asyncness.is_none())
+        .map(|h| h.hook.constant())
+        .collect();
+    if constants.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        const SYNC_HOOKS: #private::Hooks = #private::Hooks::NONE #(.with(#private::Hooks::#constants))*;
     })
 }
 
@@ -380,14 +400,21 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
         let __processors_ret = #call;
         #convert
     };
-    if hook == Hook::OutputStream && h.sig.asyncness.is_none() {
-        // A stream hook that never waits is called without a future on every chunk.
+    if h.sig.asyncness.is_none() {
+        // A hook that never waits is called without a future (the stream hook on every
+        // chunk); its future, for a caller that wants one, is ready at once.
+        let now = hook.now_ident();
+        let stream_is_sync = (hook == Hook::OutputStream).then(|| {
+            quote!(
+                const OUTPUT_STREAM_IS_SYNC: bool = true;
+            )
+        });
         return quote! {
-            const OUTPUT_STREAM_IS_SYNC: bool = true;
+            #stream_is_sync
 
             #[allow(unused_mut, clippy::let_unit_value)]
             #[inline]
-            fn process_output_stream_now(
+            fn #now(
                 &self,
                 __processors_args: #private::#args<'_, #state>,
             ) -> ::core::result::Result<#out, #private::ProcessorError> {
@@ -401,7 +428,7 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
                 Output = ::core::result::Result<#out, #private::ProcessorError>,
             > + ::core::marker::Send {
                 ::core::future::ready(
-                    <Self as #private::Processor>::process_output_stream_now(self, __processors_args),
+                    <Self as #private::Processor>::#now(self, __processors_args),
                 )
             }
         };

@@ -218,7 +218,18 @@ mod tests {
         assert_eq!(assoc_type(processor, "State"), "Counter");
         assert_eq!(
             methods(processor),
-            ["id", "process_input", "process_output_step"]
+            [
+                "id",
+                "process_input",
+                "__process_output_step_now",
+                "process_output_step"
+            ],
+            "a plain hook is also called without a future, an async one only with its future"
+        );
+        let sync = assoc_const(processor, "SYNC_HOOKS");
+        assert!(
+            sync.contains("Hooks :: OUTPUT_STEP)") && !sync.contains("INPUT"),
+            "{sync}"
         );
         for side in ["InputProcessor", "OutputProcessor"] {
             assert!(

@@ -1,5 +1,5 @@
 use super::pipeline::{ViaDyn, step_now};
-use super::table::for_each_hook;
+use super::table::{for_each_hook, for_each_sync_hook};
 use super::*;
 use crate::chunk::Chunk;
 use futures::future::BoxFuture;
@@ -67,6 +67,33 @@ macro_rules! dyn_hook_impls {
                     None => Err(state_mismatch(self)),
                 }
             })
+        }
+    )* };
+}
+
+/// Declares, from the list of hooks with a synchronous path, each one's type-erased call
+/// without a future.
+macro_rules! dyn_sync_hook_decls {
+    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
+        #[doc = concat!("The hook without a future, with the state behind `dyn Any`, when [`dyn_sync_hooks`](Self::dyn_sync_hooks) names `Hook::", stringify!($hook), "`.")]
+        #[doc(hidden)]
+        fn $dyn_now(&self, args: $args<'_, dyn Any + Send>) -> Result<$outcome, ProcessorError> {
+            let _ = args;
+            Err(super::error::not_sync(self.dyn_id(), Hook::$hook, stringify!($dyn_now)))
+        }
+    )* };
+}
+
+/// Implements, from the list of hooks with a synchronous path, each one's type-erased call
+/// without a future: the state downcast to the processor's own.
+macro_rules! dyn_sync_hook_impls {
+    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
+        #[inline]
+        fn $dyn_now(&self, args: $args<'_, dyn Any + Send>) -> Result<$outcome, ProcessorError> {
+            match args.__map_state(|s| s.downcast_mut::<P::State>()) {
+                Some(args) => self.$now(args),
+                None => Err(state_mismatch(self)),
+            }
         }
     )* };
 }
@@ -139,6 +166,12 @@ pub trait DynProcessor: Send + Sync + 'static {
     /// `&'static P`.
     fn dyn_type_id(&self) -> TypeId;
     for_each_hook!(dyn_hook_decls);
+    /// `Processor::SYNC_HOOKS`: the hooks called through their `dyn_…_now` method.
+    #[doc(hidden)]
+    fn dyn_sync_hooks(&self) -> Hooks {
+        Hooks::NONE
+    }
+    for_each_sync_hook!(dyn_sync_hook_decls);
     /// [`Processor::OUTPUT_STREAM_IS_SYNC`].
     fn dyn_output_stream_is_sync(&self) -> bool;
     /// [`Processor::process_output_stream_now`].
@@ -239,4 +272,9 @@ impl<P: Processor> DynProcessor for P {
         }
     }
     for_each_hook!(dyn_hook_impls);
+    #[inline]
+    fn dyn_sync_hooks(&self) -> Hooks {
+        P::SYNC_HOOKS
+    }
+    for_each_sync_hook!(dyn_sync_hook_impls);
 }

@@ -129,3 +129,11 @@ impl From<TripWire> for Abort {
         }
     }
 }
+
+/// The error of a hook that `SYNC_HOOKS` names but whose `_now` method is not implemented.
+pub(crate) fn not_sync(id: &str, hook: super::Hook, now: &str) -> ProcessorError {
+    ProcessorError::msg(format!(
+        "processor `{id}` lists `{}` in `SYNC_HOOKS` but does not implement `{now}`",
+        hook.name()
+    ))
+}

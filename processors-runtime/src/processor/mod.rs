@@ -44,6 +44,20 @@ pub use report::{Violation, ViolationKind};
 
 use std::future::Future;
 
+/// Declares, from the list of hooks with a synchronous path, each hook's hidden `_now`
+/// method. Its default, reached only when `SYNC_HOOKS` names the hook without the method
+/// being implemented, is an error that says so.
+macro_rules! sync_hook_decls {
+    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
+        #[doc = concat!("The hook, called without a future, when `SYNC_HOOKS` names `Hook::", stringify!($hook), "`.")]
+        #[doc(hidden)]
+        fn $now(&self, args: $args<'_, Self::State>) -> Result<$outcome, ProcessorError> {
+            let _ = args;
+            Err(error::not_sync(self.id(), Hook::$hook, stringify!($now)))
+        }
+    )* };
+}
+
 /// A unit that plugs into the agent loop at one or more hooks.
 ///
 /// Every hook defaults to "not present"; [`HOOKS`](Processor::HOOKS) lists the ones the type
@@ -236,6 +250,16 @@ pub trait Processor: Send + Sync + 'static {
         let _ = args;
         async { Ok(ApiErrorAction::Unhandled) }
     }
+
+    /// The hooks besides `process_output_stream` (see
+    /// [`OUTPUT_STREAM_IS_SYNC`](Processor::OUTPUT_STREAM_IS_SYNC)) that never wait: the
+    /// runner calls them through their hidden `__<hook>_now` method, without a future.
+    /// `#[processor]` sets it for its plain `fn` hooks, and implements both methods of each
+    /// alike.
+    #[doc(hidden)]
+    const SYNC_HOOKS: Hooks = Hooks::NONE;
+
+    table::for_each_sync_hook!(sync_hook_decls);
 }
 
 /// A processor that belongs in an agent's `input` list.

@@ -2,7 +2,7 @@
 //! hooks, under `P`'s id and with `P`'s state, so one configured value can serve several
 //! agents (or lists) without being cloned.
 
-use super::table::for_each_hook;
+use super::table::{for_each_hook, for_each_sync_hook};
 use super::*;
 use serde_json::Value;
 use std::sync::Arc;
@@ -27,6 +27,17 @@ macro_rules! delegate_hooks {
     )* };
 }
 
+/// Implements, from the list of hooks with a synchronous path, each one's call without a
+/// future for a pointer type by calling the pointee's.
+macro_rules! delegate_sync_hooks {
+    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
+        #[inline]
+        fn $now(&self, args: $args<'_, Self::State>) -> Result<$outcome, ProcessorError> {
+            P::$now(self, args)
+        }
+    )* };
+}
+
 /// Implements [`Processor`] and the marker traits for a pointer to a processor.
 macro_rules! shared_processor {
     ($($pointer:ty),*) => { $(
@@ -36,6 +47,7 @@ macro_rules! shared_processor {
             const STATIC_ID: Option<&'static str> = P::STATIC_ID;
             const OUTPUT_STREAM_IS_SYNC: bool = P::OUTPUT_STREAM_IS_SYNC;
             const READS_MESSAGES: Hooks = P::READS_MESSAGES;
+            const SYNC_HOOKS: Hooks = P::SYNC_HOOKS;
 
             #[inline]
             fn id(&self) -> &str {
@@ -71,6 +83,7 @@ macro_rules! shared_processor {
             }
 
             for_each_hook!(delegate_hooks);
+            for_each_sync_hook!(delegate_sync_hooks);
         }
 
         impl<P: InputProcessor> InputProcessor for $pointer {}

@@ -558,3 +558,24 @@ assert_eq!(model.calls(), 2);
 }
 
 pub(crate) use for_each_hook;
+
+/// Calls `$gen! { <hook>* }` with each hook but the stream hook (which has its own
+/// synchronous path, [`Processor::OUTPUT_STREAM_IS_SYNC`](super::Processor)): its variant of
+/// [`Hook`](super::Hook), the hidden method a `#[processor]` function that never waits is
+/// called through, its type-erased counterpart, and the argument and outcome types.
+macro_rules! for_each_sync_hook {
+    ($gen:ident) => {
+        $gen! {
+            Input { now: __process_input_now, dyn_now: dyn_process_input_now, args: InputArgs, outcome: InputOutcome }
+            InputStep { now: __process_input_step_now, dyn_now: dyn_process_input_step_now, args: InputStepArgs, outcome: StepOverrides }
+            LlmRequest { now: __process_llm_request_now, dyn_now: dyn_process_llm_request_now, args: LlmRequestArgs, outcome: LlmRequestAction }
+            LlmResponse { now: __process_llm_response_now, dyn_now: dyn_process_llm_response_now, args: LlmResponseArgs, outcome: () }
+            OutputStep { now: __process_output_step_now, dyn_now: dyn_process_output_step_now, args: OutputStepArgs, outcome: OutputOutcome }
+            ToolResult { now: __process_tool_result_now, dyn_now: dyn_process_tool_result_now, args: ToolResultArgs, outcome: Option<serde_json::Value> }
+            OutputResult { now: __process_output_result_now, dyn_now: dyn_process_output_result_now, args: OutputResultArgs, outcome: OutputOutcome }
+            ApiError { now: __process_api_error_now, dyn_now: dyn_process_api_error_now, args: ApiErrorArgs, outcome: ApiErrorAction }
+        }
+    };
+}
+
+pub(crate) use for_each_sync_hook;

@@ -1,7 +1,7 @@
 //! One function per hook: runs the processors of a list that have the hook, in list order, and
 //! applies what each returns to the run.
 
-use super::{Chain, Halt, HookError, Scope, call, ids};
+use super::{Chain, Halt, HookError, Scope, call, call_now, ids};
 use crate::chunk::{FinishReason, Usage};
 use crate::message::{MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
@@ -21,6 +21,17 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
 
+/// Calls hook `$hook` of `$p` with `$args`: without a future when the processor says the
+/// hook never waits (`dyn_sync_hooks`), else with its future in the run's slot.
+macro_rules! run_hook {
+    ($p:expr, $id:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
+        match $p.dyn_sync_hooks().contains(Hook::$hook) {
+            true => call_now($id, Hook::$hook, &$s.report, || $p.$now($args)),
+            false => call($id, Hook::$hook, &$s.report, $p.$in($args, &mut $s.hooks)).await,
+        }
+    };
+}
+
 /// `process_input`: each processor sees the input as the ones before it left it; returned
 /// messages are reconciled with the input, a returned system set replaces the untagged one.
 pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
@@ -36,14 +47,16 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             retry_count: 0,
             report: &s.report,
         };
-        if let Some(outcome) = call(
+        let ran = run_hook!(
+            p,
             id,
-            Hook::Input,
-            &s.report,
-            p.dyn_process_input_in(args, &mut s.hooks),
-        )
-        .await?
-        {
+            Input,
+            s,
+            args,
+            dyn_process_input_now,
+            dyn_process_input_in
+        );
+        if let Some(outcome) = ran? {
             apply_input(&mut s.list, outcome, id)?;
         }
     }
@@ -96,13 +109,16 @@ pub(crate) async fn input_step(
             retry_count: s.retry_count,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             id,
-            Hook::InputStep,
-            &s.report,
-            p.dyn_process_input_step_in(args, &mut s.hooks),
+            InputStep,
+            s,
+            args,
+            dyn_process_input_step_now,
+            dyn_process_input_step_in
         );
-        if let Some(overrides) = call.await? {
+        if let Some(overrides) = ran? {
             apply_overrides(&mut s.list, config, overrides, id)?;
         }
     }
@@ -174,13 +190,16 @@ pub(crate) async fn llm_request(
             request_context: &mut s.cx,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             p.dyn_id(),
-            Hook::LlmRequest,
-            &s.report,
-            p.dyn_process_llm_request_in(args, &mut s.hooks),
+            LlmRequest,
+            s,
+            args,
+            dyn_process_llm_request_now,
+            dyn_process_llm_request_in
         );
-        match call.await?.unwrap_or_default() {
+        match ran?.unwrap_or_default() {
             LlmRequestAction::Continue => {}
             LlmRequestAction::Prompt(prompt) => request.prompt = prompt,
             LlmRequestAction::Respond(response) => {
@@ -217,13 +236,16 @@ pub(crate) async fn llm_response(
             request_context: &mut s.cx,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             p.dyn_id(),
-            Hook::LlmResponse,
-            &s.report,
-            p.dyn_process_llm_response_in(args, &mut s.hooks),
+            LlmResponse,
+            s,
+            args,
+            dyn_process_llm_response_now,
+            dyn_process_llm_response_in
         );
-        call.await?;
+        ran?;
     }
     Ok(())
 }
@@ -270,13 +292,16 @@ pub(crate) async fn output_step(
             retry_count: s.retry_count,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             id,
-            Hook::OutputStep,
-            &s.report,
-            p.dyn_process_output_step_in(args, &mut s.hooks),
+            OutputStep,
+            s,
+            args,
+            dyn_process_output_step_now,
+            dyn_process_output_step_in
         );
-        if let Some(OutputOutcome::Messages(ms)) = call.await? {
+        if let Some(OutputOutcome::Messages(ms)) = ran? {
             let new_ids = ms
                 .iter()
                 .filter(|m| m.role != Role::System)
@@ -306,13 +331,16 @@ pub(crate) async fn tool_result(
             request_context: &mut s.cx,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             p.dyn_id(),
-            Hook::ToolResult,
-            &s.report,
-            p.dyn_process_tool_result_in(args, &mut s.hooks),
+            ToolResult,
+            s,
+            args,
+            dyn_process_tool_result_now,
+            dyn_process_tool_result_in
         );
-        if let Some(Some(changed)) = call.await? {
+        if let Some(Some(changed)) = ran? {
             result = changed;
         }
     }
@@ -347,13 +375,16 @@ pub(crate) async fn output_result(
             retry_count: s.retry_count,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             id,
-            Hook::OutputResult,
-            &s.report,
-            p.dyn_process_output_result_in(args, &mut s.hooks),
+            OutputResult,
+            s,
+            args,
+            dyn_process_output_result_now,
+            dyn_process_output_result_in
         );
-        if let Some(OutputOutcome::Messages(ms)) = call.await? {
+        if let Some(OutputOutcome::Messages(ms)) = ran? {
             let view = ids(s.list.response());
             s.list
                 .reconcile(&view, ms, MessageSource::Response)
@@ -384,13 +415,16 @@ pub(crate) async fn api_error(
             retry_count,
             report: &s.report,
         };
-        let call = call(
+        let ran = run_hook!(
+            p,
             p.dyn_id(),
-            Hook::ApiError,
-            &s.report,
-            p.dyn_process_api_error_in(args, &mut s.hooks),
+            ApiError,
+            s,
+            args,
+            dyn_process_api_error_now,
+            dyn_process_api_error_in
         );
-        if call.await? == Some(ApiErrorAction::Retry) {
+        if ran? == Some(ApiErrorAction::Retry) {
             return Ok(Some(p.dyn_id().to_owned()));
         }
     }

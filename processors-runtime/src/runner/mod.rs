@@ -142,13 +142,7 @@ pub(crate) async fn call<T: HookOutcome>(
     report: &Reporter,
     fut: impl Future<Output = Result<T, ProcessorError>>,
 ) -> Result<Option<T>, Halt> {
-    let span = tracing::debug_span!(
-        "processor",
-        id,
-        hook = hook.name(),
-        outcome = tracing::field::Empty,
-        duration_us = tracing::field::Empty,
-    );
+    let span = hook_span(id, hook);
     let started = (!span.is_disabled()).then(std::time::Instant::now);
     // Wrapped in its span only when a subscriber listens: a disabled span's wrapper does
     // nothing but copy the future.
@@ -160,6 +154,48 @@ pub(crate) async fn call<T: HookOutcome>(
         }
         None => AssertUnwindSafe(fut).catch_unwind().await,
     };
+    settle(id, hook, report, &span, started, ran)
+}
+
+/// [`call`] for a hook that never waits (`SYNC_HOOKS`): `f` calls it, without a future.
+pub(crate) fn call_now<T: HookOutcome>(
+    id: &str,
+    hook: Hook,
+    report: &Reporter,
+    f: impl FnOnce() -> Result<T, ProcessorError>,
+) -> Result<Option<T>, Halt> {
+    let span = hook_span(id, hook);
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
+    let ran = match started {
+        Some(_) => span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(f))),
+        None => std::panic::catch_unwind(AssertUnwindSafe(f)),
+    };
+    settle(id, hook, report, &span, started, ran)
+}
+
+/// The span of one hook call (`processor`, at `DEBUG`).
+#[inline]
+fn hook_span(id: &str, hook: Hook) -> tracing::Span {
+    tracing::debug_span!(
+        "processor",
+        id,
+        hook = hook.name(),
+        outcome = tracing::field::Empty,
+        duration_us = tracing::field::Empty,
+    )
+}
+
+/// What a hook call that ran (or panicked) comes to: its outcome and duration recorded on
+/// its span when it is enabled, the warnings it reported, and its result or the halt.
+#[inline]
+fn settle<T: HookOutcome>(
+    id: &str,
+    hook: Hook,
+    report: &Reporter,
+    span: &tracing::Span,
+    started: Option<std::time::Instant>,
+    ran: std::thread::Result<Result<T, ProcessorError>>,
+) -> Result<Option<T>, Halt> {
     if let Some(t) = started {
         let outcome = match &ran {
             Ok(Ok(v)) => v.outcome(),
