@@ -5,7 +5,7 @@
 mod common;
 
 use processors::prelude::*;
-use processors::processor::{InputArgs, ProcessorRef, boxed};
+use processors::processor::{InputArgs, OutputResultArgs, ProcessorRef, boxed};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -175,5 +175,40 @@ async fn sync_hooks_without_the_method_is_a_clear_failure() {
             .contains("`SYNC_HOOKS`")
             || text.contains("`SYNC_HOOKS`"),
         "{text}"
+    );
+}
+
+#[tokio::test]
+async fn closure_processors_are_called_without_their_future() {
+    let trim = input_fn("trim", |a: &mut InputArgs<'_, usize>| {
+        *a.state += 1;
+        a.messages
+            .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                m.set_text(m.text().trim().to_owned());
+                m
+            })
+            .collect::<Vec<_>>()
+    });
+    let trim: ProcessorRef = boxed(trim);
+    assert!(trim.dyn_sync_hooks().contains(Hook::Input));
+    let explodes: ProcessorRef = boxed(output_result_fn(
+        "explodes",
+        |_: &mut OutputResultArgs<'_, ()>| -> OutputOutcome { panic!("closure bug") },
+    ));
+    assert!(explodes.dyn_sync_hooks().contains(Hook::OutputResult));
+    let m = ScriptedModel::cycle([Turn::text("ok")]);
+    let agent = Agent::builder()
+        .model(m.clone())
+        .input_ref(trim)
+        .output_ref(explodes)
+        .build()
+        .unwrap();
+    let err = agent.generate("  hi  ").await.unwrap_err();
+    assert_eq!(m.requests()[0].prompt.last().unwrap().text(), "hi");
+    assert!(
+        matches!(&err, AgentError::Hook(HookError::Panicked { id, hook: Hook::OutputResult, .. }) if id == "explodes"),
+        "{err}"
     );
 }

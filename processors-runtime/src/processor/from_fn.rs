@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 macro_rules! hook_fn {
     ($(
         $(#[$doc:meta])*
-        $name:ident => $ty:ident, $hook:ident, $args:ident, $out:ty, $hooks:ident, $marker:ident;
+        $name:ident => $ty:ident, $hook:ident, $now:ident, $args:ident, $out:ty, $hooks:ident, $marker:ident;
     )*) => {$(
         #[doc = concat!("A processor whose `", stringify!($hook), "` is a closure; see [`", stringify!($name), "`].")]
         pub struct $ty<S, F> {
@@ -38,13 +38,19 @@ macro_rules! hook_fn {
         {
             type State = S;
             const HOOKS: Hooks = Hooks::$hooks;
+            // The closure never waits: the runner calls it without a future.
+            const SYNC_HOOKS: Hooks = Hooks::$hooks;
 
             fn id(&self) -> &str {
                 &self.id
             }
 
-            async fn $hook(&self, mut args: $args<'_, S>) -> Result<$out, ProcessorError> {
+            fn $now(&self, mut args: $args<'_, S>) -> Result<$out, ProcessorError> {
                 (self.f)(&mut args).into_hook_result()
+            }
+
+            async fn $hook(&self, args: $args<'_, S>) -> Result<$out, ProcessorError> {
+                self.$now(args)
             }
         }
 
@@ -61,28 +67,28 @@ macro_rules! hook_fn {
 
 hook_fn! {
     /// A processor whose `process_input` is `f`; see [`output_stream_fn`].
-    input_fn => InputFn, process_input, InputArgs, InputOutcome, INPUT, InputProcessor;
+    input_fn => InputFn, process_input, __process_input_now, InputArgs, InputOutcome, INPUT, InputProcessor;
     /// A processor whose `process_input_step` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    input_step_fn => InputStepFn, process_input_step, InputStepArgs, StepOverrides, INPUT_STEP, InputProcessor;
+    input_step_fn => InputStepFn, process_input_step, __process_input_step_now, InputStepArgs, StepOverrides, INPUT_STEP, InputProcessor;
     /// A processor whose `process_llm_request` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    llm_request_fn => LlmRequestFn, process_llm_request, LlmRequestArgs, LlmRequestAction, LLM_REQUEST, InputProcessor;
+    llm_request_fn => LlmRequestFn, process_llm_request, __process_llm_request_now, LlmRequestArgs, LlmRequestAction, LLM_REQUEST, InputProcessor;
     /// A processor whose `process_llm_response` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    llm_response_fn => LlmResponseFn, process_llm_response, LlmResponseArgs, (), LLM_RESPONSE, OutputProcessor;
+    llm_response_fn => LlmResponseFn, process_llm_response, __process_llm_response_now, LlmResponseArgs, (), LLM_RESPONSE, OutputProcessor;
     /// A processor whose `process_output_step` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    output_step_fn => OutputStepFn, process_output_step, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
+    output_step_fn => OutputStepFn, process_output_step, __process_output_step_now, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
     /// A processor whose `process_tool_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    tool_result_fn => ToolResultFn, process_tool_result, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
+    tool_result_fn => ToolResultFn, process_tool_result, __process_tool_result_now, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
     /// A processor whose `process_output_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    output_result_fn => OutputResultFn, process_output_result, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;
+    output_result_fn => OutputResultFn, process_output_result, __process_output_result_now, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;
     /// A processor whose `process_api_error` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    api_error_fn => ApiErrorFn, process_api_error, ApiErrorArgs, ApiErrorAction, API_ERROR, ErrorProcessor;
+    api_error_fn => ApiErrorFn, process_api_error, __process_api_error_now, ApiErrorArgs, ApiErrorAction, API_ERROR, ErrorProcessor;
 }
 
 /// A processor whose `process_output_stream` is `f`, called on every chunk without a future.
@@ -98,8 +104,8 @@ pub struct OutputStreamFn<S, F> {
 /// (`&mut InputArgs<'_, S>`, `&mut OutputStreamArgs<'_, S>`, …, with `S` the processor's
 /// per-request state) and returns what a `#[processor]` hook may return: the hook's outcome,
 /// something that converts into it (`()` for "unchanged", a `Chunk`, `Option<Chunk>` or
-/// `Vec<Chunk>` for a stream hook, …), or a `Result` of either. The closures never wait: a
-/// stream closure runs on every chunk without a future.
+/// `Vec<Chunk>` for a stream hook, …), or a `Result` of either. The closures never wait, and
+/// run without a future: a stream closure on every chunk, the others once per call.
 ///
 /// ```
 /// # futures::executor::block_on(async {
