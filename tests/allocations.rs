@@ -50,6 +50,20 @@ macro_rules! passes {
 
 passes!(Pass0 "pass-0", Pass1 "pass-1", Pass2 "pass-2", Pass3 "pass-3", Pass4 "pass-4");
 
+/// Passes the input on without looking at it, from an `async` hook: called with its future.
+macro_rules! waits {
+    ($($name:ident $id:literal),*) => { $(
+        struct $name;
+
+        #[processor(id = $id)]
+        impl $name {
+            async fn process_input(&self) {}
+        }
+    )* };
+}
+
+waits!(Wait0 "wait-0", Wait1 "wait-1", Wait2 "wait-2", Wait3 "wait-3", Wait4 "wait-4");
+
 static READ: AtomicUsize = AtomicUsize::new(0);
 
 /// Reads the input's messages.
@@ -110,19 +124,13 @@ fn hooks_are_given_copies_of_the_messages_only_where_they_read_them() {
     );
 }
 
-/// The allocations of a call with one passing input processor, and with five.
-fn one_and_five_passing() -> (usize, usize) {
+#[test]
+fn processors_that_read_no_messages_cost_no_copy_of_them() {
     let one = allocations(&agent! { model: model(), input: [Pass0] });
     let five = allocations(&agent! {
         model: model(),
         input: [Pass0, Pass1, Pass2, Pass3, Pass4],
     });
-    (one, five)
-}
-
-#[test]
-fn processors_that_read_no_messages_cost_no_copy_of_them() {
-    let (one, five) = one_and_five_passing();
     // Not a copy of the conversation per processor (a vector, and per message its id, parts
     // and text).
     assert!(five <= one + 4, "one passing: {one}, five passing: {five}");
@@ -142,10 +150,14 @@ fn processors_that_read_no_messages_cost_no_copy_of_them() {
 
 #[test]
 fn hook_calls_reuse_the_memory_of_their_futures() {
-    let (one, five) = one_and_five_passing();
-    // Each hook call's future (behind `dyn`) goes where the one before it was: five calls
-    // allocate what one does.
-    assert_eq!(five, one, "one passing: {one}, five passing: {five}");
+    let one = allocations(&agent! { model: model(), input: [Wait0] });
+    let five = allocations(&agent! {
+        model: model(),
+        input: [Wait0, Wait1, Wait2, Wait3, Wait4],
+    });
+    // Each `async` hook call's future (behind `dyn`) goes where the one before it was: five
+    // calls allocate what one does.
+    assert_eq!(five, one, "one waiting: {one}, five waiting: {five}");
 }
 
 #[test]

@@ -52,8 +52,11 @@ impl<'p, O: Pipeline> Call<'p, O> {
             Some(p) => p.collect(&mut errors),
             None => agent.error.collect(&mut errors),
         }
+        // The agent's own lists are the same on every call: so is their check.
+        let own_lists =
+            options.input.is_none() && options.output.is_none() && options.error.is_none();
         let check = || check_lists(agent.memory.is_some(), &inputs, &outputs, &errors);
-        match options.input.is_none() && options.output.is_none() && options.error.is_none() {
+        match own_lists {
             true => agent.checked.get_or_init(check).clone()?,
             false => check()?,
         }
@@ -79,13 +82,9 @@ impl<'p, O: Pipeline> Call<'p, O> {
             steps.push(p);
         }
         let all = [&inputs, &steps, &outputs, &errors];
-        // The agent's own lists are the same on every call, and so is where their processors
-        // keep their states: found once (by id, across the lists), then only created.
-        let own = options.input.is_none()
-            && options.output.is_none()
-            && options.error.is_none()
-            && options.prepare_step.is_none()
-            && states.len() == 0;
+        // So is where their processors keep their states (with no `prepare_step` processor
+        // among them): found once (by id, across the lists), then only created.
+        let own = own_lists && options.prepare_step.is_none() && states.len() == 0;
         let layout = match own {
             true => agent.layout.get_or_init(|| Layout::of(all)).as_ref(),
             false => None,

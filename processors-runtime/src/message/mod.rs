@@ -178,9 +178,9 @@ pub(crate) fn new_run_id() -> crate::chunk::RunId {
 fn head(prefix: &str) -> Option<&'static str> {
     static MSG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let (cell, prefix) = match prefix {
-        "msg" => (&MSG, "msg"),
-        "run" => (&RUN, "run"),
+    let cell = match prefix {
+        "msg" => &MSG,
+        "run" => &RUN,
         _ => return None,
     };
     Some(cell.get_or_init(|| {

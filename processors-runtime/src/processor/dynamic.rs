@@ -1,9 +1,8 @@
 use super::pipeline::{ViaDyn, step_now};
-use super::table::{for_each_hook, for_each_sync_hook};
+use super::table::{for_each_hook, for_each_sync_hook, sync_hooks_of};
 use super::*;
 use crate::chunk::Chunk;
 use futures::future::BoxFuture;
-use serde_json::Value;
 use std::any::{Any, TypeId};
 use std::sync::Arc;
 
@@ -12,6 +11,7 @@ macro_rules! dyn_hook_decls {
     ($a:lifetime; $(
         $hook:ident {
             method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
+            now: $now:ident, dyn_now: $dyn_now:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*
@@ -40,6 +40,7 @@ macro_rules! dyn_hook_impls {
     ($a:lifetime; $(
         $hook:ident {
             method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
+            now: $now:ident, dyn_now: $dyn_now:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*
@@ -100,9 +101,9 @@ macro_rules! dyn_sync_hook_impls {
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
 ///
-/// Implemented for every [`Processor`]. The runner places each hook call's future in memory
-/// it reuses from call to call ([`FutureSlot`]: one for the hooks of a run, one per position
-/// of the stream chain), and calls a stream hook that never waits without a future. A
+/// Implemented for every [`Processor`]. The runner calls a hook that never waits without a
+/// future, and places the future of one that may wait in memory it reuses from call to call
+/// ([`FutureSlot`]: one for the hooks of a run, one per position of the stream chain). A
 /// [`DynPipeline`](super::DynPipeline) holds [`ProcessorRef`]s (`Arc<dyn DynProcessor>`), so
 /// a list can be made from configuration read at run time, and replaced per call:
 ///

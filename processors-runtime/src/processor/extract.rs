@@ -45,6 +45,7 @@ macro_rules! hook_parts {
     ($a:lifetime; $(
         $hook:ident {
             method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
+            now: $now:ident, dyn_now: $dyn_now:ident,
             args: $args:ident, parts: $parts:ident, extractor: $trait:ident,
             outcome: $outcome:ty,
             doc: $doc:literal,

@@ -19,6 +19,7 @@ mod report;
 mod shared;
 pub(crate) mod state;
 mod table;
+use table::sync_hooks_of;
 
 pub use crate::chunk::DataWriter;
 pub use crate::runner::workflow::{

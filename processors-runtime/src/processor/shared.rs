@@ -2,9 +2,8 @@
 //! hooks, under `P`'s id and with `P`'s state, so one configured value can serve several
 //! agents (or lists) without being cloned.
 
-use super::table::{for_each_hook, for_each_sync_hook};
+use super::table::{for_each_hook, for_each_sync_hook, sync_hooks_of};
 use super::*;
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Implements, from the hook table, each hook of a pointer type by calling the pointee's.
@@ -12,6 +11,7 @@ macro_rules! delegate_hooks {
     ($a:lifetime; $(
         $hook:ident {
             method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
+            now: $now:ident, dyn_now: $dyn_now:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
             outcome: $outcome:ty,
             $($rest:tt)*

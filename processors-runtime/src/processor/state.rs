@@ -54,22 +54,12 @@ impl StateMap {
             }
             return Ok(i);
         }
-        Ok(self.create(p))
-    }
-
-    /// A new slot for `p`'s id, with a fresh state; its index.
-    pub(crate) fn create(&mut self, p: &dyn DynProcessor) -> usize {
-        let id = p.dyn_id();
-        let (ty, ty_name) = p.dyn_state_type();
         let id = match p.dyn_static_id() {
             Some(fixed) if fixed == id => Cow::Borrowed(fixed),
             _ => Cow::Owned(id.to_owned()),
         };
-        self.slots.push(StateEntry {
-            owner: SlotOwner { id, ty, ty_name },
-            value: p.dyn_new_state(),
-        });
-        self.slots.len() - 1
+        self.create_for(&SlotOwner { id, ty, ty_name }, p);
+        Ok(self.slots.len() - 1)
     }
 
     /// Whose each slot is, in order.
@@ -78,7 +68,8 @@ impl StateMap {
     }
 
     /// A new slot for `owner`, whom [`owners`](Self::owners) gave for `p`, with a fresh state
-    /// from `p`: what [`create`](Self::create) makes, without asking `p` for its id and type.
+    /// from `p`: what [`slot_for`](Self::slot_for) makes, without asking `p` for its id and
+    /// type.
     pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
         self.slots.push(StateEntry {
             owner: owner.clone(),

@@ -8,16 +8,20 @@
 
 /// Calls `$gen! { 'a; <hook>* }` with every hook's declaration.
 ///
-/// A hook's declaration: its variant of [`Hook`](super::Hook), its method and the type-erased
-/// method, the argument, parts and extractor types, the outcome, the argument type's doc and
+/// A hook's declaration: its variant of [`Hook`](super::Hook), its method, the type-erased
+/// method and the one placing its future in a slot, the methods without a future (see
+/// [`for_each_sync_hook!`]), the argument, parts and extractor types, the outcome, the argument type's doc and
 /// its runnable example (a doctest on the generated type), the argument fields (each with its
 /// doc), the diagnostic for a parameter the hook does not provide, and the parameter types
-/// it provides with how each is taken out of the parts.
+/// it provides with how each is taken out of the parts. Tokens in parentheses after the
+/// generator's name are passed before the table (`for_each_hook!(gen(x;))` calls
+/// `gen! { x; 'a; … }`).
 macro_rules! for_each_hook {
-    ($gen:ident) => {
-        $gen! { 'a;
+    ($gen:ident $(($($pre:tt)*))?) => {
+        $gen! { $($($pre)*)? 'a;
             Input {
                 method: process_input, dyn_method: dyn_process_input, dyn_in: dyn_process_input_in,
+                now: __process_input_now, dyn_now: dyn_process_input_now,
                 args: InputArgs, parts: InputParts, extractor: FromInput,
                 outcome: InputOutcome,
                 doc: "Arguments of `process_input`.",
@@ -73,6 +77,7 @@ assert_eq!(model.requests()[0].prompt.last().unwrap().text(), "hello");
             }
             InputStep {
                 method: process_input_step, dyn_method: dyn_process_input_step, dyn_in: dyn_process_input_step_in,
+                now: __process_input_step_now, dyn_now: dyn_process_input_step_now,
                 args: InputStepArgs, parts: InputStepParts, extractor: FromInputStep,
                 outcome: StepOverrides,
                 doc: "Arguments of `process_input_step`.",
@@ -131,6 +136,7 @@ assert_eq!(model.requests()[0].prompt[0].text(), "This is step 0.");
             }
             LlmRequest {
                 method: process_llm_request, dyn_method: dyn_process_llm_request, dyn_in: dyn_process_llm_request_in,
+                now: __process_llm_request_now, dyn_now: dyn_process_llm_request_now,
                 args: LlmRequestArgs, parts: LlmRequestParts, extractor: FromLlmRequest,
                 outcome: LlmRequestAction,
                 doc: "Arguments of `process_llm_request`.",
@@ -189,6 +195,7 @@ assert_eq!(model.calls(), 0);
             }
             LlmResponse {
                 method: process_llm_response, dyn_method: dyn_process_llm_response, dyn_in: dyn_process_llm_response_in,
+                now: __process_llm_response_now, dyn_now: dyn_process_llm_response_now,
                 args: LlmResponseArgs, parts: LlmResponseParts, extractor: FromLlmResponse,
                 outcome: (),
                 doc: "Arguments of `process_llm_response`.",
@@ -254,6 +261,7 @@ assert_eq!(*seen.lock().unwrap(), "Hello");
             }
             OutputStream {
                 method: process_output_stream, dyn_method: dyn_process_output_stream, dyn_in: dyn_process_output_stream_in,
+                now: process_output_stream_now, dyn_now: dyn_process_output_stream_now,
                 args: OutputStreamArgs, parts: OutputStreamParts, extractor: FromOutputStream,
                 outcome: StreamAction,
                 doc: "Arguments of `process_output_stream`.",
@@ -312,6 +320,7 @@ assert_eq!(agent.generate("hi").await.unwrap().text, "Oh **** it");
             }
             OutputStep {
                 method: process_output_step, dyn_method: dyn_process_output_step, dyn_in: dyn_process_output_step_in,
+                now: __process_output_step_now, dyn_now: dyn_process_output_step_now,
                 args: OutputStepArgs, parts: OutputStepParts, extractor: FromOutputStep,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_step`.",
@@ -391,8 +400,9 @@ assert_eq!(model.calls(), 2);
             }
             ToolResult {
                 method: process_tool_result, dyn_method: dyn_process_tool_result, dyn_in: dyn_process_tool_result_in,
+                now: __process_tool_result_now, dyn_now: dyn_process_tool_result_now,
                 args: ToolResultArgs, parts: ToolResultParts, extractor: FromToolResult,
-                outcome: Option<Value>,
+                outcome: Option<serde_json::Value>,
                 doc: "Arguments of `process_tool_result`.",
                 example: r##"
 Takes a field out of a tool's result before the model sees it:
@@ -441,6 +451,7 @@ assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
             }
             OutputResult {
                 method: process_output_result, dyn_method: dyn_process_output_result, dyn_in: dyn_process_output_result_in,
+                now: __process_output_result_now, dyn_now: dyn_process_output_result_now,
                 args: OutputResultArgs, parts: OutputResultParts, extractor: FromOutputResult,
                 outcome: OutputOutcome,
                 doc: "Arguments of `process_output_result`.",
@@ -496,6 +507,7 @@ assert_eq!(result.response_messages[0].text(), "Done. (answered in 1 step)");
             }
             ApiError {
                 method: process_api_error, dyn_method: dyn_process_api_error, dyn_in: dyn_process_api_error_in,
+                now: __process_api_error_now, dyn_now: dyn_process_api_error_now,
                 args: ApiErrorArgs, parts: ApiErrorParts, extractor: FromApiError,
                 outcome: ApiErrorAction,
                 doc: "Arguments of `process_api_error`.",
@@ -559,23 +571,44 @@ assert_eq!(model.calls(), 2);
 
 pub(crate) use for_each_hook;
 
-/// Calls `$gen! { <hook>* }` with each hook but the stream hook (which has its own
-/// synchronous path, [`Processor::OUTPUT_STREAM_IS_SYNC`](super::Processor)): its variant of
-/// [`Hook`](super::Hook), the hidden method a `#[processor]` function that never waits is
+/// Calls `$gen! { <hook>* }` with each hook of the table but the stream hook (which has its
+/// own synchronous path, [`Processor::OUTPUT_STREAM_IS_SYNC`](super::Processor)): its variant
+/// of [`Hook`](super::Hook), the hidden method a `#[processor]` function that never waits is
 /// called through, its type-erased counterpart, and the argument and outcome types.
 macro_rules! for_each_sync_hook {
     ($gen:ident) => {
-        $gen! {
-            Input { now: __process_input_now, dyn_now: dyn_process_input_now, args: InputArgs, outcome: InputOutcome }
-            InputStep { now: __process_input_step_now, dyn_now: dyn_process_input_step_now, args: InputStepArgs, outcome: StepOverrides }
-            LlmRequest { now: __process_llm_request_now, dyn_now: dyn_process_llm_request_now, args: LlmRequestArgs, outcome: LlmRequestAction }
-            LlmResponse { now: __process_llm_response_now, dyn_now: dyn_process_llm_response_now, args: LlmResponseArgs, outcome: () }
-            OutputStep { now: __process_output_step_now, dyn_now: dyn_process_output_step_now, args: OutputStepArgs, outcome: OutputOutcome }
-            ToolResult { now: __process_tool_result_now, dyn_now: dyn_process_tool_result_now, args: ToolResultArgs, outcome: Option<serde_json::Value> }
-            OutputResult { now: __process_output_result_now, dyn_now: dyn_process_output_result_now, args: OutputResultArgs, outcome: OutputOutcome }
-            ApiError { now: __process_api_error_now, dyn_now: dyn_process_api_error_now, args: ApiErrorArgs, outcome: ApiErrorAction }
+        $crate::processor::table::for_each_hook! { sync_hooks_of($gen; [];) }
+    };
+}
+
+/// [`for_each_sync_hook!`]'s filter over the table: keeps each hook's names but the stream
+/// hook's, then calls the generator with what it kept.
+macro_rules! sync_hooks_of {
+    ($gen:ident; [$($kept:tt)*]; $a:lifetime; $($rest:tt)*) => {
+        $crate::processor::table::sync_hooks_of! { $gen; [$($kept)*]; $($rest)* }
+    };
+    ($gen:ident; [$($kept:tt)*];) => {
+        $gen! { $($kept)* }
+    };
+    ($gen:ident; [$($kept:tt)*]; OutputStream { $($body:tt)* } $($rest:tt)*) => {
+        $crate::processor::table::sync_hooks_of! { $gen; [$($kept)*]; $($rest)* }
+    };
+    ($gen:ident; [$($kept:tt)*];
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
+            now: $now:ident, dyn_now: $dyn_now:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty,
+            $($body:tt)*
+        }
+        $($rest:tt)*
+    ) => {
+        $crate::processor::table::sync_hooks_of! { $gen;
+            [$($kept)* $hook { now: $now, dyn_now: $dyn_now, args: $args, outcome: $outcome }];
+            $($rest)*
         }
     };
 }
 
 pub(crate) use for_each_sync_hook;
+pub(crate) use sync_hooks_of;
