@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 /// Each request's first line and body.
 type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
-/// A collector on loopback that keeps the body of every request and answers 200.
+/// A collector on loopback that keeps the body of every request and answers 200, closing the
+/// connection.
 struct Collector {
     url: String,
     bodies: Received,
@@ -51,8 +52,10 @@ impl Collector {
                 kept.lock()
                     .unwrap()
                     .push((request_line.trim().to_owned(), body));
+                // One request per connection: the exporter's next export (the batch exporter
+                // may send a run's spans in two) comes on a new one, which the loop accepts.
                 let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
                 );
             }
         });
@@ -66,6 +69,20 @@ impl Collector {
         let all = bodies.iter().flat_map(|(_, b)| b.clone()).collect();
         (lines, all)
     }
+}
+
+/// Runs `f` under the exporter's subscriber, one test at a time. `tracing` caches whether a
+/// callsite is enabled once for the whole process; with each test's subscriber scoped to its
+/// own thread, two tests running at once could leave a span of one unrecorded (the model
+/// call's, one run in about ten). Serialised, and with the cache rebuilt under the
+/// subscriber, every callsite asks this one.
+fn traced<T>(otel: &Otel, f: impl FnOnce() -> T) -> T {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    tracing::subscriber::with_default(otel.subscriber(), || {
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    })
 }
 
 fn has(haystack: &[u8], needle: &str) -> bool {
@@ -98,10 +115,7 @@ fn a_runs_spans_reach_the_collector_with_genai_attributes() {
         .output(Probe::new("upper").stream(upper))
         .build()
         .unwrap();
-    let result = tracing::subscriber::with_default(otel.subscriber(), || {
-        futures::executor::block_on(agent.generate("hi"))
-    })
-    .unwrap();
+    let result = traced(&otel, || futures::executor::block_on(agent.generate("hi"))).unwrap();
     assert_eq!(result.text, "SUNNY TODAY");
     otel.shutdown().unwrap();
 
@@ -148,7 +162,7 @@ fn the_conversations_text_never_leaves_the_process_only_what_processors_did_to_i
         }))
         .build()
         .unwrap();
-    let result = tracing::subscriber::with_default(otel.subscriber(), || {
+    let result = traced(&otel, || {
         futures::executor::block_on(agent.generate("my key?"))
     })
     .unwrap();

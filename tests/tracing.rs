@@ -123,10 +123,17 @@ impl Subscriber for Recorder {
     }
 }
 
-/// Runs `f` with the recorder as the thread's subscriber.
+/// Runs `f` with the recorder as the thread's subscriber, one test at a time: `tracing`
+/// caches whether a callsite is enabled once for the whole process, so with the cache rebuilt
+/// under this recorder every callsite asks it, whatever another test's thread did first.
 fn traced<T>(f: impl FnOnce() -> T) -> (Recorder, T) {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let recorder = Recorder::default();
-    let out = tracing::subscriber::with_default(recorder.clone(), f);
+    let out = tracing::subscriber::with_default(recorder.clone(), || {
+        tracing::callsite::rebuild_interest_cache();
+        f()
+    });
     (recorder, out)
 }
 
