@@ -6,8 +6,9 @@ use super::{AgentError, AgentInner, BuildError, DEFAULT_MAX_STEPS, check_lists};
 use crate::memory::is_memory;
 use crate::processor::state::{SlotOwner, StateMap};
 use crate::processor::{DynProcessor, Hook, Pipeline};
-use crate::runner::Chain;
-use crate::runner::stream::{StreamDriver, StreamList};
+use crate::runner::stream::StreamList;
+use crate::runner::{Chain, HookError};
+use std::borrow::Cow;
 
 /// The processor lists of one call, bound to their state slots.
 pub(super) struct Lists<'p> {
@@ -25,84 +26,144 @@ pub(super) struct Limits {
     pub(super) api_retries: u32,
 }
 
-/// Everything a call runs with.
+/// The processors of one call in one list, each with its state slot: the input processors,
+/// `prepare_step`, the output processors, then the error processors. The call's [`Lists`]
+/// are ranges of it.
+pub(super) struct Bound<'p> {
+    entries: Vec<(&'p dyn DynProcessor, usize)>,
+    /// Where the input processors end; then `prepare_step` (the step list is both).
+    input_end: usize,
+    step_end: usize,
+    /// Where the output processors end; the error processors follow.
+    output_end: usize,
+}
+
+impl Bound<'_> {
+    /// The call's lists.
+    pub(super) fn lists(&self) -> Lists<'_> {
+        let e = &self.entries[..];
+        Lists {
+            input: Chain::new(&e[..self.input_end]),
+            step: Chain::new(&e[..self.step_end]),
+            output: Chain::new(&e[self.step_end..self.output_end]),
+            error: Chain::new(&e[self.output_end..]),
+        }
+    }
+}
+
+/// Everything a call runs with: its processors bound to their slots, its limits, and what
+/// its stream driver is made of.
 pub(super) struct Call<'p, O> {
-    pub(super) lists: Lists<'p>,
+    pub(super) bound: Bound<'p>,
     pub(super) limits: Limits,
-    pub(super) driver: StreamDriver<'p, O>,
+    pub(super) stream: StreamList<'p, O>,
+    /// The state slots of the stream chain's processors.
+    pub(super) stream_slots: Cow<'p, [usize]>,
+    /// Whether a processor of the stream chain has the stream hook.
+    pub(super) active: bool,
 }
 
 impl<'p, O: Pipeline> Call<'p, O> {
-    /// The call's lists, checked and bound to `states`, its limits and its stream driver.
+    /// The call's lists, checked and bound to `states`, and its limits.
     pub(super) fn prepare<I: Pipeline, E: Pipeline>(
         agent: &'p AgentInner<I, O, E>,
         options: &'p GenerateOptions,
         states: &mut StateMap,
     ) -> Result<Self, AgentError> {
-        let (mut inputs, mut outputs, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+        // Every list in one vector: input, output, error (memory and `prepare_step` are put
+        // in their places after the check).
+        let mut procs: Vec<&'p dyn DynProcessor> = Vec::new();
         match &options.input {
-            Some(p) => p.collect(&mut inputs),
-            None => agent.input.collect(&mut inputs),
+            Some(p) => p.collect(&mut procs),
+            None => agent.input.collect(&mut procs),
         }
+        let mut input_end = procs.len();
         match &options.output {
-            Some(p) => p.collect(&mut outputs),
-            None => agent.output.collect(&mut outputs),
+            Some(p) => p.collect(&mut procs),
+            None => agent.output.collect(&mut procs),
         }
+        let mut output_end = procs.len();
         match &options.error {
-            Some(p) => p.collect(&mut errors),
-            None => agent.error.collect(&mut errors),
+            Some(p) => p.collect(&mut procs),
+            None => agent.error.collect(&mut procs),
         }
         // The agent's own lists are the same on every call: so is their check.
         let own_lists =
             options.input.is_none() && options.output.is_none() && options.error.is_none();
-        let check = || check_lists(agent.memory.is_some(), &inputs, &outputs, &errors);
+        let check = || {
+            let (inputs, rest) = procs.split_at(input_end);
+            let (outputs, errors) = rest.split_at(output_end - input_end);
+            check_lists(agent.memory.is_some(), inputs, outputs, errors)
+        };
         match own_lists {
             true => agent.checked.get_or_init(check).clone()?,
             false => check()?,
         }
-        let stream_list = match &options.output {
+        let stream = match &options.output {
             Some(p) => StreamList::Dynamic(p),
             None => StreamList::Static(&agent.output),
         };
         // The stream chain is the list as given: memory has no stream hook.
-        let stream_len = outputs.len();
-        let active = outputs
+        let stream_len = output_end - input_end;
+        let active = procs[input_end..output_end]
             .iter()
             .any(|p| p.dyn_hooks().contains(Hook::OutputStream));
         if let Some(memory) = &agent.memory {
-            if !inputs.iter().any(|p| is_memory(*p)) {
-                inputs.insert(0, memory);
+            if !procs[input_end..output_end].iter().any(|p| is_memory(*p)) {
+                procs.insert(output_end, memory);
+                output_end += 1;
             }
-            if !outputs.iter().any(|p| is_memory(*p)) {
-                outputs.push(memory);
+            if !procs[..input_end].iter().any(|p| is_memory(*p)) {
+                procs.insert(0, memory);
+                input_end += 1;
+                output_end += 1;
             }
         }
-        let mut steps = inputs.clone();
+        let mut step_end = input_end;
         if let Some(p) = &options.prepare_step {
-            steps.push(p);
+            procs.insert(input_end, p);
+            step_end += 1;
+            output_end += 1;
         }
-        let all = [&inputs, &steps, &outputs, &errors];
+        // The stream chain leads the output list: memory, if it was added, follows it.
+        let stream_at = step_end;
         // So is where their processors keep their states (with no `prepare_step` processor
         // among them): found once (by id, across the lists), then only created.
         let own = own_lists && options.prepare_step.is_none() && states.len() == 0;
         let layout = match own {
-            true => agent.layout.get_or_init(|| Layout::of(all)).as_ref(),
+            true => agent.layout.get_or_init(|| Layout::of(&procs)).as_ref(),
             false => None,
         };
-        let lists = match layout {
-            Some(layout) => layout.bind(all, states),
-            None => {
-                // One slot per processor at most (the `prepare_step` processor among them): no
-                // table at all without processors.
-                let prepare = usize::from(options.prepare_step.is_some());
-                states.reserve(inputs.len() + outputs.len() + errors.len() + prepare);
-                Lists {
-                    input: Chain::bind(&inputs, states)?,
-                    step: Chain::bind(&steps, states)?,
-                    output: Chain::bind(&outputs, states)?,
-                    error: Chain::bind(&errors, states)?,
-                }
+        let (entries, stream_slots) = match layout {
+            Some(layout) => {
+                let entries = layout.bind(&procs, states);
+                let slots = &layout.slots[stream_at..stream_at + stream_len];
+                (entries, Cow::Borrowed(slots))
             }
+            None => {
+                // One slot per processor at most: no table at all without processors.
+                states.reserve(procs.len());
+                let mut entries = Vec::with_capacity(procs.len());
+                for &p in &procs {
+                    let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
+                        id: c.id,
+                        first: c.first,
+                        second: c.second,
+                    })?;
+                    entries.push((p, slot));
+                }
+                let slots = entries[stream_at..stream_at + stream_len]
+                    .iter()
+                    .map(|&(_, slot)| slot)
+                    .collect();
+                (entries, Cow::Owned(slots))
+            }
+        };
+        let bound = Bound {
+            entries,
+            input_end,
+            step_end,
+            output_end,
         };
 
         let max_retries = options
@@ -115,6 +176,7 @@ impl<'p, O: Pipeline> Call<'p, O> {
         if max_steps == 0 {
             return Err(BuildError::ZeroMaxSteps.into());
         }
+        let lists = bound.lists();
         let handles_api_errors = [&lists.input, &lists.output, &lists.error]
             .iter()
             .any(|c| c.has(Hook::ApiError));
@@ -123,66 +185,65 @@ impl<'p, O: Pipeline> Call<'p, O> {
             max_steps,
             api_retries: max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 }),
         };
-        let stream_slots = lists.output.slots()[..stream_len].to_vec();
-        let driver = StreamDriver::new(stream_list, stream_slots, active);
         Ok(Call {
-            lists,
+            bound,
             limits,
-            driver,
+            stream,
+            stream_slots,
+            active,
         })
     }
 }
 
-/// Where the processors of an agent's own lists keep their states: each list's slots, and
-/// for each slot the processor that creates its state (a list, as input, step, output and
-/// error, and a position), in the order binding by id creates them.
+/// Where the processors of an agent's own lists keep their states: each processor's slot, in
+/// the order of a call's [`Bound`] list, and for each slot the processor that creates its
+/// state (its position in that list), in the order binding by id creates them.
 pub(crate) struct Layout {
-    slots: [Vec<usize>; 4],
-    /// For each slot, its creator (list and position) and whose the slot is.
-    creators: Vec<(usize, usize, SlotOwner)>,
+    slots: Vec<usize>,
+    /// For each slot, its creator and whose the slot is.
+    creators: Vec<(usize, SlotOwner)>,
 }
 
 impl Layout {
-    /// The layout binding by id makes of `lists` (input, step, output, error); `None` when
-    /// it fails (two processors share an id but not a state type), which each call then
-    /// reports.
-    fn of(lists: [&Vec<&dyn DynProcessor>; 4]) -> Option<Layout> {
+    /// The layout binding by id makes of `procs`; `None` when it fails (two processors share
+    /// an id but not a state type), which each call then reports.
+    fn of(procs: &[&dyn DynProcessor]) -> Option<Layout> {
         let mut states = StateMap::default();
-        let mut slots: [Vec<usize>; 4] = Default::default();
+        let mut slots = Vec::with_capacity(procs.len());
         let mut creators = Vec::new();
-        for (l, list) in lists.into_iter().enumerate() {
-            for (pos, &p) in list.iter().enumerate() {
-                let slot = states.slot_for(p).ok()?;
-                if slot == creators.len() {
-                    creators.push((l, pos));
-                }
-                slots[l].push(slot);
+        for (pos, &p) in procs.iter().enumerate() {
+            let slot = states.slot_for(p).ok()?;
+            if slot == creators.len() {
+                creators.push(pos);
             }
+            slots.push(slot);
         }
         let creators = creators
             .into_iter()
             .zip(states.owners())
-            .map(|((l, pos), owner)| (l, pos, owner.clone()))
+            .map(|(pos, owner)| (pos, owner.clone()))
             .collect();
         Some(Layout { slots, creators })
     }
 
-    /// `lists` (the ones the layout was made of) bound to fresh states in `states`, which is
+    /// `procs` (the list the layout was made of) bound to fresh states in `states`, which is
     /// empty: as binding them by id would, without looking ids up.
-    fn bind<'p>(&self, lists: [&Vec<&'p dyn DynProcessor>; 4], states: &mut StateMap) -> Lists<'p> {
+    fn bind<'p>(
+        &self,
+        procs: &[&'p dyn DynProcessor],
+        states: &mut StateMap,
+    ) -> Vec<(&'p dyn DynProcessor, usize)> {
         if !self.creators.is_empty() {
             states.reserve(self.creators.len());
-            for (l, pos, owner) in &self.creators {
-                states.create_for(owner, lists[*l][*pos]);
+            for (pos, owner) in &self.creators {
+                states.create_for(owner, procs[*pos]);
             }
         }
-        let chain = |l: usize| Chain::with_slots(lists[l], &self.slots[l]);
-        Lists {
-            input: chain(0),
-            step: chain(1),
-            output: chain(2),
-            error: chain(3),
-        }
+        procs
+            .iter()
+            .copied()
+            .zip(self.slots.iter().copied())
+            .collect()
     }
 }
 

@@ -170,21 +170,24 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     }
 
     /// Runs to the end and returns the result.
-    pub async fn generate(
+    pub fn generate(
         &self,
         input: impl Into<AgentInput>,
-    ) -> Result<GenerateResult, AgentError> {
-        self.generate_with(input, GenerateOptions::default()).await
+    ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
+        self.generate_with(input, GenerateOptions::default())
     }
 
     /// Runs to the end with per-call options.
-    pub async fn generate_with(
+    ///
+    /// The call's lists are resolved (see [`AgentBuilder::input_from`]) when this is called;
+    /// the run starts when the future is first polled.
+    pub fn generate_with(
         &self,
         input: impl Into<AgentInput>,
         options: GenerateOptions,
-    ) -> Result<GenerateResult, AgentError> {
+    ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
         let options = self.inner.resolvers.apply(options);
-        run::run(self.inner.clone(), input.into().0, options, None).await
+        run::run(self.inner.clone(), input.into().0, options, None)
     }
 
     /// Runs as a stream of chunks; [`AgentStream::finish`] gives the result.

@@ -99,12 +99,15 @@ macro_rules! in_span {
     };
 }
 
-pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
+/// A run of the agent on `input`: set up when this is called, driven when the future is
+/// polled. The future holds each argument once (an `async fn` would hold its arguments, then
+/// its locals again): it is moved, and boxed behind `dyn`, whole.
+pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     inner: Arc<AgentInner<I, O, E>>,
     input: Vec<Message>,
     mut options: GenerateOptions,
     slot: Option<Arc<Handoff>>,
-) -> Result<GenerateResult, AgentError> {
+) -> impl Future<Output = Result<GenerateResult, AgentError>> {
     let reports = options.request_context.begin_run();
     let mut run = Run {
         s: Scope {
@@ -122,40 +125,42 @@ pub(crate) async fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
         usage: Usage::default(),
         open: None,
     };
-    let span = tracing::info_span!(
-        "agent.run",
-        agent = %inner.name,
-        run_id = %run.out.run_id,
-        outcome = tracing::field::Empty,
-        steps = tracing::field::Empty,
-        gen_ai.usage.input_tokens = tracing::field::Empty,
-        gen_ai.usage.output_tokens = tracing::field::Empty,
-    );
-    let ended = in_span!(run.start(&inner, &options, input), span);
-    run.s.report.flush();
-    let result = match ended {
-        Ok(result) => Ok(result),
-        // Rare, and its future large (it owns the run): boxed.
-        Err(stop) => Box::pin(run.end(stop).instrument(span.clone())).await,
-    };
-    if !span.is_disabled() {
-        match &result {
-            Ok(r) => {
-                let outcome = match r.tripwire {
-                    Some(_) => "tripwire",
-                    None => "completed",
-                };
-                span.record("outcome", outcome);
-                span.record("steps", r.steps.len());
-                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
-            }
-            Err(_) => {
-                span.record("outcome", "failed");
+    async move {
+        let span = tracing::info_span!(
+            "agent.run",
+            agent = %inner.name,
+            run_id = %run.out.run_id,
+            outcome = tracing::field::Empty,
+            steps = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+        );
+        let ended = in_span!(run.start(&inner, &options, input), span);
+        run.s.report.flush();
+        let result = match ended {
+            Ok(result) => Ok(result),
+            // Rare, and its future large (it owns the run): boxed.
+            Err(stop) => Box::pin(run.end(stop).instrument(span.clone())).await,
+        };
+        if !span.is_disabled() {
+            match &result {
+                Ok(r) => {
+                    let outcome = match r.tripwire {
+                        Some(_) => "tripwire",
+                        None => "completed",
+                    };
+                    span.record("outcome", outcome);
+                    span.record("steps", r.steps.len());
+                    span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+                }
+                Err(_) => {
+                    span.record("outcome", "failed");
+                }
             }
         }
+        result
     }
-    result
 }
 
 impl Run {
@@ -167,10 +172,14 @@ impl Run {
         input: Vec<Message>,
     ) -> Result<GenerateResult, Stop> {
         let Call {
-            lists,
+            bound,
             limits,
-            mut driver,
+            stream,
+            stream_slots,
+            active,
         } = Call::prepare(agent, options, &mut self.s.states)?;
+        let lists = bound.lists();
+        let mut driver = StreamDriver::new(stream, stream_slots, active);
         let ended = self.drive(agent, &lists, &limits, &mut driver, input).await;
         if let (Err(Stop::Tripwire(tw)), Some(open)) = (&ended, self.open.take()) {
             // The step the trip wire ended, with the tool calls it had asked for.

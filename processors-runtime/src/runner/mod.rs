@@ -298,36 +298,13 @@ impl HookOutcome for ApiErrorAction {
 
 /// A processor list of a run, each processor with its state slot.
 pub(crate) struct Chain<'p> {
-    entries: Vec<(&'p dyn DynProcessor, usize)>,
+    entries: &'p [(&'p dyn DynProcessor, usize)],
 }
 
 impl<'p> Chain<'p> {
-    /// Binds each processor to its state slot (processors with one id share one).
-    pub(crate) fn bind(
-        processors: &[&'p dyn DynProcessor],
-        states: &mut StateMap,
-    ) -> Result<Self, HookError> {
-        let mut entries = Vec::with_capacity(processors.len());
-        for &p in processors {
-            let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
-                id: c.id,
-                first: c.first,
-                second: c.second,
-            })?;
-            entries.push((p, slot));
-        }
-        Ok(Chain { entries })
-    }
-
-    /// `processors` bound to `slots` (one each, as [`bind`](Self::bind) found them).
-    pub(crate) fn with_slots(processors: &[&'p dyn DynProcessor], slots: &[usize]) -> Self {
-        Chain {
-            entries: processors
-                .iter()
-                .copied()
-                .zip(slots.iter().copied())
-                .collect(),
-        }
+    /// The list `entries`: processors with their slots.
+    pub(crate) fn new(entries: &'p [(&'p dyn DynProcessor, usize)]) -> Self {
+        Chain { entries }
     }
 
     /// The processors that have `hook`, in order, with their slots.
@@ -344,11 +321,6 @@ impl<'p> Chain<'p> {
     /// Whether a processor of the list has `hook`.
     pub(crate) fn has(&self, hook: Hook) -> bool {
         self.with(hook).next().is_some()
-    }
-
-    /// The state slots, in order.
-    pub(crate) fn slots(&self) -> Vec<usize> {
-        self.entries.iter().map(|&(_, s)| s).collect()
     }
 }
 

@@ -17,6 +17,7 @@ use crate::processor::{
 /// The tracing target of the per-step stream hook summaries.
 pub(crate) const STREAM_TARGET: &str = "processors::stream";
 use futures::FutureExt;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::task::{Context, Poll};
@@ -199,7 +200,7 @@ macro_rules! stream_cx {
 /// current step accumulated.
 pub(crate) struct StreamDriver<'a, O> {
     list: StreamList<'a, O>,
-    slots: Vec<usize>,
+    slots: Cow<'a, [usize]>,
     histories: Vec<Vec<Chunk>>,
     /// The memory of each position's stream hook future behind `dyn`, kept from chunk to
     /// chunk; only for a list behind `dyn` whose hooks may wait.
@@ -220,7 +221,7 @@ pub(crate) struct StreamDriver<'a, O> {
 
 impl<'a, O: Pipeline> StreamDriver<'a, O> {
     /// A driver for `list`, whose processors have the state slots `slots`.
-    pub(crate) fn new(list: StreamList<'a, O>, slots: Vec<usize>, active: bool) -> Self {
+    pub(crate) fn new(list: StreamList<'a, O>, slots: Cow<'a, [usize]>, active: bool) -> Self {
         let sync = list.is_sync();
         let futures = match active && !sync && list.behind_dyn() {
             true => slots.iter().map(|_| FutureSlot::new()).collect(),
