@@ -70,9 +70,18 @@ impl<'p, O: Pipeline> Call<'p, O> {
         options: &'p GenerateOptions,
         states: &mut StateMap,
     ) -> Result<Self, AgentError> {
+        // The agent's own lists are the same on every call: so are their check and their
+        // length.
+        let own_lists =
+            options.input.is_none() && options.output.is_none() && options.error.is_none();
+        let known = match own_lists {
+            true => agent.layout.get().and_then(Option::as_ref),
+            false => None,
+        };
         // Every list in one vector: input, output, error (memory and `prepare_step` are put
         // in their places after the check).
-        let mut procs: Vec<&'p dyn DynProcessor> = Vec::new();
+        let mut procs: Vec<&'p dyn DynProcessor> =
+            Vec::with_capacity(known.map_or(0, |l| l.slots.len()));
         match &options.input {
             Some(p) => p.collect(&mut procs),
             None => agent.input.collect(&mut procs),
@@ -87,9 +96,6 @@ impl<'p, O: Pipeline> Call<'p, O> {
             Some(p) => p.collect(&mut procs),
             None => agent.error.collect(&mut procs),
         }
-        // The agent's own lists are the same on every call: so is their check.
-        let own_lists =
-            options.input.is_none() && options.output.is_none() && options.error.is_none();
         let check = || {
             let (inputs, rest) = procs.split_at(input_end);
             let (outputs, errors) = rest.split_at(output_end - input_end);

@@ -56,8 +56,9 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             dyn_process_input_now,
             dyn_process_input_in
         );
-        if let Some(outcome) = ran? {
-            apply_input(&mut s.list, outcome, id)?;
+        match ran? {
+            None | Some(InputOutcome::Unchanged) => {}
+            Some(outcome) => apply_input(&mut s.list, outcome, id)?,
         }
     }
     Ok(())

@@ -187,7 +187,10 @@ fn hook_span(id: &str, hook: Hook) -> tracing::Span {
 
 /// What a hook call that ran (or panicked) comes to: its outcome and duration recorded on
 /// its span when it is enabled, the warnings it reported, and its result or the halt.
-#[inline]
+///
+/// Inlined into every call site: what a hook that returned a result pays is the check of its
+/// span, of the warnings and of the result. The rest is out of line and not generic.
+#[inline(always)]
 fn settle<T: HookOutcome>(
     id: &str,
     hook: Hook,
@@ -205,27 +208,53 @@ fn settle<T: HookOutcome>(
             Ok(Err(ProcessorError::Failed(_))) => "failed",
             Err(_) => "panicked",
         };
-        span.record("outcome", outcome);
-        span.record(
-            "duration_us",
-            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX),
-        );
+        record(span, t, outcome);
     }
     // Warnings the hook reported through the request context, besides its result.
     report.flush();
-    match ran {
-        Ok(Ok(v)) => Ok(Some(v)),
-        Ok(Err(ProcessorError::Warning(a))) => {
+    let failed = match ran {
+        Ok(Ok(v)) => return Ok(Some(v)),
+        Ok(Err(e)) => Ok(e),
+        Err(panic) => Err(panic),
+    };
+    match halt(id, hook, report, failed) {
+        None => Ok(None),
+        Some(h) => Err(h),
+    }
+}
+
+/// Records a hook call's outcome and duration on its span.
+#[inline(never)]
+fn record(span: &tracing::Span, started: std::time::Instant, outcome: &'static str) {
+    span.record("outcome", outcome);
+    span.record(
+        "duration_us",
+        u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+    );
+}
+
+/// What a hook's error or panic comes to: a warning is reported (`None`); an abort or a
+/// failure halts.
+#[cold]
+#[inline(never)]
+fn halt(
+    id: &str,
+    hook: Hook,
+    report: &Reporter,
+    failed: Result<ProcessorError, Box<dyn std::any::Any + Send>>,
+) -> Option<Halt> {
+    match failed {
+        Ok(ProcessorError::Warning(a)) => {
             report.violation(&a.into_tripwire(id), crate::processor::ViolationKind::Warn);
-            Ok(None)
+            None
         }
-        Ok(Err(ProcessorError::Abort(a))) => Err(Halt::Abort(a.into_tripwire(id))),
-        Ok(Err(ProcessorError::Failed(source))) => Err(Halt::Failed(HookError::Failed {
+        Ok(ProcessorError::Abort(a)) => Some(Halt::Abort(a.into_tripwire(id))),
+        Ok(ProcessorError::Failed(source)) => Some(Halt::Failed(HookError::Failed {
             id: id.to_owned(),
             hook,
             source,
         })),
-        Err(panic) => Err(Halt::Failed(HookError::panicked(id, hook, &*panic))),
+        Err(panic) => Some(Halt::Failed(HookError::panicked(id, hook, &*panic))),
     }
 }
 
