@@ -7,7 +7,7 @@ use crate::memory::is_memory;
 use crate::processor::state::{SlotOwner, StateMap};
 use crate::processor::{DynProcessor, Hook, Pipeline};
 use crate::runner::stream::StreamList;
-use crate::runner::{Chain, HookError};
+use crate::runner::{Asked, Chain, Entry, HookError};
 use std::borrow::Cow;
 
 /// The processor lists of one call, bound to their state slots.
@@ -30,7 +30,7 @@ pub(super) struct Limits {
 /// `prepare_step`, the output processors, then the error processors. The call's [`Lists`]
 /// are ranges of it.
 pub(super) struct Bound<'p> {
-    entries: Vec<(&'p dyn DynProcessor, usize)>,
+    entries: Vec<Entry<'p>>,
     /// Where the input processors end; then `prepare_step` (the step list is both).
     input_end: usize,
     step_end: usize,
@@ -156,11 +156,15 @@ impl<'p, O: Pipeline> Call<'p, O> {
                         first: c.first,
                         second: c.second,
                     })?;
-                    entries.push((p, slot));
+                    entries.push(Entry {
+                        p,
+                        slot,
+                        asked: Asked::of(p),
+                    });
                 }
                 let slots = entries[stream_at..stream_at + stream_len]
                     .iter()
-                    .map(|&(_, slot)| slot)
+                    .map(|e| e.slot)
                     .collect();
                 (entries, Cow::Owned(slots))
             }
@@ -203,9 +207,11 @@ impl<'p, O: Pipeline> Call<'p, O> {
 
 /// Where the processors of an agent's own lists keep their states: each processor's slot, in
 /// the order of a call's [`Bound`] list, and for each slot the processor that creates its
-/// state (its position in that list), in the order binding by id creates them.
+/// state (its position in that list), in the order binding by id creates them. What the run
+/// asks of each processor is asked once too, as the lists' check is.
 pub(crate) struct Layout {
     slots: Vec<usize>,
+    asked: Vec<Asked>,
     /// For each slot, its creator and whose the slot is.
     creators: Vec<(usize, SlotOwner)>,
 }
@@ -229,16 +235,17 @@ impl Layout {
             .zip(states.owners())
             .map(|(pos, owner)| (pos, owner.clone()))
             .collect();
-        Some(Layout { slots, creators })
+        let asked = procs.iter().map(|&p| Asked::of(p)).collect();
+        Some(Layout {
+            slots,
+            asked,
+            creators,
+        })
     }
 
     /// `procs` (the list the layout was made of) bound to fresh states in `states`, which is
     /// empty: as binding them by id would, without looking ids up.
-    fn bind<'p>(
-        &self,
-        procs: &[&'p dyn DynProcessor],
-        states: &mut StateMap,
-    ) -> Vec<(&'p dyn DynProcessor, usize)> {
+    fn bind<'p>(&self, procs: &[&'p dyn DynProcessor], states: &mut StateMap) -> Vec<Entry<'p>> {
         if !self.creators.is_empty() {
             states.reserve(self.creators.len());
             for (pos, owner) in &self.creators {
@@ -247,8 +254,9 @@ impl Layout {
         }
         procs
             .iter()
-            .copied()
-            .zip(self.slots.iter().copied())
+            .zip(&self.slots)
+            .zip(&self.asked)
+            .map(|((&p, &slot), &asked)| Entry { p, slot, asked })
             .collect()
     }
 }

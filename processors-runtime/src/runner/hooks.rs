@@ -22,12 +22,13 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
 }
 
 /// Calls hook `$hook` of `$p` with `$args`: without a future when the processor says the
-/// hook never waits (`dyn_sync_hooks`), else with its future in the run's slot.
+/// hook never waits (`dyn_sync_hooks`, asked when the list was bound), else with its future
+/// in the run's slot.
 macro_rules! run_hook {
-    ($p:expr, $id:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
-        match $p.dyn_sync_hooks().contains(Hook::$hook) {
-            true => call_now($id, Hook::$hook, &$s.report, || $p.$now($args)),
-            false => call($id, Hook::$hook, &$s.report, $p.$in($args, &mut $s.hooks)).await,
+    ($e:expr, $id:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
+        match $e.sync {
+            true => call_now($id, Hook::$hook, &$s.report, || $e.p.$now($args)),
+            false => call($id, Hook::$hook, &$s.report, $e.p.$in($args, &mut $s.hooks)).await,
         }
     };
 }
@@ -35,12 +36,12 @@ macro_rules! run_hook {
 /// `process_input`: each processor sees the input as the ones before it left it; returned
 /// messages are reconciled with the input, a returned system set replaces the untagged one.
 pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
-    for (p, slot) in chain.with(Hook::Input) {
+    for e in chain.with(Hook::Input) {
+        let (p, slot) = (e.p, e.slot);
         let id = p.dyn_id();
-        let reads = p.dyn_reads_messages().contains(Hook::Input);
         let args = InputArgs {
-            messages: copy_if(reads, || s.list.input().cloned().collect()),
-            system_messages: copy_if(reads, || s.list.system_messages().to_vec()),
+            messages: copy_if(e.reads, || s.list.input().cloned().collect()),
+            system_messages: copy_if(e.reads, || s.list.system_messages().to_vec()),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
             request_context: &mut s.cx,
@@ -48,7 +49,7 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             id,
             Input,
             s,
@@ -95,14 +96,14 @@ pub(crate) async fn input_step(
     step_number: u32,
     config: &mut StepConfig,
 ) -> Result<(), Halt> {
-    for (p, slot) in chain.with(Hook::InputStep) {
+    for e in chain.with(Hook::InputStep) {
+        let (p, slot) = (e.p, e.slot);
         let id = p.dyn_id();
-        let reads = p.dyn_reads_messages().contains(Hook::InputStep);
         let args = InputStepArgs {
             step_number,
             steps: &s.steps,
-            messages: copy_if(reads, || s.list.all().cloned().collect()),
-            system_messages: copy_if(reads, || s.list.all_system_messages().cloned().collect()),
+            messages: copy_if(e.reads, || s.list.all().cloned().collect()),
+            system_messages: copy_if(e.reads, || s.list.all_system_messages().cloned().collect()),
             config: &*config,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
@@ -111,7 +112,7 @@ pub(crate) async fn input_step(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             id,
             InputStep,
             s,
@@ -182,7 +183,8 @@ pub(crate) async fn llm_request(
     model: &dyn LanguageModel,
 ) -> Result<Option<LlmResponse>, Halt> {
     let mut answer = None;
-    for (p, slot) in chain.with(Hook::LlmRequest) {
+    for e in chain.with(Hook::LlmRequest) {
+        let (p, slot) = (e.p, e.slot);
         let args = LlmRequestArgs {
             step_number,
             request: &*request,
@@ -192,7 +194,7 @@ pub(crate) async fn llm_request(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             p.dyn_id(),
             LlmRequest,
             s,
@@ -226,7 +228,8 @@ pub(crate) async fn llm_response(
     s: &mut Scope,
     r: Response<'_>,
 ) -> Result<(), Halt> {
-    for (p, slot) in chain.with(Hook::LlmResponse) {
+    for e in chain.with(Hook::LlmResponse) {
+        let (p, slot) = (e.p, e.slot);
         let args = LlmResponseArgs {
             step_number: r.step_number,
             request: r.request,
@@ -238,7 +241,7 @@ pub(crate) async fn llm_response(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             p.dyn_id(),
             LlmResponse,
             s,
@@ -269,12 +272,12 @@ pub(crate) async fn output_step(
     step: Step<'_>,
     step_ids: &mut Vec<String>,
 ) -> Result<(), Halt> {
-    for (p, slot) in chain.with(Hook::OutputStep) {
+    for e in chain.with(Hook::OutputStep) {
+        let (p, slot) = (e.p, e.slot);
         let id = p.dyn_id();
-        let reads = p.dyn_reads_messages().contains(Hook::OutputStep);
         let args = OutputStepArgs {
             step_number: step.step_number,
-            messages: copy_if(reads, || {
+            messages: copy_if(e.reads, || {
                 step_ids
                     .iter()
                     .filter_map(|i| s.list.get(i).cloned())
@@ -286,7 +289,7 @@ pub(crate) async fn output_step(
             run_usage: step.run_usage,
             tool_calls: step.tool_calls,
             steps: &s.steps,
-            system_messages: copy_if(reads, || s.list.all_system_messages().cloned().collect()),
+            system_messages: copy_if(e.reads, || s.list.all_system_messages().cloned().collect()),
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
             request_context: &mut s.cx,
@@ -294,7 +297,7 @@ pub(crate) async fn output_step(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             id,
             OutputStep,
             s,
@@ -324,7 +327,8 @@ pub(crate) async fn tool_result(
     tool_call: &ToolCall,
     mut result: Value,
 ) -> Result<Value, Halt> {
-    for (p, slot) in chain.with(Hook::ToolResult) {
+    for e in chain.with(Hook::ToolResult) {
+        let (p, slot) = (e.p, e.slot);
         let args = ToolResultArgs {
             tool_call,
             result: &result,
@@ -333,7 +337,7 @@ pub(crate) async fn tool_result(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             p.dyn_id(),
             ToolResult,
             s,
@@ -364,11 +368,11 @@ pub(crate) async fn output_result(
     s: &mut Scope,
     summary: &mut RunSummary,
 ) -> Result<(), Halt> {
-    for (p, slot) in chain.with(Hook::OutputResult) {
+    for e in chain.with(Hook::OutputResult) {
+        let (p, slot) = (e.p, e.slot);
         let id = p.dyn_id();
-        let reads = p.dyn_reads_messages().contains(Hook::OutputResult);
         let args = OutputResultArgs {
-            messages: copy_if(reads, || s.list.response().cloned().collect()),
+            messages: copy_if(e.reads, || s.list.response().cloned().collect()),
             result: &*summary,
             message_list: &mut s.list,
             state: s.states.get_mut(slot),
@@ -377,7 +381,7 @@ pub(crate) async fn output_result(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             id,
             OutputResult,
             s,
@@ -405,7 +409,8 @@ pub(crate) async fn api_error(
     step_number: u32,
     retry_count: u32,
 ) -> Result<Option<String>, Halt> {
-    for (p, slot) in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
+    for e in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
+        let (p, slot) = (e.p, e.slot);
         let args = ApiErrorArgs {
             error,
             step_number,
@@ -417,7 +422,7 @@ pub(crate) async fn api_error(
             report: &s.report,
         };
         let ran = run_hook!(
-            p,
+            e,
             p.dyn_id(),
             ApiError,
             s,

@@ -16,8 +16,8 @@ use crate::context::RequestContext;
 use crate::message::{Message, MessageList};
 use crate::processor::state::StateMap;
 use crate::processor::{
-    ApiErrorAction, DynProcessor, FutureSlot, Hook, InputOutcome, LlmRequestAction, OutputOutcome,
-    ProcessorError, Reporter, StepOverrides,
+    ApiErrorAction, DynProcessor, FutureSlot, Hook, Hooks, InputOutcome, LlmRequestAction,
+    OutputOutcome, ProcessorError, Reporter, StepOverrides,
 };
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
@@ -325,31 +325,71 @@ impl HookOutcome for ApiErrorAction {
     }
 }
 
+/// What a run asks of a processor once, when its list is bound, rather than at every hook
+/// call: the hooks it has, the ones it runs without a future, and the ones that read the
+/// messages.
+#[derive(Clone, Copy)]
+pub(crate) struct Asked {
+    hooks: Hooks,
+    sync: Hooks,
+    reads: Hooks,
+}
+
+impl Asked {
+    pub(crate) fn of(p: &dyn DynProcessor) -> Self {
+        Asked {
+            hooks: p.dyn_hooks(),
+            sync: p.dyn_sync_hooks(),
+            reads: p.dyn_reads_messages(),
+        }
+    }
+}
+
+/// A processor of a run's list, with its state slot and what was asked of it.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry<'p> {
+    pub(crate) p: &'p dyn DynProcessor,
+    pub(crate) slot: usize,
+    pub(crate) asked: Asked,
+}
+
+/// A processor of a list that has a hook, as that hook's chain calls it.
+pub(crate) struct HookEntry<'p> {
+    pub(crate) p: &'p dyn DynProcessor,
+    pub(crate) slot: usize,
+    /// Whether the hook runs without a future.
+    pub(crate) sync: bool,
+    /// Whether the hook reads the messages.
+    pub(crate) reads: bool,
+}
+
 /// A processor list of a run, each processor with its state slot.
 pub(crate) struct Chain<'p> {
-    entries: &'p [(&'p dyn DynProcessor, usize)],
+    entries: &'p [Entry<'p>],
 }
 
 impl<'p> Chain<'p> {
     /// The list `entries`: processors with their slots.
-    pub(crate) fn new(entries: &'p [(&'p dyn DynProcessor, usize)]) -> Self {
+    pub(crate) fn new(entries: &'p [Entry<'p>]) -> Self {
         Chain { entries }
     }
 
     /// The processors that have `hook`, in order, with their slots.
-    pub(crate) fn with(
-        &self,
-        hook: Hook,
-    ) -> impl Iterator<Item = (&'p dyn DynProcessor, usize)> + '_ {
+    pub(crate) fn with(&self, hook: Hook) -> impl Iterator<Item = HookEntry<'p>> + '_ {
         self.entries
             .iter()
-            .copied()
-            .filter(move |(p, _)| p.dyn_hooks().contains(hook))
+            .filter(move |e| e.asked.hooks.contains(hook))
+            .map(move |e| HookEntry {
+                p: e.p,
+                slot: e.slot,
+                sync: e.asked.sync.contains(hook),
+                reads: e.asked.reads.contains(hook),
+            })
     }
 
     /// Whether a processor of the list has `hook`.
     pub(crate) fn has(&self, hook: Hook) -> bool {
-        self.with(hook).next().is_some()
+        self.entries.iter().any(|e| e.asked.hooks.contains(hook))
     }
 }
 
