@@ -215,6 +215,9 @@ pub(crate) struct StreamDriver<'a, O> {
     sync: bool,
     /// Whether the stream hooks are counted and timed for tracing ([`Self::trace_step`]).
     measure: bool,
+    /// Whether the last pull filled its batch: the next binds a tuple's states at its first
+    /// chunk rather than at [`BIND_AFTER`].
+    bind_early: bool,
     stats: StreamStats,
     pub(crate) acc: StepAcc,
 }
@@ -238,6 +241,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             pending: VecDeque::new(),
             active,
             measure: false,
+            bind_early: false,
             stats: StreamStats::default(),
             acc: StepAcc::default(),
         }
@@ -413,8 +417,12 @@ fn panicked<O: Pipeline>(
     ))
 }
 
+/// The chunk of a pull at which a tuple's chain binds its states, unless the last pull filled
+/// its batch (then it binds them at the first).
+const BIND_AFTER: usize = 4;
+
 /// `emit_now` for a static chain, in the stream context `scx` built once for the batch, with
-/// the states bound on the first chunk (`bound`: not tried yet, or how it went).
+/// the states bound on its first chunk (`bound`: not tried yet, or how it went).
 #[inline(always)]
 fn emit_static<O: Pipeline>(
     scx: &mut StreamCx<'_>,
@@ -435,9 +443,9 @@ fn emit_static<O: Pipeline>(
     }
 }
 
-/// [`emit_static`] for a chain whose states could not be bound (two of its processors share
-/// an id, and so a state): each chunk looks them up.
-#[cold]
+/// [`emit_static`] for a chunk that runs before the states are bound, or through a chain
+/// whose states could not be bound (two of its processors share an id, and so a state):
+/// each processor looks its state up.
 #[inline(never)]
 fn emit_unbound<O: Pipeline>(
     scx: &mut StreamCx<'_>,
@@ -551,16 +559,25 @@ pub(crate) fn pump<O: Pipeline>(
         if let StreamList::Static(list) = d.list
             && !list.behind_dyn()
         {
-            // A tuple's states are bound to their processors' types when the first chunk
-            // comes (a pull without one binds nothing), not looked up and downcast for every
-            // chunk.
-            let mut bound = None;
-            let emit =
-                |out: &mut Outbox, kind| emit_static(&mut scx, acc, out, kind, list, &mut bound);
+            // A tuple's states are bound to their processors' types for the rest of the pull
+            // at its `BIND_AFTER`th chunk (at its first when the last pull filled its batch),
+            // not looked up and downcast for every chunk: binding and unbinding cost what a
+            // few lookups do, which a pull of one or two chunks (a model whose chunks come one
+            // at a time, a short answer) would not win back.
+            let (mut unbound, mut bound) = (usize::from(!d.bind_early) * BIND_AFTER, None);
+            let emit = |out: &mut Outbox, kind| {
+                if bound.is_none() && unbound > 1 {
+                    unbound -= 1;
+                    return emit_unbound(&mut scx, acc, out, kind, list);
+                }
+                emit_static(&mut scx, acc, out, kind, list, &mut bound)
+            };
             let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
             if let Some(Some(bound)) = bound {
                 list.unbind(bound, &mut *scx.states, scx.slots);
             }
+            // A pull that filled its batch: the model is ahead of the consumer.
+            d.bind_early = matches!(pulled, Poll::Ready(Pulled::Full));
             return pulled;
         }
         let list = d.list;
