@@ -158,6 +158,7 @@ impl<'p, O: Pipeline> Call<'p, O> {
                     })?;
                     entries.push(Entry {
                         p,
+                        id: p.dyn_id(),
                         slot,
                         asked: Asked::of(p),
                     });
@@ -212,6 +213,8 @@ impl<'p, O: Pipeline> Call<'p, O> {
 pub(crate) struct Layout {
     slots: Vec<usize>,
     asked: Vec<Asked>,
+    /// Each processor's id when its type fixes it (`STATIC_ID`): not asked again.
+    ids: Vec<Option<&'static str>>,
     /// For each slot, its creator and whose the slot is.
     creators: Vec<(usize, SlotOwner)>,
 }
@@ -236,9 +239,14 @@ impl Layout {
             .map(|(pos, owner)| (pos, owner.clone()))
             .collect();
         let asked = procs.iter().map(|&p| Asked::of(p)).collect();
+        let ids = procs
+            .iter()
+            .map(|&p| p.dyn_static_id().filter(|&fixed| fixed == p.dyn_id()))
+            .collect();
         Some(Layout {
             slots,
             asked,
+            ids,
             creators,
         })
     }
@@ -256,7 +264,13 @@ impl Layout {
             .iter()
             .zip(&self.slots)
             .zip(&self.asked)
-            .map(|((&p, &slot), &asked)| Entry { p, slot, asked })
+            .zip(&self.ids)
+            .map(|(((&p, &slot), &asked), id)| Entry {
+                p,
+                id: id.unwrap_or_else(|| p.dyn_id()),
+                slot,
+                asked,
+            })
             .collect()
     }
 }
@@ -266,6 +280,42 @@ mod tests {
     use crate::agent::BuildError;
     use crate::prelude::*;
     use crate::processor::boxed;
+
+    /// A processor whose type declares one id and whose value reports another.
+    struct Misdeclared;
+
+    impl Processor for Misdeclared {
+        type State = ();
+        const HOOKS: Hooks = Hooks::INPUT;
+        const STATIC_ID: Option<&'static str> = Some("declared");
+        fn id(&self) -> &str {
+            "actual"
+        }
+        async fn process_input(
+            &self,
+            args: InputArgs<'_, ()>,
+        ) -> Result<InputOutcome, ProcessorError> {
+            Err(args.abort().reason("stop").into())
+        }
+    }
+
+    /// The layout keeps a processor's id only when its type's id is the one it reports: a
+    /// trip wire names the processor by `id()`, on the first call and on later ones.
+    #[test]
+    fn the_layout_keeps_only_ids_the_processors_report() {
+        futures::executor::block_on(async {
+            let agent = Agent::builder()
+                .input_ref(boxed(Misdeclared))
+                .model(ScriptedModel::new([Turn::text("a")]))
+                .build()
+                .expect("the agent builds");
+            for _ in 0..2 {
+                let result = agent.generate("hi").await.expect("the run ends");
+                let tw = result.tripwire.expect("the processor aborted");
+                assert_eq!(tw.processor_id, "actual");
+            }
+        });
+    }
 
     /// The agent's own lists are checked once, and what the check found holds for every call
     /// that runs them; a call that brings lists of its own is checked against those.

@@ -71,9 +71,14 @@ impl StateMap {
     /// from `p`: what [`slot_for`](Self::slot_for) makes, without asking `p` for its id and
     /// type.
     pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
+        // A unit state (a processor without one) is the unit: not asked of the processor.
+        let value: Box<dyn Any + Send> = match owner.ty == TypeId::of::<()>() {
+            true => Box::new(()),
+            false => p.dyn_new_state(),
+        };
         self.slots.push(StateEntry {
             owner: owner.clone(),
-            value: p.dyn_new_state(),
+            value,
         });
     }
 

@@ -37,8 +37,7 @@ macro_rules! run_hook {
 /// messages are reconciled with the input, a returned system set replaces the untagged one.
 pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
     for e in chain.with(Hook::Input) {
-        let (p, slot) = (e.p, e.slot);
-        let id = p.dyn_id();
+        let (slot, id) = (e.slot, e.id);
         let args = InputArgs {
             messages: copy_if(e.reads, || s.list.input().cloned().collect()),
             system_messages: copy_if(e.reads, || s.list.system_messages().to_vec()),
@@ -97,8 +96,7 @@ pub(crate) async fn input_step(
     config: &mut StepConfig,
 ) -> Result<(), Halt> {
     for e in chain.with(Hook::InputStep) {
-        let (p, slot) = (e.p, e.slot);
-        let id = p.dyn_id();
+        let (slot, id) = (e.slot, e.id);
         let args = InputStepArgs {
             step_number,
             steps: &s.steps,
@@ -184,7 +182,7 @@ pub(crate) async fn llm_request(
 ) -> Result<Option<LlmResponse>, Halt> {
     let mut answer = None;
     for e in chain.with(Hook::LlmRequest) {
-        let (p, slot) = (e.p, e.slot);
+        let slot = e.slot;
         let args = LlmRequestArgs {
             step_number,
             request: &*request,
@@ -195,7 +193,7 @@ pub(crate) async fn llm_request(
         };
         let ran = run_hook!(
             e,
-            p.dyn_id(),
+            e.id,
             LlmRequest,
             s,
             args,
@@ -229,7 +227,7 @@ pub(crate) async fn llm_response(
     r: Response<'_>,
 ) -> Result<(), Halt> {
     for e in chain.with(Hook::LlmResponse) {
-        let (p, slot) = (e.p, e.slot);
+        let slot = e.slot;
         let args = LlmResponseArgs {
             step_number: r.step_number,
             request: r.request,
@@ -242,7 +240,7 @@ pub(crate) async fn llm_response(
         };
         let ran = run_hook!(
             e,
-            p.dyn_id(),
+            e.id,
             LlmResponse,
             s,
             args,
@@ -273,8 +271,7 @@ pub(crate) async fn output_step(
     step_ids: &mut Vec<String>,
 ) -> Result<(), Halt> {
     for e in chain.with(Hook::OutputStep) {
-        let (p, slot) = (e.p, e.slot);
-        let id = p.dyn_id();
+        let (slot, id) = (e.slot, e.id);
         let args = OutputStepArgs {
             step_number: step.step_number,
             messages: copy_if(e.reads, || {
@@ -328,7 +325,7 @@ pub(crate) async fn tool_result(
     mut result: Value,
 ) -> Result<Value, Halt> {
     for e in chain.with(Hook::ToolResult) {
-        let (p, slot) = (e.p, e.slot);
+        let slot = e.slot;
         let args = ToolResultArgs {
             tool_call,
             result: &result,
@@ -338,7 +335,7 @@ pub(crate) async fn tool_result(
         };
         let ran = run_hook!(
             e,
-            p.dyn_id(),
+            e.id,
             ToolResult,
             s,
             args,
@@ -369,8 +366,7 @@ pub(crate) async fn output_result(
     summary: &mut RunSummary,
 ) -> Result<(), Halt> {
     for e in chain.with(Hook::OutputResult) {
-        let (p, slot) = (e.p, e.slot);
-        let id = p.dyn_id();
+        let (slot, id) = (e.slot, e.id);
         let args = OutputResultArgs {
             messages: copy_if(e.reads, || s.list.response().cloned().collect()),
             result: &*summary,
@@ -410,7 +406,7 @@ pub(crate) async fn api_error(
     retry_count: u32,
 ) -> Result<Option<String>, Halt> {
     for e in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
-        let (p, slot) = (e.p, e.slot);
+        let slot = e.slot;
         let args = ApiErrorArgs {
             error,
             step_number,
@@ -423,7 +419,7 @@ pub(crate) async fn api_error(
         };
         let ran = run_hook!(
             e,
-            p.dyn_id(),
+            e.id,
             ApiError,
             s,
             args,
@@ -431,7 +427,7 @@ pub(crate) async fn api_error(
             dyn_process_api_error_in
         );
         if ran? == Some(ApiErrorAction::Retry) {
-            return Ok(Some(p.dyn_id().to_owned()));
+            return Ok(Some(e.id.to_owned()));
         }
     }
     Ok(None)

@@ -345,10 +345,11 @@ impl Asked {
     }
 }
 
-/// A processor of a run's list, with its state slot and what was asked of it.
+/// A processor of a run's list, with its id, its state slot and what was asked of it.
 #[derive(Clone, Copy)]
 pub(crate) struct Entry<'p> {
     pub(crate) p: &'p dyn DynProcessor,
+    pub(crate) id: &'p str,
     pub(crate) slot: usize,
     pub(crate) asked: Asked,
 }
@@ -356,6 +357,7 @@ pub(crate) struct Entry<'p> {
 /// A processor of a list that has a hook, as that hook's chain calls it.
 pub(crate) struct HookEntry<'p> {
     pub(crate) p: &'p dyn DynProcessor,
+    pub(crate) id: &'p str,
     pub(crate) slot: usize,
     /// Whether the hook runs without a future.
     pub(crate) sync: bool,
@@ -381,6 +383,7 @@ impl<'p> Chain<'p> {
             .filter(move |e| e.asked.hooks.contains(hook))
             .map(move |e| HookEntry {
                 p: e.p,
+                id: e.id,
                 slot: e.slot,
                 sync: e.asked.sync.contains(hook),
                 reads: e.asked.reads.contains(hook),
