@@ -80,8 +80,9 @@ impl<'p, O: Pipeline> Call<'p, O> {
         };
         // Every list in one vector: input, output, error (memory and `prepare_step` are put
         // in their places after the check).
-        let mut procs: Vec<&'p dyn DynProcessor> =
-            Vec::with_capacity(known.map_or(0, |l| l.slots.len()));
+        let mut procs: Vec<&'p dyn DynProcessor> = Vec::with_capacity(
+            known.map_or(0, |l| l.slots.len()) + usize::from(options.prepare_step.is_some()),
+        );
         match &options.input {
             Some(p) => p.collect(&mut procs),
             None => agent.input.collect(&mut procs),
@@ -133,8 +134,9 @@ impl<'p, O: Pipeline> Call<'p, O> {
         }
         // The stream chain leads the output list: memory, if it was added, follows it.
         let stream_at = step_end;
-        // So is where their processors keep their states (with no `prepare_step` processor
-        // among them): found once (by id, across the lists), then only created.
+        // Where the processors of the agent's own lists keep their states (with no
+        // `prepare_step` processor among them) is the same on every call too: found once (by
+        // id, across the lists), then only created.
         let own = own_lists && options.prepare_step.is_none() && states.len() == 0;
         let layout = match own {
             true => agent.layout.get_or_init(|| Layout::of(&procs)).as_ref(),
@@ -297,6 +299,29 @@ mod tests {
         ) -> Result<InputOutcome, ProcessorError> {
             Err(args.abort().reason("stop").into())
         }
+    }
+
+    /// A call's lists are built from the request context when `generate`/`generate_with` is
+    /// called, before the run is polled; the run itself starts when it is.
+    #[test]
+    fn lists_from_the_request_context_are_built_at_the_call() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let built = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&built);
+        let agent = Agent::builder()
+            .input_from(move |_| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                DynPipeline::new()
+            })
+            .model(ScriptedModel::new([Turn::text("a")]))
+            .build()
+            .expect("the agent builds");
+        let run = agent.generate("hi");
+        assert_eq!(built.load(Ordering::Relaxed), 1);
+        let result = futures::executor::block_on(run).expect("the run ends");
+        assert_eq!(result.text, "a");
+        assert_eq!(built.load(Ordering::Relaxed), 1);
     }
 
     /// The layout keeps a processor's id only when its type's id is the one it reports: a

@@ -169,7 +169,9 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
         &self.inner.name
     }
 
-    /// Runs to the end and returns the result.
+    /// Runs to the end and returns the result. As with
+    /// [`generate_with`](Self::generate_with), the call's lists are resolved when this is
+    /// called.
     pub fn generate(
         &self,
         input: impl Into<AgentInput>,
@@ -212,7 +214,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
 pub trait AnyAgent: Send + Sync {
     /// [`Agent::name`].
     fn name(&self) -> &str;
-    /// [`Agent::generate_with`].
+    /// [`Agent::generate_with`] (the call's lists resolved when this is called).
     fn generate_with(
         &self,
         input: AgentInput,

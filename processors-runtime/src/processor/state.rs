@@ -68,8 +68,8 @@ impl StateMap {
     }
 
     /// A new slot for `owner`, whom [`owners`](Self::owners) gave for `p`, with a fresh state
-    /// from `p`: what [`slot_for`](Self::slot_for) makes, without asking `p` for its id and
-    /// type.
+    /// (from `p`, or the unit for a unit state): what [`slot_for`](Self::slot_for) makes,
+    /// without asking `p` for its id and type.
     pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
         // A unit state (a processor without one) is the unit: not asked of the processor.
         let value: Box<dyn Any + Send> = match owner.ty == TypeId::of::<()>() {

@@ -216,7 +216,7 @@ pub(crate) struct StreamDriver<'a, O> {
     /// Whether the stream hooks are counted and timed for tracing ([`Self::trace_step`]).
     measure: bool,
     /// Whether the last pull filled its batch: the next binds a tuple's states at its first
-    /// chunk rather than at [`BIND_AFTER`].
+    /// chunk rather than at [`BIND_AT`].
     bind_early: bool,
     stats: StreamStats,
     pub(crate) acc: StepAcc,
@@ -419,10 +419,11 @@ fn panicked<O: Pipeline>(
 
 /// The chunk of a pull at which a tuple's chain binds its states, unless the last pull filled
 /// its batch (then it binds them at the first).
-const BIND_AFTER: usize = 4;
+const BIND_AT: usize = 4;
 
 /// `emit_now` for a static chain, in the stream context `scx` built once for the batch, with
-/// the states bound on its first chunk (`bound`: not tried yet, or how it went).
+/// the states bound when it is first called (at the pull's [`BIND_AT`]th chunk, or its first;
+/// `bound`: not tried yet, or how it went).
 #[inline(always)]
 fn emit_static<O: Pipeline>(
     scx: &mut StreamCx<'_>,
@@ -560,11 +561,11 @@ pub(crate) fn pump<O: Pipeline>(
             && !list.behind_dyn()
         {
             // A tuple's states are bound to their processors' types for the rest of the pull
-            // at its `BIND_AFTER`th chunk (at its first when the last pull filled its batch),
+            // at its `BIND_AT`th chunk (at its first when the last pull filled its batch),
             // not looked up and downcast for every chunk: binding and unbinding cost what a
             // few lookups do, which a pull of one or two chunks (a model whose chunks come one
             // at a time, a short answer) would not win back.
-            let (mut unbound, mut bound) = (usize::from(!d.bind_early) * BIND_AFTER, None);
+            let (mut unbound, mut bound) = (usize::from(!d.bind_early) * BIND_AT, None);
             let emit = |out: &mut Outbox, kind| {
                 if bound.is_none() && unbound > 1 {
                     unbound -= 1;
