@@ -112,9 +112,6 @@ impl<'p, O: Pipeline> Call<'p, O> {
         };
         // The stream chain is the list as given: memory has no stream hook.
         let stream_len = output_end - input_end;
-        let active = procs[input_end..output_end]
-            .iter()
-            .any(|p| p.dyn_hooks().contains(Hook::OutputStream));
         if let Some(memory) = &agent.memory {
             if !procs[input_end..output_end].iter().any(|p| is_memory(*p)) {
                 procs.insert(output_end, memory);
@@ -153,11 +150,7 @@ impl<'p, O: Pipeline> Call<'p, O> {
                 states.reserve(procs.len());
                 let mut entries = Vec::with_capacity(procs.len());
                 for &p in &procs {
-                    let slot = states.slot_for(p).map_err(|c| HookError::StateConflict {
-                        id: c.id,
-                        first: c.first,
-                        second: c.second,
-                    })?;
+                    let slot = states.slot_for(p).map_err(HookError::from)?;
                     entries.push(Entry {
                         p,
                         id: p.dyn_id(),
@@ -172,6 +165,9 @@ impl<'p, O: Pipeline> Call<'p, O> {
                 (entries, Cow::Owned(slots))
             }
         };
+        let active = entries[stream_at..stream_at + stream_len]
+            .iter()
+            .any(|e| e.has(Hook::OutputStream));
         let bound = Bound {
             entries,
             input_end,

@@ -21,14 +21,22 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
 
-/// Calls hook `$hook` of `$p` with `$args`: without a future when the processor says the
-/// hook never waits (`dyn_sync_hooks`, asked when the list was bound), else with its future
-/// in the run's slot.
+/// Calls hook `$hook` of the processor of entry `$e` with `$args`: without a future when the
+/// processor says the hook never waits (`dyn_sync_hooks`, asked when the list was bound),
+/// else with its future in the run's slot.
 macro_rules! run_hook {
-    ($e:expr, $id:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
+    ($e:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
         match $e.sync {
-            true => call_now($id, Hook::$hook, &$s.report, || $e.p.$now($args)),
-            false => call($id, Hook::$hook, &$s.report, $e.p.$in($args, &mut $s.hooks)).await,
+            true => call_now($e.id, Hook::$hook, &$s.report, || $e.p.$now($args)),
+            false => {
+                call(
+                    $e.id,
+                    Hook::$hook,
+                    &$s.report,
+                    $e.p.$in($args, &mut $s.hooks),
+                )
+                .await
+            }
         }
     };
 }
@@ -49,7 +57,6 @@ pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> 
         };
         let ran = run_hook!(
             e,
-            id,
             Input,
             s,
             args,
@@ -111,7 +118,6 @@ pub(crate) async fn input_step(
         };
         let ran = run_hook!(
             e,
-            id,
             InputStep,
             s,
             args,
@@ -193,7 +199,6 @@ pub(crate) async fn llm_request(
         };
         let ran = run_hook!(
             e,
-            e.id,
             LlmRequest,
             s,
             args,
@@ -240,7 +245,6 @@ pub(crate) async fn llm_response(
         };
         let ran = run_hook!(
             e,
-            e.id,
             LlmResponse,
             s,
             args,
@@ -295,7 +299,6 @@ pub(crate) async fn output_step(
         };
         let ran = run_hook!(
             e,
-            id,
             OutputStep,
             s,
             args,
@@ -335,7 +338,6 @@ pub(crate) async fn tool_result(
         };
         let ran = run_hook!(
             e,
-            e.id,
             ToolResult,
             s,
             args,
@@ -378,7 +380,6 @@ pub(crate) async fn output_result(
         };
         let ran = run_hook!(
             e,
-            id,
             OutputResult,
             s,
             args,
@@ -419,7 +420,6 @@ pub(crate) async fn api_error(
         };
         let ran = run_hook!(
             e,
-            e.id,
             ApiError,
             s,
             args,

@@ -14,7 +14,7 @@ pub(crate) mod workflow;
 
 use crate::context::RequestContext;
 use crate::message::{Message, MessageList};
-use crate::processor::state::StateMap;
+use crate::processor::state::{StateConflict, StateMap};
 use crate::processor::{
     ApiErrorAction, DynProcessor, FutureSlot, Hook, Hooks, InputOutcome, LlmRequestAction,
     OutputOutcome, ProcessorError, Reporter, StepOverrides,
@@ -75,6 +75,16 @@ pub enum HookError {
         /// The second.
         second: &'static str,
     },
+}
+
+impl From<StateConflict> for HookError {
+    fn from(c: StateConflict) -> Self {
+        HookError::StateConflict {
+            id: c.id,
+            first: c.first,
+            second: c.second,
+        }
+    }
 }
 
 impl HookError {
@@ -354,6 +364,13 @@ pub(crate) struct Entry<'p> {
     pub(crate) asked: Asked,
 }
 
+impl Entry<'_> {
+    /// Whether the processor has `hook`.
+    pub(crate) fn has(&self, hook: Hook) -> bool {
+        self.asked.hooks.contains(hook)
+    }
+}
+
 /// A processor of a list that has a hook, as that hook's chain calls it.
 pub(crate) struct HookEntry<'p> {
     pub(crate) p: &'p dyn DynProcessor,
@@ -380,7 +397,7 @@ impl<'p> Chain<'p> {
     pub(crate) fn with(&self, hook: Hook) -> impl Iterator<Item = HookEntry<'p>> + '_ {
         self.entries
             .iter()
-            .filter(move |e| e.asked.hooks.contains(hook))
+            .filter(move |e| e.has(hook))
             .map(move |e| HookEntry {
                 p: e.p,
                 id: e.id,
@@ -392,7 +409,7 @@ impl<'p> Chain<'p> {
 
     /// Whether a processor of the list has `hook`.
     pub(crate) fn has(&self, hook: Hook) -> bool {
-        self.entries.iter().any(|e| e.asked.hooks.contains(hook))
+        self.entries.iter().any(|e| e.has(hook))
     }
 }
 

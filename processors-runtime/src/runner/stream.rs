@@ -565,9 +565,10 @@ pub(crate) fn pump<O: Pipeline>(
             // not looked up and downcast for every chunk: binding and unbinding cost what a
             // few lookups do, which a pull of one or two chunks (a model whose chunks come one
             // at a time, a short answer) would not win back.
-            let (mut unbound, mut bound) = (usize::from(!d.bind_early) * BIND_AT, None);
+            let mut unbound = if d.bind_early { 0 } else { BIND_AT - 1 };
+            let mut bound = None;
             let emit = |out: &mut Outbox, kind| {
-                if bound.is_none() && unbound > 1 {
+                if bound.is_none() && unbound > 0 {
                     unbound -= 1;
                     return emit_unbound(&mut scx, acc, out, kind, list);
                 }

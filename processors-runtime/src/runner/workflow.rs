@@ -346,16 +346,7 @@ impl<W> Workflow<W> {
         state.slots = self
             .processors
             .iter()
-            .map(|p| {
-                state
-                    .states
-                    .slot_for(&**p)
-                    .map_err(|c| HookError::StateConflict {
-                        id: c.id,
-                        first: c.first,
-                        second: c.second,
-                    })
-            })
+            .map(|p| state.states.slot_for(&**p).map_err(HookError::from))
             .collect::<Result<_, _>>()?;
         state.histories = vec![Vec::new(); self.processors.len()];
         if !self.processors.iter().all(|p| is_stream_sync(&**p)) {
