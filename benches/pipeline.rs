@@ -44,6 +44,9 @@ fn generate(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("baseline", k), &k, |b, &k| {
             b.iter(|| block_on(support::baseline(&model, k, DELTA.len())))
         });
+        g.bench_with_input(BenchmarkId::new("adapter", k), &k, |b, &k| {
+            b.iter(|| block_on(support::run_generate_adapter(&model, k, DELTA.len())))
+        });
         for d in [Dispatch::Static, Dispatch::Dynamic] {
             let agent = support::agent(d, k, Turn::text(DELTA));
             g.bench_with_input(BenchmarkId::new(d.name(), k), &k, |b, &k| {

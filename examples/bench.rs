@@ -11,9 +11,11 @@
 //!
 //! Each is measured for tuple pipelines declared with `agent!` (`static`), for `DynPipeline`s
 //! (`dynamic`), and for the hand-written baseline (`baseline`): the model's stream consumed by
-//! a plain loop. `ratio_to_baseline` compares medians taken in the same run. The stream
-//! scenario also measures `adapter`, the agent's per-chunk work written by hand as a `Stream`
-//! adapter (a `Chunk` for the consumer, the answer's text kept), and `ratio_to_adapter`.
+//! a plain loop. `ratio_to_baseline` compares medians taken in the same run. Both scenarios
+//! also measure `adapter`, the agent's contract written by hand (for the stream, its
+//! per-chunk work as a `Stream` adapter: a `Chunk` for the consumer, the answer's text kept;
+//! for `generate`, what a call's result holds and the run needs on the way: messages with
+//! ids and times, the prompt, the answer's text, its step), and `ratio_to_adapter`.
 
 #[path = "../benches/support/mod.rs"]
 mod support;
@@ -169,12 +171,11 @@ fn round(x: f64, places: i32) -> f64 {
     (x * f).round() / f
 }
 
-const DISPATCHES: [&str; 3] = ["baseline", "static", "dynamic"];
+/// Each scenario's configurations: both yardsticks, then both dispatch paths.
+const DISPATCHES: [&str; 4] = ["baseline", "adapter", "static", "dynamic"];
 
-/// The stream scenario's configurations: both yardsticks, then both dispatch paths.
-const STREAM_DISPATCHES: [&str; 4] = ["baseline", "adapter", "static", "dynamic"];
-
-/// The three jobs of one configuration: the baseline, then both dispatch paths.
+/// The baseline's and both dispatch paths' jobs of one configuration (the caller inserts the
+/// adapter's second).
 fn jobs<'a>(
     model: &'a ScriptedModel,
     agents: &'a [Arc<dyn AnyAgent>; 2],
@@ -210,7 +211,7 @@ fn stream() {
             jobs.insert(1, Box::new(|| block_on(support::adapter(&model, k, chars))));
             measure((1_000_000 / n).max(9), &mut jobs)
         });
-        for (d, dispatch) in STREAM_DISPATCHES.iter().enumerate() {
+        for (d, dispatch) in DISPATCHES.iter().enumerate() {
             // Allocations each extra chunk costs: the slope between the two N.
             let (small, large) = (per_n[0][d], per_n[1][d]);
             let marginal = (large.allocs as f64 - small.allocs as f64)
@@ -262,6 +263,15 @@ fn generate() {
                 R
             },
         );
+        jobs.insert(
+            1,
+            Box::new(|| {
+                for _ in 0..R {
+                    block_on(support::run_generate_adapter(&model, k, DELTA.len()));
+                }
+                R
+            }),
+        );
         let measured = measure(9, &mut jobs);
         for (m, dispatch) in measured.iter().zip(DISPATCHES) {
             let ns = ns_per_item(m);
@@ -276,6 +286,7 @@ fn generate() {
                     "calls_per_sec": round(1e9 / ns, 0),
                     "allocs_per_call": round(m.allocs as f64 / m.items as f64, 1),
                     "ratio_to_baseline": round(ns / ns_per_item(&measured[0]), 3),
+                    "ratio_to_adapter": round(ns / ns_per_item(&measured[1]), 3),
                 })
             );
         }
@@ -319,10 +330,10 @@ fn once(args: Vec<String>) {
 }
 
 /// R `generate()` calls of one configuration, unmeasured, for a profiler:
-/// `once-generate static|dynamic K R`.
+/// `once-generate adapter|static|dynamic K R`.
 fn once_generate(args: Vec<String>) {
     let [dispatch, k, r] = args.as_slice() else {
-        eprintln!("usage: bench once-generate static|dynamic K R");
+        eprintln!("usage: bench once-generate adapter|static|dynamic K R");
         std::process::exit(2);
     };
     let (Ok(k), Ok(r)) = (k.parse::<usize>(), r.parse::<usize>()) else {
@@ -330,6 +341,14 @@ fn once_generate(args: Vec<String>) {
         std::process::exit(2);
     };
     let dispatch = match dispatch.as_str() {
+        "adapter" => {
+            let model = support::model(Turn::text(DELTA));
+            for _ in 0..r {
+                block_on(support::run_generate_adapter(&model, k, DELTA.len()));
+            }
+            println!("{}", json!({ "dispatch": "adapter", "k": k, "calls": r }));
+            return;
+        }
         "static" => Dispatch::Static,
         "dynamic" => Dispatch::Dynamic,
         other => {

@@ -217,6 +217,78 @@ pub async fn baseline(model: &ScriptedModel, k: usize, chars: usize) -> usize {
     chunks
 }
 
+/// The contract of a `generate()` call written by hand, with no processor machinery: the
+/// yardstick of the call's fixed costs (what any implementation pays), as [`adapter`] is of
+/// the stream's per-chunk ones. It makes what a call's result holds and what the run needs
+/// on the way: the input message (an id and a time, as `"go".into()` makes it for an agent),
+/// the run's id, the prompt (a copy of the conversation, which the model request owns), the
+/// answer's text (counted `k` times, as the counting processors do), the answer as a message
+/// with an id and a time, its step, and the result with the response messages.
+pub async fn generate_adapter(model: &ScriptedModel, k: usize, chars: usize) -> GenerateResult {
+    let conversation = vec![Message::user("go")];
+    let run_id = processors::message::new_id("run");
+    let request = ModelRequest {
+        prompt: conversation.clone(),
+        ..ModelRequest::default()
+    };
+    let mut stream = match model.stream(request).await {
+        Ok(s) => s,
+        Err(e) => panic!("the model rejected the request: {e}"),
+    };
+    let mut counts = [0usize; 10];
+    let counters = k.clamp(1, counts.len());
+    let mut text = String::new();
+    let (mut finish_reason, mut usage) = (FinishReason::Stop, Usage::default());
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ChunkKind::TextDelta { text: t, .. }) => {
+                for c in &mut counts[..counters] {
+                    *c += black_box(t.as_str()).chars().count();
+                }
+                text.push_str(&t);
+            }
+            Ok(ChunkKind::Finish {
+                finish_reason: r,
+                usage: u,
+            }) => (finish_reason, usage) = (r, u),
+            Ok(_) => {}
+            Err(e) => panic!("the scripted stream failed: {e}"),
+        }
+    }
+    drop(stream);
+    assert!(counts[..counters].iter().all(|&c| c == chars));
+    let text = Text::from(text);
+    let answer = Message::assistant(text.clone());
+    drop(conversation);
+    GenerateResult {
+        run_id,
+        text: text.clone(),
+        steps: vec![StepResult {
+            step_number: 0,
+            text,
+            finish_reason,
+            usage,
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
+            tripwire: None,
+        }],
+        finish_reason,
+        usage,
+        processor_usage: Default::default(),
+        tool_calls: Vec::new(),
+        tool_results: Vec::new(),
+        tripwire: None,
+        response_messages: vec![answer],
+        warnings: Vec::new(),
+    }
+}
+
+/// [`generate_adapter`] as the bench times it: the result checked, then dropped.
+pub async fn run_generate_adapter(model: &ScriptedModel, k: usize, chars: usize) {
+    let result = generate_adapter(model, k, chars).await;
+    assert_eq!(result.text.len(), chars);
+}
+
 /// The run id the adapter stamps on its chunks, as long as an agent's.
 const ADAPTER_RUN_ID: &str = "run-0123456789abcdefgh";
 
