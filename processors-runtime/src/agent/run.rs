@@ -7,7 +7,7 @@ use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
 use super::tools;
 use super::*;
-use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
+use crate::chunk::{ChunkKind, FinishReason, RunId, StepRetry, Usage};
 use crate::message::{MessageList, MessageSource, Part, Role, Text, concat_texts};
 use crate::model::{ApiError, ModelRequest, ModelStream};
 use crate::processor::state::StateMap;
@@ -78,6 +78,8 @@ struct OpenStep {
 struct Run {
     s: Scope,
     out: Outbox,
+    /// The run's id as the result gives it (the chunks carry `out`'s copy).
+    run_id: String,
     /// Data written outside a step (at the start of the run, or after a step's tools with no
     /// tool message to join): saved with the next accepted answer, kept if an attempt is
     /// rejected.
@@ -109,6 +111,7 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     slot: Option<Arc<Handoff>>,
 ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
     let reports = options.request_context.begin_run();
+    let run_id = crate::message::new_id("run");
     let mut run = Run {
         s: Scope {
             states: StateMap::default(),
@@ -119,7 +122,8 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             retry_count: 0,
             hooks: FutureSlot::new(),
         },
-        out: Outbox::new(crate::message::new_run_id(), slot),
+        out: Outbox::new(RunId::from(run_id.as_str()), slot),
+        run_id,
         carried: Vec::new(),
         warnings: Vec::new(),
         usage: Usage::default(),
@@ -207,7 +211,11 @@ impl Run {
     ) -> Result<GenerateResult, Stop> {
         self.s.list.replace_all_system(agent.instructions.clone());
         self.s.list.add_all(input, MessageSource::Input);
-        hooks::input(&lists.input, &mut self.s).await?;
+        // A hook's chain is entered only when a processor has the hook: most lists lack most
+        // hooks, and entering one costs its future.
+        if lists.input.has(Hook::Input) {
+            hooks::input(&lists.input, &mut self.s).await?;
+        }
         // The instructions as the input processors left them are the run's originals.
         let originals = self.s.list.system_messages().to_vec();
         driver
@@ -296,17 +304,26 @@ impl Run {
             // from the scope, and a trip wire there ends the run with them.
             steps: std::mem::take(&mut self.s.steps),
         };
-        let outcome = hooks::output_result(&lists.output, &mut self.s, &mut summary).await;
+        let outcome = match lists.output.has(Hook::OutputResult) {
+            true => hooks::output_result(&lists.output, &mut self.s, &mut summary).await,
+            false => Ok(()),
+        };
         self.s.steps = std::mem::take(&mut summary.steps);
         outcome?;
         self.out.release().await;
 
         let steps = std::mem::take(&mut self.s.steps);
         Ok(GenerateResult {
-            run_id: self.out.run_id.as_str().to_owned(),
+            run_id: std::mem::take(&mut self.run_id),
             text: summary.text,
-            tool_calls: steps.iter().flat_map(|s| s.tool_calls.clone()).collect(),
-            tool_results: steps.iter().flat_map(|s| s.tool_results.clone()).collect(),
+            tool_calls: steps
+                .iter()
+                .flat_map(|s| s.tool_calls.iter().cloned())
+                .collect(),
+            tool_results: steps
+                .iter()
+                .flat_map(|s| s.tool_results.iter().cloned())
+                .collect(),
             steps,
             finish_reason: last_reason,
             usage: self.usage,
@@ -348,9 +365,11 @@ impl Run {
             provider_options: agent.provider_options.clone(),
             model_settings: agent.model_settings.clone(),
         };
-        hooks::input_step(&lists.step, &mut self.s, step_number, &mut config)
-            .await
-            .map_err(rejecting)?;
+        if lists.step.has(Hook::InputStep) {
+            hooks::input_step(&lists.step, &mut self.s, step_number, &mut config)
+                .await
+                .map_err(rejecting)?;
+        }
         let offered: Vec<_> = config
             .tools
             .iter()
@@ -464,9 +483,11 @@ impl Run {
             run_usage: self.usage,
             tool_calls: &driver.acc.tool_calls,
         };
-        hooks::output_step(&lists.output, &mut self.s, step, &mut step_ids)
-            .await
-            .map_err(rejecting)?;
+        if by_id {
+            hooks::output_step(&lists.output, &mut self.s, step, &mut step_ids)
+                .await
+                .map_err(rejecting)?;
+        }
         // Accepted: the feedback was about the rejected answer, this one ends it; the data
         // carried to it is saved with it.
         self.open = None;
@@ -541,9 +562,13 @@ impl Run {
                 settings: config.model_settings.clone(),
             };
             let model = &*config.model;
-            let answer =
-                hooks::llm_request(&lists.input, &mut self.s, step_number, &mut request, model)
-                    .await?;
+            let answer = match lists.input.has(Hook::LlmRequest) {
+                true => {
+                    hooks::llm_request(&lists.input, &mut self.s, step_number, &mut request, model)
+                        .await?
+                }
+                false => None,
+            };
             if let Some(response) = answer {
                 return Ok((replay(response.chunks), true, keep.then_some(request)));
             }
@@ -815,7 +840,7 @@ impl Run {
                 self.s.report.violation(&tw, ViolationKind::Block);
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
                 Ok(GenerateResult {
-                    run_id: self.out.run_id.as_str().to_owned(),
+                    run_id: self.run_id,
                     text: Text::new(),
                     steps: self.s.steps,
                     finish_reason: FinishReason::Other,

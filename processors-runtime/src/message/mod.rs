@@ -166,13 +166,6 @@ pub fn new_id(prefix: &str) -> String {
     }
 }
 
-/// A fresh run id, kept inline (`run-` and the id's 11 + 1 to 6 characters fit a
-/// [`RunId`](crate::chunk::RunId) without an allocation).
-pub(crate) fn new_run_id() -> crate::chunk::RunId {
-    let mut buf = IdBuf::new();
-    crate::chunk::RunId::from(buf.fill("run"))
-}
-
 /// `prefix-stamp-` for the prefixes every run makes ids with (`msg`, `run`), written once:
 /// an id of theirs is this head and the counter.
 fn head(prefix: &str) -> Option<&'static str> {
@@ -459,7 +452,9 @@ mod tests {
 
     #[test]
     fn run_ids_fit_inline() {
-        let id = new_run_id();
+        // `run-`, the stamp's 11 characters and the counter's 1 to 6 fit a `RunId` without an
+        // allocation.
+        let id = crate::chunk::RunId::from(new_id("run").as_str());
         assert!(id.starts_with("run-") && id.len() <= 22, "{}", &*id);
         assert!(id.is_inline());
     }

@@ -152,7 +152,10 @@ impl Outbox {
 
     /// Hands over the chunks held back, and stops holding.
     pub(crate) async fn release(&mut self) {
-        if let Some(mut held) = self.held.take() {
+        // `generate()` holds nothing back: it keeps no chunk.
+        if let Some(mut held) = self.held.take()
+            && !held.is_empty()
+        {
             self.batch.append(&mut held);
             self.hand_over().await;
         }
