@@ -101,6 +101,22 @@ macro_rules! in_span {
     };
 }
 
+/// [`StreamDriver::emit`] in the caller's own future: a chunk that needs no waiting is run
+/// through the chain where it is (its future and the moves into it cost more than the work,
+/// for the start and end chunks every step sends), then handed over.
+macro_rules! emit {
+    ($driver:expr, $s:expr, $out:expr, $kind:expr, $through:expr) => {{
+        let through = $through;
+        match $driver.emits_now(through) {
+            true => {
+                $driver.emit_now(&mut $s, &mut $out, $kind, through)?;
+                $out.hand_over().await;
+            }
+            false => $driver.emit(&mut $s, &mut $out, $kind, through).await?,
+        }
+    }};
+}
+
 /// A run of the agent on `input`: set up when this is called, driven when the future is
 /// polled. The future holds each argument once (an `async fn` would hold its arguments, then
 /// its locals again): it is moved, and boxed behind `dyn`, whole.
@@ -218,9 +234,7 @@ impl Run {
         }
         // The instructions as the input processors left them are the run's originals.
         let originals = self.s.list.system_messages().to_vec();
-        driver
-            .emit(&mut self.s, &mut self.out, ChunkKind::Start, true)
-            .await?;
+        emit!(driver, self.s, self.out, ChunkKind::Start, true);
         self.carried.append(&mut driver.acc.data);
 
         let may_reject = limits.max_retries.is_some()
@@ -289,9 +303,7 @@ impl Run {
         // through stream processors.
         let through = last_reason != FinishReason::ToolCalls;
         self.out.hold();
-        driver
-            .emit(&mut self.s, &mut self.out, finish, through)
-            .await?;
+        emit!(driver, self.s, self.out, finish, through);
         self.carried.append(&mut driver.acc.data);
         if !self.carried.is_empty() {
             attach_data(&mut self.s.list, std::mem::take(&mut self.carried));
@@ -310,7 +322,9 @@ impl Run {
         };
         self.s.steps = std::mem::take(&mut summary.steps);
         outcome?;
-        self.out.release().await;
+        if self.out.release() {
+            self.out.hand_over().await;
+        }
 
         let steps = std::mem::take(&mut self.s.steps);
         Ok(GenerateResult {
@@ -517,9 +531,7 @@ impl Run {
             is_continued: reason == FinishReason::ToolCalls,
             retry: None,
         };
-        driver
-            .emit(&mut self.s, &mut self.out, step_finish, through)
-            .await?;
+        emit!(driver, self.s, self.out, step_finish, through);
         let text = match by_id {
             true => step_text(&self.s.list, &step_ids),
             false => answer,
@@ -666,9 +678,7 @@ impl Run {
             ..StepAcc::default()
         };
         let start = ChunkKind::StepStart { step_number };
-        driver
-            .emit(&mut self.s, &mut self.out, start, through)
-            .await?;
+        emit!(driver, self.s, self.out, start, through);
         let mut raw = Vec::new();
         let mut finish = None;
         loop {
@@ -704,9 +714,7 @@ impl Run {
                 finish = Some((finish_reason, usage));
                 continue;
             }
-            driver
-                .emit(&mut self.s, &mut self.out, kind, through)
-                .await?;
+            emit!(driver, self.s, self.out, kind, through);
         }
         drop(stream);
         let Some((reason, usage)) = finish else {

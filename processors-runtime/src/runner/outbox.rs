@@ -150,14 +150,17 @@ impl Outbox {
         self.held.get_or_insert_with(VecDeque::new);
     }
 
-    /// Hands over the chunks held back, and stops holding.
-    pub(crate) async fn release(&mut self) {
-        // `generate()` holds nothing back: it keeps no chunk.
-        if let Some(mut held) = self.held.take()
-            && !held.is_empty()
-        {
-            self.batch.append(&mut held);
-            self.hand_over().await;
+    /// Stops holding; true when chunks were held back, which are batched now and must be
+    /// handed over ([`hand_over`](Self::hand_over)). `generate()` holds nothing back: it
+    /// keeps no chunk.
+    #[must_use]
+    pub(crate) fn release(&mut self) -> bool {
+        match self.held.take() {
+            Some(mut held) if !held.is_empty() => {
+                self.batch.append(&mut held);
+                true
+            }
+            _ => false,
         }
     }
 

@@ -321,7 +321,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         kind: ChunkKind,
         through: bool,
     ) -> Result<(), Halt> {
-        if !through || !self.active || self.sync {
+        if self.emits_now(through) {
             self.emit_now(s, out, kind, through)?;
         } else {
             // The chain's future is over a kilobyte: kept out of this one (which every step
@@ -362,10 +362,17 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         Ok(())
     }
 
+    /// Whether [`emit`](Self::emit) of a chunk that goes `through` the chain (or past it)
+    /// works without waiting: past the chain, or through one whose hooks never wait.
+    #[inline(always)]
+    pub(crate) fn emits_now(&self, through: bool) -> bool {
+        !through || !self.active || self.sync
+    }
+
     /// `emit` for a chunk of a chain that never waits: runs it and batches what passes, then
     /// the data chunks the processors wrote (each from just after its writer).
     #[inline]
-    fn emit_now(
+    pub(crate) fn emit_now(
         &mut self,
         s: &mut Scope,
         out: &mut Outbox,
