@@ -1,8 +1,8 @@
 //! The scenarios shared by the criterion suite (`benches/pipeline.rs`) and the JSON bench
 //! binary (`examples/bench.rs`): pass-through input processors, character-counting output
-//! stream processors, agents with K of each on both dispatch paths, and two hand-written
-//! yardsticks: the bare loop over the model's stream, and a `Stream` adapter that does the
-//! agent's per-chunk work.
+//! stream processors, agents with K of each on both dispatch paths, and three hand-written
+//! yardsticks: the bare loop over the model's stream, a `Stream` adapter that does the
+//! agent's per-chunk work, and a `generate()` call's contract (`generate_adapter`).
 
 #![allow(dead_code)] // each harness uses part of it
 
@@ -222,8 +222,8 @@ pub async fn baseline(model: &ScriptedModel, k: usize, chars: usize) -> usize {
 /// the stream's per-chunk ones. It makes what a call's result holds and what the run needs
 /// on the way: the input message (an id and a time, as `"go".into()` makes it for an agent),
 /// the run's id, the prompt (a copy of the conversation, which the model request owns), the
-/// answer's text (counted `k` times, as the counting processors do), the answer as a message
-/// with an id and a time, its step, and the result with the response messages.
+/// answer's text (counted `k` times, at least once, as the baseline counts it), the answer
+/// as a message with an id and a time, its step, and the result with the response messages.
 pub async fn generate_adapter(model: &ScriptedModel, k: usize, chars: usize) -> GenerateResult {
     let conversation = vec![Message::user("go")];
     let run_id = processors::message::new_id("run");

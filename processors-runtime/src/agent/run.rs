@@ -327,6 +327,7 @@ impl Run {
         }
 
         let steps = std::mem::take(&mut self.s.steps);
+        // Nothing fails from here on: `end`, which also gives the id, does not run.
         Ok(GenerateResult {
             run_id: std::mem::take(&mut self.run_id),
             text: summary.text,
@@ -489,15 +490,15 @@ impl Run {
         let by_id = lists.output.has(Hook::OutputStep);
         let mut step_ids = self.add_answer(&mut driver.acc, by_id);
         let answer = driver.acc.answer.clone();
-        let step = Step {
-            step_number,
-            text: &driver.acc.answer,
-            finish_reason: reason,
-            usage,
-            run_usage: self.usage,
-            tool_calls: &driver.acc.tool_calls,
-        };
         if by_id {
+            let step = Step {
+                step_number,
+                text: &driver.acc.answer,
+                finish_reason: reason,
+                usage,
+                run_usage: self.usage,
+                tool_calls: &driver.acc.tool_calls,
+            };
             hooks::output_step(&lists.output, &mut self.s, step, &mut step_ids)
                 .await
                 .map_err(rejecting)?;
