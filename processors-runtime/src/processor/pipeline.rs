@@ -826,6 +826,10 @@ tuple_pipeline!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12
 #[derive(Clone, Default)]
 pub struct DynPipeline {
     processors: Vec<ProcessorRef>,
+    /// The processors with a stream hook and their positions, asked when each was added: the
+    /// stream chain calls no other (behind `dyn`, asking inside the call cost a virtual call
+    /// per processor and chunk).
+    streaming: Vec<(usize, ProcessorRef)>,
 }
 
 impl DynPipeline {
@@ -836,12 +840,15 @@ impl DynPipeline {
 
     /// The list with `p` appended.
     pub fn with(mut self, p: impl Processor) -> Self {
-        self.processors.push(boxed(p));
+        self.push(boxed(p));
         self
     }
 
     /// Appends a processor.
     pub fn push(&mut self, p: ProcessorRef) {
+        if p.dyn_hooks().contains(Hook::OutputStream) {
+            self.streaming.push((self.processors.len(), p.clone()));
+        }
         self.processors.push(p);
     }
 
@@ -859,19 +866,28 @@ impl DynPipeline {
     pub fn is_empty(&self) -> bool {
         self.processors.is_empty()
     }
+
+    /// The processors with a stream hook from position `start` on, with their positions.
+    fn streaming_from(&self, start: usize) -> impl Iterator<Item = (usize, &ProcessorRef)> {
+        (self.streaming.iter())
+            .filter(move |(i, _)| *i >= start)
+            .map(|(i, p)| (*i, p))
+    }
 }
 
 impl From<Vec<ProcessorRef>> for DynPipeline {
     fn from(processors: Vec<ProcessorRef>) -> Self {
-        DynPipeline { processors }
+        processors.into_iter().collect()
     }
 }
 
 impl FromIterator<ProcessorRef> for DynPipeline {
     fn from_iter<T: IntoIterator<Item = ProcessorRef>>(iter: T) -> Self {
-        DynPipeline {
-            processors: iter.into_iter().collect(),
+        let mut list = DynPipeline::new();
+        for p in iter {
+            list.push(p);
         }
+        list
     }
 }
 
@@ -908,7 +924,7 @@ impl Pipeline for DynPipeline {
         chunk: &mut Chunk,
         start: usize,
     ) -> Flow {
-        for (i, p) in self.processors.iter().enumerate().skip(start) {
+        for (i, p) in self.streaming_from(start) {
             match (**p).call_step_now::<MEASURE>(cx, chunk, i) {
                 Flow::Continue => {}
                 other => return other,
@@ -922,7 +938,7 @@ impl Pipeline for DynPipeline {
         chunk: &'a mut Chunk,
         start: usize,
     ) -> Flow {
-        for (i, p) in self.processors.iter().enumerate().skip(start) {
+        for (i, p) in self.streaming_from(start) {
             match stream_one::<MEASURE, _>(&**p, cx, chunk, i).await {
                 Flow::Continue => {}
                 other => return other,
@@ -1067,6 +1083,75 @@ mod tests {
         assert_eq!(states.slot_for(&Unit("unit")), Ok(1));
         *states.get_mut(0).downcast_mut::<usize>().unwrap() = n;
         states
+    }
+
+    /// A list behind `dyn` calls only its processors with a stream hook, each at its own
+    /// position (whose slot holds its state), from the position the chain starts at; however
+    /// the list was built.
+    #[test]
+    fn a_dyn_list_calls_its_stream_processors_at_their_positions() {
+        let procs = || [boxed(Unit("a")), boxed(Script), boxed(Unit("b"))];
+        let mut pushed = DynPipeline::new();
+        for p in procs() {
+            pushed.push(p);
+        }
+        let lists = [
+            DynPipeline::from(procs().to_vec()),
+            procs().into_iter().collect(),
+            DynPipeline::new()
+                .with(Unit("a"))
+                .with(Script)
+                .with(Unit("b")),
+            pushed,
+        ];
+        for list in lists {
+            let streaming: Vec<_> = list
+                .streaming
+                .iter()
+                .map(|(i, p)| (*i, p.dyn_id()))
+                .collect();
+            assert_eq!(streaming, [(1, "script")]);
+            let mut states = StateMap::default();
+            let slots: Vec<usize> = (list.processors().iter())
+                .map(|p| states.slot_for(&**p).unwrap())
+                .collect();
+            let mut histories = vec![Vec::new(); 3];
+            let mut futures = [FutureSlot::new(), FutureSlot::new(), FutureSlot::new()];
+            let messages = MessageList::new();
+            let mut request_context = RequestContext::new();
+            let mut written = Vec::new();
+            let report = Reporter::default();
+            let mut texts = Vec::new();
+            for start in [0, 1, 2] {
+                let mut cx = StreamCx {
+                    states: &mut states,
+                    slots: &slots,
+                    histories: &mut histories,
+                    futures: &mut futures,
+                    message_list: &messages,
+                    request_context: &mut request_context,
+                    retry_count: 0,
+                    written: &mut written,
+                    pending: None,
+                    report: &report,
+                    current: 0,
+                    stats: None,
+                };
+                let kind = ChunkKind::TextDelta {
+                    id: "t".into(),
+                    text: "abc".into(),
+                };
+                let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+                let flow = list.run_output_stream_now::<false>(&mut cx, &mut chunk, start);
+                assert!(matches!(flow, Flow::Continue), "{flow:?}");
+                texts.push(chunk.text_delta().map(str::to_owned));
+            }
+            // Upper-cased by `Script` from positions 0 and 1, left alone from position 2.
+            let (upper, lower) = (Some("ABC".to_owned()), Some("abc".to_owned()));
+            assert_eq!(texts, [upper.clone(), upper, lower]);
+            let count = states.get_mut(slots[1]).downcast_mut::<usize>();
+            assert_eq!(count, Some(&mut 2));
+        }
     }
 
     #[test]
