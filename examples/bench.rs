@@ -174,16 +174,18 @@ fn round(x: f64, places: i32) -> f64 {
 /// Each scenario's configurations: both yardsticks, then both dispatch paths.
 const DISPATCHES: [&str; 4] = ["baseline", "adapter", "static", "dynamic"];
 
-/// The baseline's and both dispatch paths' jobs of one configuration (the caller inserts the
-/// adapter's second).
+/// The jobs of one configuration, in the order of [`DISPATCHES`]: both yardsticks on the
+/// model, then the run on both agents.
 fn jobs<'a>(
     model: &'a ScriptedModel,
     agents: &'a [Arc<dyn AnyAgent>; 2],
     base: impl Fn(&ScriptedModel) -> usize + 'a,
+    adapter: impl Fn(&ScriptedModel) -> usize + 'a,
     run: impl Fn(&dyn AnyAgent) -> usize + Copy + 'a,
 ) -> Vec<Job<'a>> {
     vec![
         Box::new(move || base(model)),
+        Box::new(move || adapter(model)),
         Box::new(move || run(&*agents[0])),
         Box::new(move || run(&*agents[1])),
     ]
@@ -206,9 +208,9 @@ fn stream() {
                 &model,
                 &agents,
                 |m| block_on(support::baseline(m, k, chars)),
+                |m| block_on(support::adapter(m, k, chars)),
                 |a| block_on(support::run_stream(a, k, chars)),
             );
-            jobs.insert(1, Box::new(|| block_on(support::adapter(&model, k, chars))));
             measure((1_000_000 / n).max(9), &mut jobs)
         });
         for (d, dispatch) in DISPATCHES.iter().enumerate() {
@@ -256,21 +258,18 @@ fn generate() {
                 }
                 R
             },
+            |m| {
+                for _ in 0..R {
+                    block_on(support::run_generate_adapter(m, k, DELTA.len()));
+                }
+                R
+            },
             |a| {
                 for _ in 0..R {
                     block_on(support::run_generate(a, k, DELTA.len()));
                 }
                 R
             },
-        );
-        jobs.insert(
-            1,
-            Box::new(|| {
-                for _ in 0..R {
-                    block_on(support::run_generate_adapter(&model, k, DELTA.len()));
-                }
-                R
-            }),
         );
         let measured = measure(9, &mut jobs);
         for (m, dispatch) in measured.iter().zip(DISPATCHES) {
