@@ -166,3 +166,169 @@ on_every_path!(sync_state_lasts_across_batches_and_hooks, |path| {
     assert_eq!(r.unwrap().text.len(), 400);
     assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1_200);
 });
+
+/// Counts every chunk it is given, data parts included, in its state, and reports the count
+/// at the end: a chunk that reached it without its state (still bound elsewhere) would fail
+/// the hook and go uncounted.
+struct CountAll(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Processor for CountAll {
+    type State = usize;
+    const HOOKS: Hooks = Hooks::OUTPUT_STREAM.with(Hooks::OUTPUT_RESULT);
+    const OUTPUT_STREAM_IS_SYNC: bool = true;
+    fn id(&self) -> &str {
+        "count-all"
+    }
+    fn process_data_parts(&self) -> bool {
+        true
+    }
+    fn process_output_stream_now(
+        &self,
+        args: OutputStreamArgs<'_, usize>,
+    ) -> Result<StreamAction, ProcessorError> {
+        *args.state += 1;
+        Ok(StreamAction::Pass)
+    }
+    async fn process_output_stream(
+        &self,
+        args: OutputStreamArgs<'_, usize>,
+    ) -> Result<StreamAction, ProcessorError> {
+        self.process_output_stream_now(args)
+    }
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_, usize>,
+    ) -> Result<OutputOutcome, ProcessorError> {
+        self.0
+            .store(*args.state, std::sync::atomic::Ordering::SeqCst);
+        Ok(OutputOutcome::Unchanged)
+    }
+}
+
+impl OutputProcessor for CountAll {}
+
+/// A model whose chunks come one at a time, as from a network: its stream makes the run wait
+/// once before each chunk.
+#[derive(Clone)]
+struct Trickle(Vec<ChunkKind>);
+
+impl LanguageModel for Trickle {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "trickle"
+    }
+    fn stream(
+        &self,
+        _: processors::model::ModelRequest,
+    ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
+        let mut chunks = self.0.clone().into_iter();
+        let mut ready = false;
+        let s = futures::stream::poll_fn(move |cx| {
+            ready = !ready;
+            if ready {
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            std::task::Poll::Ready(chunks.next().map(Ok))
+        });
+        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
+    }
+}
+
+/// Ten text deltas, a data part from the model (a chunk for the general path), ten more, and
+/// the finish.
+fn trickle() -> Trickle {
+    let delta = |t: &str| ChunkKind::TextDelta {
+        id: "t".into(),
+        text: t.into(),
+    };
+    let mut chunks: Vec<ChunkKind> = (0..10).map(|_| delta("a")).collect();
+    chunks.push(ChunkKind::Data {
+        name: "progress".into(),
+        data: json!({"half": true}),
+        transient: true,
+    });
+    chunks.extend((0..10).map(|_| delta("b")));
+    chunks.push(ChunkKind::Finish {
+        finish_reason: FinishReason::Stop,
+        usage: Usage::default(),
+    });
+    Trickle(chunks)
+}
+
+// The chain's states are bound to their types after a few chunks and stay bound while the
+// model makes the run wait; a chunk for the general path (the data part) finds them back in
+// the request's map, and so do the hooks after the stream.
+on_every_path!(sync_state_stays_whole_while_the_model_trickles, |path| {
+    let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let agent = build_agent!(path, model: trickle(), output: [CountAll(counted.clone())]);
+    let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+    assert_eq!(r.unwrap().text, "aaaaaaaaaabbbbbbbbbb");
+    assert_eq!(
+        types(&chunks)
+            .iter()
+            .filter(|t| *t == "data-progress")
+            .count(),
+        1
+    );
+    assert_eq!(
+        counted.load(std::sync::atomic::Ordering::SeqCst),
+        chunks.len()
+    );
+});
+
+/// Forty deltas "a", then `marked`, then forty more: the mark comes long after the chain's
+/// states are bound.
+fn long_with(marked: &str) -> ScriptedModel {
+    let mut deltas = vec!["a"; 40];
+    deltas.push(marked);
+    deltas.extend(vec!["a"; 40]);
+    ScriptedModel::new([Turn::deltas(deltas)])
+}
+
+on_every_path!(sync_panic_on_a_bound_chunk_names_the_processor, |path| {
+    let agent = build_agent!(path, model: long_with("boom"), output: [DropMarked, Explodes]);
+    let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+    let err = r.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::Hook(HookError::Panicked { id, hook: Hook::OutputStream, .. }) if id == "explodes"),
+        "{err}"
+    );
+    assert_eq!(deltas(&chunks), vec!["a"; 40]);
+});
+
+on_every_path!(sync_abort_on_a_bound_chunk_yields_one_tripwire, |path| {
+    let agent = build_agent!(path, model: long_with("bad"), output: [BlockBad, Exclaim]);
+    let (chunks, r) = collect(&*agent, "x", GenerateOptions::new()).await;
+    assert_eq!(deltas(&chunks), vec!["a!"; 40]);
+    assert_eq!(types(&chunks).last().unwrap(), "tripwire");
+    assert_eq!(r.unwrap().tripwire.unwrap().processor_id, "block-bad");
+});
+
+// A list given for the call is bound the same way as the agent's own.
+#[tokio::test]
+async fn a_call_s_own_list_keeps_its_states_bound_and_whole() {
+    let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let agent = agent! { model: trickle() };
+    let list = DynPipeline::new()
+        .with(CountAll(counted.clone()))
+        .with(Exclaim);
+    let options = GenerateOptions::new().output_processors(list);
+    let (chunks, r) = collect(&agent, "x", options).await;
+    assert_eq!(r.unwrap().text.len(), 40);
+    assert_eq!(
+        counted.load(std::sync::atomic::Ordering::SeqCst),
+        chunks.len()
+    );
+
+    let list = DynPipeline::new().with(DropMarked).with(Explodes);
+    let agent = agent! { model: long_with("boom") };
+    let options = GenerateOptions::new().output_processors(list);
+    let (chunks, r) = collect(&agent, "x", options).await;
+    assert!(
+        matches!(r, Err(AgentError::Hook(HookError::Panicked { ref id, .. })) if id == "explodes")
+    );
+    assert_eq!(deltas(&chunks), vec!["a"; 40]);
+}

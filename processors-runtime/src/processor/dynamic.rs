@@ -1,4 +1,4 @@
-use super::pipeline::{ViaDyn, step_now};
+use super::pipeline::{BoundStream, BoundTo, ViaDyn, step_now};
 use super::table::{for_each_hook, for_each_sync_hook, sync_hooks_of};
 use super::*;
 use crate::chunk::Chunk;
@@ -180,6 +180,18 @@ pub trait DynProcessor: Send + Sync + 'static {
         &self,
         args: OutputStreamArgs<'_, dyn Any + Send>,
     ) -> Result<StreamAction, ProcessorError>;
+    /// Binds `state` (taken from this processor's slot) to the processor's stream step, for a
+    /// run of chunks of a chain whose hooks never wait; gives it back when it is not the
+    /// processor's type or the stream hook may wait (then each chunk takes
+    /// [`dyn_output_stream_step_now`](Self::dyn_output_stream_step_now)). The default binds
+    /// nothing.
+    #[doc(hidden)]
+    fn dyn_bind_stream<'p>(
+        &'p self,
+        state: Box<dyn Any + Send>,
+    ) -> Result<Box<dyn BoundStream + 'p>, Box<dyn Any + Send>> {
+        Err(state)
+    }
     /// One step of a stream chain whose hooks never wait: whether the processor takes the
     /// chunk, the call of [`dyn_process_output_stream_now`](Self::dyn_process_output_stream_now)
     /// and what its result does to the chunk. With `measure`, the call is counted and timed.
@@ -258,6 +270,16 @@ impl<P: Processor> DynProcessor for P {
             Some(args) => self.process_output_stream_now(args),
             None => Err(state_mismatch(self)),
         }
+    }
+    fn dyn_bind_stream<'p>(
+        &'p self,
+        state: Box<dyn Any + Send>,
+    ) -> Result<Box<dyn BoundStream + 'p>, Box<dyn Any + Send>> {
+        if !P::OUTPUT_STREAM_IS_SYNC {
+            return Err(state);
+        }
+        let state = state.downcast::<P::State>()?;
+        Ok(Box::new(BoundTo { p: self, state }))
     }
     #[inline]
     fn dyn_output_stream_step_now(

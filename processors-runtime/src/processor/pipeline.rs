@@ -63,28 +63,32 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
 
     /// The states of the list's processors, each taken out of the request's map as its
     /// processor's type: bound once for a run of chunks instead of being looked up and
-    /// downcast for every chunk.
+    /// downcast for every chunk. It may borrow the list (`'p`).
     #[doc(hidden)]
-    type Bound: Send;
+    type Bound<'p>: Send
+    where
+        Self: 'p;
 
     /// Takes the states at `slots` (one per processor, in order) out of `states`, as their
     /// processors' types, until [`unbind`](Pipeline::unbind) puts them back; `None`, taking
-    /// nothing, when the list does not run bound (a list behind `dyn`, a stream hook that may
-    /// wait, or states that do not match), and then the chunks take
-    /// `run_output_stream_now`.
+    /// nothing, when the list does not run bound (a stream hook that may wait, or states that
+    /// do not match), and then the chunks take `run_output_stream_now`. A tuple's bound
+    /// states are its processors' own types; a list behind `dyn` binds each stream
+    /// processor's state behind that processor's [`BoundStream`] (one allocation per stream
+    /// processor and binding).
     #[doc(hidden)]
-    fn bind(&self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound>;
+    fn bind<'p>(&'p self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound<'p>>;
 
     /// Puts back the states [`bind`](Pipeline::bind) took.
     #[doc(hidden)]
-    fn unbind(&self, bound: Self::Bound, states: &mut StateMap, slots: &[usize]);
+    fn unbind(&self, bound: Self::Bound<'_>, states: &mut StateMap, slots: &[usize]);
 
     /// `run_output_stream_now` with the states bound by [`bind`](Pipeline::bind); `cx`'s
     /// own state map is not used.
     #[doc(hidden)]
     fn run_output_stream_bound(
         &self,
-        bound: &mut Self::Bound,
+        bound: &mut Self::Bound<'_>,
         cx: &mut StreamCx<'_>,
         chunk: &mut Chunk,
         start: usize,
@@ -582,6 +586,32 @@ fn step_bound<P: Processor>(
     apply(p, cx, chunk, pos, result)
 }
 
+/// A stream processor behind `dyn` with its state taken out of the request's map as its own
+/// type ([`DynProcessor::dyn_bind_stream`]), for a run of chunks: each chunk is one virtual
+/// call, with no lookup or downcast of the state.
+#[doc(hidden)]
+pub trait BoundStream: Send {
+    /// One step of the chain for the processor at `pos`, as [`step_now`] makes it.
+    fn step(&mut self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, pos: usize) -> Flow;
+    /// Gives the state back, for the request's map.
+    fn unbind(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+/// A processor and its state, bound ([`BoundStream`]).
+pub(crate) struct BoundTo<'p, P: Processor> {
+    pub(crate) p: &'p P,
+    pub(crate) state: Box<P::State>,
+}
+
+impl<P: Processor> BoundStream for BoundTo<'_, P> {
+    fn step(&mut self, cx: &mut StreamCx<'_>, chunk: &mut Chunk, pos: usize) -> Flow {
+        step_bound(self.p, &mut self.state, cx, chunk, pos)
+    }
+    fn unbind(self: Box<Self>) -> Box<dyn Any + Send> {
+        self.state
+    }
+}
+
 /// [`step_now`], counted and timed.
 #[inline(never)]
 fn measured_now<P: StreamCall + ?Sized>(
@@ -666,7 +696,7 @@ pub(crate) fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
 
 impl sealed::Sealed for () {}
 impl Pipeline for () {
-    type Bound = ();
+    type Bound<'p> = ();
     fn bind(&self, _: &mut StateMap, _: &[usize]) -> Option<()> {
         None
     }
@@ -706,9 +736,9 @@ macro_rules! tuple_pipeline {
     ($($idx:tt $T:ident),+) => {
         impl<$($T: Processor),+> sealed::Sealed for ($($T,)+) {}
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
-            type Bound = ($(Box<<$T as Processor>::State>,)+);
+            type Bound<'p> = ($(Box<<$T as Processor>::State>,)+);
             #[inline]
-            fn bind(&self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound> {
+            fn bind(&self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound<'_>> {
                 const LEN: usize = [$($idx),+].len();
                 if !self.stream_is_sync() {
                     return None;
@@ -733,7 +763,7 @@ macro_rules! tuple_pipeline {
                 Some(($(taken.next()?.downcast::<<$T as Processor>::State>().ok()?,)+))
             }
             #[inline]
-            fn unbind(&self, bound: Self::Bound, states: &mut StateMap, slots: &[usize]) {
+            fn unbind(&self, bound: Self::Bound<'_>, states: &mut StateMap, slots: &[usize]) {
                 // In reverse, as `bind` puts back.
                 let values: [Box<dyn Any + Send>; [$($idx),+].len()] = [$(bound.$idx),+];
                 for (&slot, value) in slots.iter().zip(values).rev() {
@@ -741,7 +771,7 @@ macro_rules! tuple_pipeline {
                 }
             }
             #[inline]
-            fn run_output_stream_bound(&self, bound: &mut Self::Bound, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
+            fn run_output_stream_bound(&self, bound: &mut Self::Bound<'_>, cx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize) -> Flow {
                 $(
                     if $idx >= start {
                         match step_bound(&self.$idx, &mut *bound.$idx, cx, chunk, $idx) {
@@ -894,21 +924,56 @@ impl FromIterator<ProcessorRef> for DynPipeline {
 
 impl sealed::Sealed for DynPipeline {}
 impl Pipeline for DynPipeline {
-    /// Behind `dyn`, the states' types are not known here: each chunk takes
-    /// `run_output_stream_now`.
-    type Bound = ();
-    fn bind(&self, _: &mut StateMap, _: &[usize]) -> Option<()> {
-        None
+    /// Each stream processor's state taken out of the request's map as its own type, behind
+    /// the processor's [`BoundStream`]: a chunk then costs one virtual call per processor,
+    /// without a lookup or a downcast.
+    type Bound<'p> = Vec<(usize, Box<dyn BoundStream + 'p>)>;
+    fn bind<'p>(&'p self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound<'p>> {
+        let mut bound = Vec::with_capacity(self.streaming.len());
+        for (pos, p) in &self.streaming {
+            let slot = slots.get(*pos).copied().filter(|&s| s < states.len());
+            let taken = slot.map(|slot| (slot, p.dyn_bind_stream(states.take(slot))));
+            match taken {
+                Some((_, Ok(b))) => bound.push((*pos, b)),
+                // Not its type: a slot given twice is taken as a unit the second time, which
+                // only a unit state accepts (and a unit is all such a slot holds).
+                Some((slot, Err(value))) => {
+                    states.put(slot, value);
+                    self.unbind(bound, states, slots);
+                    return None;
+                }
+                None => {
+                    self.unbind(bound, states, slots);
+                    return None;
+                }
+            }
+        }
+        Some(bound)
     }
-    fn unbind(&self, _: (), _: &mut StateMap, _: &[usize]) {}
+    fn unbind(&self, bound: Self::Bound<'_>, states: &mut StateMap, slots: &[usize]) {
+        // In reverse, so that a slot taken twice gets its first value back last.
+        for (pos, b) in bound.into_iter().rev() {
+            if let Some(&slot) = slots.get(pos) {
+                states.put(slot, b.unbind());
+            }
+        }
+    }
     fn run_output_stream_bound(
         &self,
-        _: &mut (),
+        bound: &mut Self::Bound<'_>,
         cx: &mut StreamCx<'_>,
         chunk: &mut Chunk,
         start: usize,
     ) -> Flow {
-        self.run_output_stream_now::<false>(cx, chunk, start)
+        for (pos, b) in bound.iter_mut() {
+            if *pos >= start {
+                match b.step(cx, chunk, *pos) {
+                    Flow::Continue => {}
+                    other => return other,
+                }
+            }
+        }
+        Flow::Continue
     }
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));
@@ -1189,12 +1254,104 @@ mod tests {
     }
 
     #[test]
-    fn a_list_that_may_wait_or_is_behind_dyn_is_not_bound() {
+    fn a_list_that_may_wait_is_not_bound() {
         let mut states = states_with(7);
         assert!((Waits, Unit("unit")).bind(&mut states, &[0, 1]).is_none());
-        let dynamic = DynPipeline::new().with(Script).with(Unit("unit"));
+        let dynamic = DynPipeline::new().with(Waits).with(Unit("unit"));
         assert!(dynamic.bind(&mut states, &[0, 1]).is_none());
         assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 7));
+    }
+
+    /// Runs `texts` through a list's bound chain from position 0, `Script`'s state at slot 0:
+    /// what became of each chunk, its text and the chunks written (with the position they
+    /// run from).
+    fn run_bound<L: Pipeline>(
+        list: &L,
+        bound: &mut L::Bound<'_>,
+        states: &mut StateMap,
+        texts: &[&str],
+    ) -> Vec<(&'static str, Option<String>, Vec<usize>)> {
+        let slots = [0, 1];
+        let mut histories = vec![Vec::new(), Vec::new()];
+        let messages = MessageList::new();
+        let mut request_context = RequestContext::new();
+        let mut written = Vec::new();
+        let mut pending = VecDeque::new();
+        let report = Reporter::default();
+        let mut seen = Vec::new();
+        for text in texts {
+            let mut cx = StreamCx {
+                states: &mut *states,
+                slots: &slots,
+                histories: &mut histories,
+                futures: &mut [],
+                message_list: &messages,
+                request_context: &mut request_context,
+                retry_count: 0,
+                written: &mut written,
+                pending: Some(&mut pending),
+                report: &report,
+                current: 0,
+                stats: None,
+            };
+            let kind = ChunkKind::TextDelta {
+                id: "t".into(),
+                text: (*text).into(),
+            };
+            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+            let flow = match list.run_output_stream_bound(bound, &mut cx, &mut chunk, 0) {
+                Flow::Continue => "continue",
+                Flow::Emit => "emit",
+                Flow::Drop => "drop",
+                Flow::Abort(_) => "abort",
+            };
+            let from = pending.drain(..).map(|(start, _)| start).collect();
+            seen.push((flow, chunk.text_delta().map(str::to_owned), from));
+        }
+        seen
+    }
+
+    /// Behind `dyn`, a list binds its stream processors' states (each taken out of the map as
+    /// its processor's type), runs the chain on them as the tuple does, and gives them back.
+    #[test]
+    fn a_dyn_list_binds_its_stream_states_and_gives_them_back() {
+        let texts = ["a", "write", "drop", "fail", "b"];
+        let dynamic = DynPipeline::new().with(Script).with(Unit("unit"));
+        let mut states = states_with(7);
+        let mut bound = dynamic.bind(&mut states, &[0, 1]).expect("binds");
+        assert_eq!(bound.len(), 1, "the stream processor only");
+        assert!(states.get_mut(0).is::<()>(), "out of the map while bound");
+        let by_dyn = run_bound(&dynamic, &mut bound, &mut states, &texts);
+        dynamic.unbind(bound, &mut states, &[0, 1]);
+        assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 12));
+        assert!(states.get_mut(1).is::<()>());
+
+        let tuple = (Script, Unit("unit"));
+        let mut states = states_with(7);
+        let mut bound = tuple.bind(&mut states, &[0, 1]).expect("binds");
+        let by_tuple = run_bound(&tuple, &mut bound, &mut states, &texts);
+        tuple.unbind(bound, &mut states, &[0, 1]);
+        assert_eq!(by_dyn, by_tuple);
+        assert_eq!(by_dyn[0], ("continue", Some("A".into()), vec![]));
+        assert_eq!(
+            by_dyn[1].2,
+            [1],
+            "a written chunk runs from after its writer"
+        );
+        assert_eq!((by_dyn[2].0, by_dyn[3].0), ("drop", "emit"));
+    }
+
+    #[test]
+    fn dyn_states_that_do_not_match_are_not_bound_and_stay() {
+        let mut states = states_with(7);
+        let list = DynPipeline::new().with(Script).with(Script);
+        // Slot 1 holds a unit, not a count; slot 0 given twice; a slot out of range; slots
+        // that do not match the list's length.
+        for slots in [&[1, 0][..], &[0, 0], &[0, 5], &[0]] {
+            assert!(list.bind(&mut states, slots).is_none(), "{slots:?}");
+            assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 7));
+            assert!(states.get_mut(1).is::<()>());
+        }
     }
 
     #[test]

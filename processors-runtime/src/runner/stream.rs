@@ -198,7 +198,7 @@ macro_rules! stream_cx {
 
 /// The output stream side of a run: the chain, its state slots and histories, and what the
 /// current step accumulated.
-pub(crate) struct StreamDriver<'a, O> {
+pub(crate) struct StreamDriver<'a, O: Pipeline> {
     list: StreamList<'a, O>,
     slots: Cow<'a, [usize]>,
     histories: Vec<Vec<Chunk>>,
@@ -215,9 +215,14 @@ pub(crate) struct StreamDriver<'a, O> {
     sync: bool,
     /// Whether the stream hooks are counted and timed for tracing ([`Self::trace_step`]).
     measure: bool,
-    /// Whether the last pull filled its batch: the next binds a tuple's states at its first
-    /// chunk rather than at [`BIND_AT`].
-    bind_early: bool,
+    /// The stream chain's states bound to their processors' types (`Some(None)`: they
+    /// cannot be), kept from pull to pull while the model's chunks take the pump; put back
+    /// in the request's map whenever the pump stops for anything else ([`pump_bound`]).
+    bound: Option<Option<O::Bound<'a>>>,
+    /// The same for a list given for the call.
+    dyn_bound: Option<Option<<DynPipeline as Pipeline>::Bound<'a>>>,
+    /// How many chunks still run unbound before the states are bound.
+    unbound_left: usize,
     stats: StreamStats,
     pub(crate) acc: StepAcc,
 }
@@ -241,7 +246,9 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
             pending: VecDeque::new(),
             active,
             measure: false,
-            bind_early: false,
+            bound: None,
+            dyn_bound: None,
+            unbound_left: BIND_AT - 1,
             stats: StreamStats::default(),
             acc: StepAcc::default(),
         }
@@ -424,21 +431,20 @@ fn panicked<O: Pipeline>(
     ))
 }
 
-/// The chunk of a pull at which a tuple's chain binds its states, unless the last pull filled
-/// its batch (then it binds them at the first).
+/// The chunk through the pump at which a chain binds its states ([`pump_bound`]).
 const BIND_AT: usize = 4;
 
-/// `emit_now` for a static chain, in the stream context `scx` built once for the batch, with
-/// the states bound when it is first called (at the pull's [`BIND_AT`]th chunk, or its first;
-/// `bound`: not tried yet, or how it went).
+/// `emit_now` for a chain whose hooks never wait, in the stream context `scx` built once for
+/// the pull, with the states bound when it is first called ([`pump_bound`]; `bound`: not
+/// tried yet, or how it went).
 #[inline(always)]
-fn emit_static<O: Pipeline>(
+fn emit_static<'p, O: Pipeline>(
     scx: &mut StreamCx<'_>,
     acc: &mut StepAcc,
     out: &mut Outbox,
     kind: ChunkKind,
-    list: &O,
-    bound: &mut Option<Option<O::Bound>>,
+    list: &'p O,
+    bound: &mut Option<Option<O::Bound<'p>>>,
 ) -> Result<(), Halt> {
     match bound.get_or_insert_with(|| list.bind(&mut *scx.states, scx.slots)) {
         Some(bound) => {
@@ -540,7 +546,7 @@ pub(crate) enum Pulled {
 }
 
 /// Where the plain chunks a [`pump`] pulls go.
-pub(crate) struct PumpCx<'x, 'a, O> {
+pub(crate) struct PumpCx<'x, 'a, O: Pipeline> {
     pub(crate) driver: &'x mut StreamDriver<'a, O>,
     pub(crate) scope: &'x mut Scope,
     pub(crate) out: &'x mut Outbox,
@@ -561,40 +567,20 @@ pub(crate) fn pump<O: Pipeline>(
     let (d, s, through) = (&mut *p.driver, &mut *p.scope, p.through);
     let fast = !through || !d.active || d.sync;
     if through && d.active && d.sync && !d.measure {
-        // The chain's context is built once for the batch, not per chunk.
-        let mut scx = stream_cx!(d, s);
-        let acc = &mut d.acc;
-        if let StreamList::Static(list) = d.list
-            && !list.behind_dyn()
-        {
-            // A tuple's states are bound to their processors' types for the rest of the pull
-            // at its `BIND_AT`th chunk (at its first when the last pull filled its batch),
-            // not looked up and downcast for every chunk: binding and unbinding cost what a
-            // few lookups do, which a pull of one or two chunks (a model whose chunks come one
-            // at a time, a short answer) would not win back.
-            let mut unbound = if d.bind_early { 0 } else { BIND_AT - 1 };
-            let mut bound = None;
-            let emit = |out: &mut Outbox, kind| {
-                if bound.is_none() && unbound > 0 {
-                    unbound -= 1;
-                    return emit_unbound(&mut scx, acc, out, kind, list);
-                }
-                emit_static(&mut scx, acc, out, kind, list, &mut bound)
-            };
-            let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
-            if let Some(Some(bound)) = bound {
-                list.unbind(bound, &mut *scx.states, scx.slots);
+        return match d.list {
+            StreamList::Static(list) => {
+                let mut bound = d.bound.take();
+                let pulled = pump_bound(cx, stream, p, list, &mut bound);
+                p.driver.bound = bound;
+                pulled
             }
-            // A pull that filled its batch: the model is ahead of the consumer.
-            d.bind_early = matches!(pulled, Poll::Ready(Pulled::Full));
-            return pulled;
-        }
-        let list = d.list;
-        let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
-            list.run_now(scx, chunk, start)
+            StreamList::Dynamic(list) => {
+                let mut bound = d.dyn_bound.take();
+                let pulled = pump_bound(cx, stream, p, list, &mut bound);
+                p.driver.dyn_bound = bound;
+                pulled
+            }
         };
-        let emit = |out: &mut Outbox, kind| emit_in(&mut scx, acc, out, kind, list, &mut chain);
-        return pump_with(cx, stream, p.out, p.raw.as_deref_mut(), fast, emit);
     }
     pump_with(
         cx,
@@ -604,6 +590,42 @@ pub(crate) fn pump<O: Pipeline>(
         fast,
         |out, kind| d.emit_now(s, out, kind, through),
     )
+}
+
+/// [`pump`] for a chain whose hooks never wait, with the states of `list`'s processors bound
+/// to their types at the step's [`BIND_AT`]th chunk through the pump, not looked up and
+/// downcast for every chunk. They stay bound while the pump only waits for the model or for
+/// the consumer (nothing else of the run uses them then), and go back to the request's map
+/// when it stops for anything else: a chunk for the general path, the end of the stream, a
+/// halt. Binding and unbinding cost what a few lookups do, which an answer of one or two
+/// chunks would not win back.
+fn pump_bound<'a, O: Pipeline, L: Pipeline>(
+    cx: &mut Context<'_>,
+    stream: &mut ModelStream,
+    p: &mut PumpCx<'_, 'a, O>,
+    list: &'a L,
+    bound: &mut Option<Option<L::Bound<'a>>>,
+) -> Poll<Pulled> {
+    let (d, s) = (&mut *p.driver, &mut *p.scope);
+    // The chain's context is built once for the pull, not per chunk.
+    let mut scx = stream_cx!(d, s);
+    let acc = &mut d.acc;
+    let unbound = &mut d.unbound_left;
+    let emit = |out: &mut Outbox, kind| {
+        if bound.is_none() && *unbound > 0 {
+            *unbound -= 1;
+            return emit_unbound(&mut scx, acc, out, kind, list);
+        }
+        emit_static(&mut scx, acc, out, kind, list, bound)
+    };
+    let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), true, emit);
+    if !matches!(pulled, Poll::Pending | Poll::Ready(Pulled::Full)) {
+        if let Some(Some(bound)) = bound.take() {
+            list.unbind(bound, &mut *scx.states, scx.slots);
+        }
+        *unbound = BIND_AT - 1;
+    }
+    pulled
 }
 
 /// [`pump`]'s loop, with `emit` running each plain chunk through the chain (when `fast`:
