@@ -134,7 +134,8 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             list: MessageList::new(),
             cx: std::mem::take(&mut options.request_context),
             report: Reporter::new(inner.on_violation.clone(), Some(reports)),
-            steps: Vec::new(),
+            // Every run that gets to the model has a step.
+            steps: Vec::with_capacity(1),
             retry_count: 0,
             hooks: FutureSlot::new(),
         },
@@ -735,7 +736,13 @@ impl Run {
     /// and tool calls as one assistant message. Returns its id when `by_id` (none when the
     /// step produced nothing).
     fn add_answer(&mut self, acc: &mut StepAcc, by_id: bool) -> Vec<String> {
-        let mut parts = Vec::new();
+        let mut parts = Vec::with_capacity(
+            usize::from(!acc.reasoning.is_empty())
+                + usize::from(!acc.text.is_empty())
+                + self.carried.len()
+                + acc.data.len()
+                + acc.tool_calls.len(),
+        );
         if !acc.reasoning.is_empty() {
             parts.push(Part::Reasoning {
                 text: std::mem::take(&mut acc.reasoning).into(),
