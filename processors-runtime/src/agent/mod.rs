@@ -93,20 +93,18 @@ pub(crate) struct Resolvers {
 }
 
 impl Resolvers {
-    /// Fills the lists a call does not give from the agent's builders.
-    fn apply(&self, mut options: GenerateOptions) -> GenerateOptions {
-        let cx = &options.request_context;
-        let build = |slot: &Option<DynPipeline>, f: &Option<ListResolver>| match (slot, f) {
-            (None, Some(f)) => Some(f(cx)),
-            _ => None,
+    /// Fills the lists a call does not give from the agent's builders (in place: the options
+    /// are a few hundred bytes, and most agents have no builder).
+    fn apply(&self, options: &mut GenerateOptions) {
+        let build = |slot: &mut Option<DynPipeline>, f: &Option<ListResolver>, cx| {
+            if let (None, Some(f)) = (&*slot, f) {
+                *slot = Some(f(cx));
+            }
         };
-        let input = build(&options.input, &self.input);
-        let output = build(&options.output, &self.output);
-        let error = build(&options.error, &self.error);
-        options.input = options.input.or(input);
-        options.output = options.output.or(output);
-        options.error = options.error.or(error);
-        options
+        let cx = &options.request_context;
+        build(&mut options.input, &self.input, cx);
+        build(&mut options.output, &self.output, cx);
+        build(&mut options.error, &self.error, cx);
     }
 }
 
@@ -186,9 +184,9 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     pub fn generate_with(
         &self,
         input: impl Into<AgentInput>,
-        options: GenerateOptions,
+        mut options: GenerateOptions,
     ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
-        let options = self.inner.resolvers.apply(options);
+        self.inner.resolvers.apply(&mut options);
         run::run(self.inner.clone(), input.into().0, options, None)
     }
 
@@ -201,11 +199,11 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     pub fn stream_with(
         &self,
         input: impl Into<AgentInput>,
-        options: GenerateOptions,
+        mut options: GenerateOptions,
     ) -> AgentStream {
         let inner = self.inner.clone();
         let input = input.into().0;
-        let options = inner.resolvers.apply(options);
+        inner.resolvers.apply(&mut options);
         AgentStream::new(move |slot| run::run(inner, input, options, Some(slot)))
     }
 }
