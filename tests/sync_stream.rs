@@ -332,3 +332,47 @@ async fn a_call_s_own_list_keeps_its_states_bound_and_whole() {
     );
     assert_eq!(deltas(&chunks), vec!["a"; 40]);
 }
+
+/// A model whose stream panics after a few deltas: a bug in the model, not in a processor.
+#[derive(Clone)]
+struct PanicsMidStream;
+
+impl LanguageModel for PanicsMidStream {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "panics"
+    }
+    fn stream(
+        &self,
+        _: processors::model::ModelRequest,
+    ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
+        let mut sent = 0;
+        let s = futures::stream::poll_fn(move |_| {
+            sent += 1;
+            if sent > 10 {
+                panic!("model bug");
+            }
+            std::task::Poll::Ready(Some(Ok(ChunkKind::TextDelta {
+                id: "t".into(),
+                text: "a".into(),
+            })))
+        });
+        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
+    }
+}
+
+// The chain's chunks are guarded against a processor's panic a pull at a time; a panic of the
+// model's stream within that pull is not a processor's, and unwinds as it would without the
+// guard.
+on_every_path!(a_model_s_panic_is_not_a_processor_s, |path| {
+    use futures::FutureExt;
+    let agent = build_agent!(path, model: PanicsMidStream, output: [DropMarked, Exclaim]);
+    let run = std::panic::AssertUnwindSafe(collect(&*agent, "x", GenerateOptions::new()));
+    let panic = run
+        .catch_unwind()
+        .await
+        .expect_err("the model's panic unwinds");
+    assert_eq!(panic.downcast_ref::<&str>(), Some(&"model bug"));
+});

@@ -414,7 +414,7 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         let mut chain = |scx: &mut StreamCx<'_>, chunk: &mut Chunk, start: usize| {
             list.run_now(scx, chunk, start)
         };
-        run_one(&mut scx, &mut self.acc, out, kind, start, list, &mut chain)
+        run_one::<_, true>(&mut scx, &mut self.acc, out, kind, start, list, &mut chain)
     }
 }
 
@@ -474,8 +474,9 @@ fn emit_unbound<O: Pipeline>(
     emit_in(scx, acc, out, kind, StreamList::Static(list), &mut chain)
 }
 
-/// `emit_now` in the stream context `scx` built once for the batch, with `chain` running
-/// the chunks through `list`'s processors from a position.
+/// `emit_now` in the stream context `scx` built once for the pull, with `chain` running
+/// the chunks through `list`'s processors from a position; the caller guards the pull
+/// against a processor's panic ([`pump_bound`]).
 #[inline(always)]
 fn emit_in<O: Pipeline>(
     scx: &mut StreamCx<'_>,
@@ -485,17 +486,23 @@ fn emit_in<O: Pipeline>(
     list: StreamList<'_, O>,
     chain: &mut impl FnMut(&mut StreamCx<'_>, &mut Chunk, usize) -> Flow,
 ) -> Result<(), Halt> {
-    run_one(scx, acc, out, kind, 0, list, chain)?;
+    run_one::<_, false>(scx, acc, out, kind, 0, list, chain)?;
     while let Some((start, kind)) = scx.pending.as_deref_mut().and_then(VecDeque::pop_front) {
-        run_one(scx, acc, out, kind, start, list, chain)?;
+        run_one::<_, false>(scx, acc, out, kind, start, list, chain)?;
     }
     Ok(())
 }
 
+/// `StreamCx::current` between chains in a pull guarded as a whole ([`pump_bound`]): a panic
+/// caught then is not a processor's.
+const OUTSIDE_CHAIN: usize = usize::MAX;
+
 /// One chunk through a chain that never waits (`chain` runs it from a position), worked on
-/// where it will wait for the consumer (no move between the chain and the batch).
+/// where it will wait for the consumer (no move between the chain and the batch). With
+/// `GUARD`, a panic in the chain is caught here; without, the caller guards a whole pull, and
+/// `current` tells it which processor panicked, or ([`OUTSIDE_CHAIN`]) that none did.
 #[inline(always)]
-fn run_one<O: Pipeline>(
+fn run_one<O: Pipeline, const GUARD: bool>(
     scx: &mut StreamCx<'_>,
     acc: &mut StepAcc,
     out: &mut Outbox,
@@ -506,13 +513,22 @@ fn run_one<O: Pipeline>(
 ) -> Result<(), Halt> {
     let chunk = out.stage(kind);
     scx.current = 0;
-    // One unwind guard for the whole chain; `current` names the processor.
-    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| chain(scx, chunk, start)));
-    let flow = match ran {
-        Ok(flow) => flow,
-        Err(panic) => {
-            out.unstage();
-            return Err(panicked(list, scx.current, &*panic));
+    let flow = match GUARD {
+        true => {
+            // One unwind guard for the whole chain; `current` names the processor.
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| chain(scx, chunk, start)));
+            match ran {
+                Ok(flow) => flow,
+                Err(panic) => {
+                    out.unstage();
+                    return Err(panicked(list, scx.current, &*panic));
+                }
+            }
+        }
+        false => {
+            let flow = chain(scx, chunk, start);
+            scx.current = OUTSIDE_CHAIN;
+            flow
         }
     };
     match flow {
@@ -530,6 +546,28 @@ fn run_one<O: Pipeline>(
             Err(Halt::Abort(*tw))
         }
     }
+}
+
+/// A panic caught around a pull ([`pump_bound`]): a processor's (at `current`) halts the run,
+/// and the chunk its chain was on, the last staged, goes no further; any other goes on
+/// unwinding, as it would have without the guard.
+#[cold]
+#[inline(never)]
+fn pull_panicked<L: Pipeline>(
+    panic: Box<dyn std::any::Any + Send>,
+    current: usize,
+    out: &mut Outbox,
+    list: &L,
+) -> Poll<Pulled> {
+    if current == OUTSIDE_CHAIN {
+        std::panic::resume_unwind(panic);
+    }
+    out.unstage();
+    Poll::Ready(Pulled::Halted(panicked(
+        StreamList::Static(list),
+        current,
+        &*panic,
+    )))
 }
 
 /// What the streaming loop stopped on.
@@ -609,6 +647,9 @@ fn pump_bound<'a, O: Pipeline, L: Pipeline>(
     let (d, s) = (&mut *p.driver, &mut *p.scope);
     // The chain's context is built once for the pull, not per chunk.
     let mut scx = stream_cx!(d, s);
+    // One unwind guard for the pull, not one per chunk (below): `current` names the processor
+    // that panicked, if one did.
+    scx.current = OUTSIDE_CHAIN;
     let acc = &mut d.acc;
     let unbound = &mut d.unbound_left;
     let emit = |out: &mut Outbox, kind| {
@@ -618,7 +659,14 @@ fn pump_bound<'a, O: Pipeline, L: Pipeline>(
         }
         emit_static(&mut scx, acc, out, kind, list, bound)
     };
-    let pulled = pump_with(cx, stream, p.out, p.raw.as_deref_mut(), true, emit);
+    let (out, raw) = (&mut *p.out, p.raw.as_deref_mut());
+    let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        pump_with(cx, stream, out, raw, true, emit)
+    }));
+    let pulled = match ran {
+        Ok(pulled) => pulled,
+        Err(panic) => pull_panicked(panic, scx.current, p.out, list),
+    };
     if !matches!(pulled, Poll::Pending | Poll::Ready(Pulled::Full)) {
         if let Some(Some(bound)) = bound.take() {
             list.unbind(bound, &mut *scx.states, scx.slots);
