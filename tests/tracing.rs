@@ -306,6 +306,13 @@ fn trip_wires_and_retries_are_events() {
     assert_eq!(wires[0].field("processor"), Some("judge"));
     assert_eq!(wires[0].field("reason"), Some("blocked"));
     assert_eq!(rec.spans("agent.run")[0].field("outcome"), Some("tripwire"));
+
+    // A run that fails is recorded as failed.
+    let m = ScriptedModel::new([Turn::error(ApiError::other("down", false))]);
+    let agent = Agent::builder().model(m).build().unwrap();
+    let (rec, r) = traced(|| futures::executor::block_on(agent.generate("hi")));
+    assert!(r.is_err());
+    assert_eq!(rec.spans("agent.run")[0].field("outcome"), Some("failed"));
 }
 
 #[test]

@@ -156,31 +156,46 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
         );
-        let ended = in_span!(run.start(&inner, &options, input), span);
-        run.s.report.flush();
-        let result = match ended {
-            Ok(result) => Ok(result),
-            // Rare, and its future large (it owns the run): boxed.
-            Err(stop) => Box::pin(run.end(stop).instrument(span.clone())).await,
-        };
-        if !span.is_disabled() {
-            match &result {
-                Ok(r) => {
-                    let outcome = match r.tripwire {
-                        Some(_) => "tripwire",
-                        None => "completed",
-                    };
-                    span.record("outcome", outcome);
-                    span.record("steps", r.steps.len());
-                    span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-                    span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+        // A run that stopped early ends in `end`, a rare and large future (it owns the run):
+        // boxed, and awaited once the run's result is out of scope, so that the run's future
+        // keeps no room for a result across it.
+        let stop = {
+            let ended = in_span!(run.start(&inner, &options, input), span);
+            run.s.report.flush();
+            match ended {
+                Ok(result) => {
+                    let result = Ok(result);
+                    record_outcome(&span, &result);
+                    return result;
                 }
-                Err(_) => {
-                    span.record("outcome", "failed");
-                }
+                Err(stop) => stop,
             }
-        }
+        };
+        let result = Box::pin(run.end(stop).instrument(span.clone())).await;
+        record_outcome(&span, &result);
         result
+    }
+}
+
+/// Records how a run ended on its span, when a subscriber listens.
+fn record_outcome(span: &tracing::Span, result: &Result<GenerateResult, AgentError>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(r) => {
+            let outcome = match r.tripwire {
+                Some(_) => "tripwire",
+                None => "completed",
+            };
+            span.record("outcome", outcome);
+            span.record("steps", r.steps.len());
+            span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+        }
+        Err(_) => {
+            span.record("outcome", "failed");
+        }
     }
 }
 
