@@ -475,31 +475,37 @@ impl Run {
                 }
             }
         };
-        let (step_number, from_cache, request, reason, usage, raw) = in_span!(called, chat)?;
-        if !chat.is_disabled() {
-            chat.record("gen_ai.response.finish_reasons", reason.as_str());
-            chat.record("gen_ai.usage.input_tokens", usage.input_tokens);
-            chat.record("gen_ai.usage.output_tokens", usage.output_tokens);
-            chat.record("from_cache", from_cache);
-        }
+        // The model call's request and chunks, kept only for `process_llm_response`, are
+        // locals of a block of their own: the step's future keeps no room for them across
+        // the awaits that follow.
+        let (step_number, from_cache, reason, usage) = {
+            let (step_number, from_cache, request, reason, usage, raw) = in_span!(called, chat)?;
+            if !chat.is_disabled() {
+                chat.record("gen_ai.response.finish_reasons", reason.as_str());
+                chat.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                chat.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                chat.record("from_cache", from_cache);
+            }
+            // Kept from the model call only when `process_llm_response` wants it.
+            if let Some(request) = &request {
+                let mut chunks = driver.acc.delivered.take().unwrap_or_default();
+                chunks.push(ChunkKind::Finish {
+                    finish_reason: reason,
+                    usage,
+                });
+                let delivered = LlmResponse { chunks };
+                let response = Response {
+                    step_number,
+                    request,
+                    response: &LlmResponse { chunks: raw },
+                    delivered: &delivered,
+                    from_cache,
+                };
+                Box::pin(hooks::llm_response(&lists.output, &mut self.s, response)).await?;
+            }
+            (step_number, from_cache, reason, usage)
+        };
         let through = !from_cache;
-        // Kept from the model call only when `process_llm_response` wants it.
-        if let Some(request) = &request {
-            let mut chunks = driver.acc.delivered.take().unwrap_or_default();
-            chunks.push(ChunkKind::Finish {
-                finish_reason: reason,
-                usage,
-            });
-            let delivered = LlmResponse { chunks };
-            let response = Response {
-                step_number,
-                request,
-                response: &LlmResponse { chunks: raw },
-                delivered: &delivered,
-                from_cache,
-            };
-            Box::pin(hooks::llm_response(&lists.output, &mut self.s, response)).await?;
-        }
 
         // The step's messages are followed by id only for output-step processors, which may
         // replace them; without any, the step's text is the answer's.
