@@ -121,9 +121,7 @@ impl Outbox {
             (Some(_), Some(held)) => held,
             (Some(_), None) => &mut self.batch,
         };
-        queue.push_back(chunk);
-        let last = queue.len() - 1;
-        &mut queue[last]
+        queue.push_back_mut(chunk)
     }
 
     /// Keeps the staged chunk for the consumer (`generate()`, which has none, drops it).
