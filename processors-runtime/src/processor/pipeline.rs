@@ -931,18 +931,16 @@ impl Pipeline for DynPipeline {
     fn bind<'p>(&'p self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound<'p>> {
         let mut bound = Vec::with_capacity(self.streaming.len());
         for (pos, p) in &self.streaming {
-            let slot = slots.get(*pos).copied().filter(|&s| s < states.len());
-            let taken = slot.map(|slot| (slot, p.dyn_bind_stream(states.take(slot))));
-            match taken {
-                Some((_, Ok(b))) => bound.push((*pos, b)),
+            let Some(slot) = slots.get(*pos).copied().filter(|&s| s < states.len()) else {
+                self.unbind(bound, states, slots);
+                return None;
+            };
+            match p.dyn_bind_stream(states.take(slot)) {
+                Ok(b) => bound.push((*pos, b)),
                 // Not its type: a slot given twice is taken as a unit the second time, which
                 // only a unit state accepts (and a unit is all such a slot holds).
-                Some((slot, Err(value))) => {
+                Err(value) => {
                     states.put(slot, value);
-                    self.unbind(bound, states, slots);
-                    return None;
-                }
-                None => {
                     self.unbind(bound, states, slots);
                     return None;
                 }
