@@ -152,9 +152,9 @@ impl Tally {
     }
 }
 
-// A long stream reaches the consumer in several batches, and a static chain's states are
-// bound to their types once per batch: each batch must see what the one before left, and
-// the hooks after the stream what the last one left.
+// A long stream reaches the consumer in several batches, with the chain's states bound to
+// their types across them: each batch must see what the one before left, and the hooks after
+// the stream what the last one left.
 on_every_path!(sync_state_lasts_across_batches_and_hooks, |path| {
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let m = ScriptedModel::new([Turn::repeated("a", 200)]);
@@ -309,7 +309,7 @@ on_every_path!(sync_abort_on_a_bound_chunk_yields_one_tripwire, |path| {
 
 // A list given for the call is bound the same way as the agent's own.
 #[tokio::test]
-async fn a_call_s_own_list_keeps_its_states_bound_and_whole() {
+async fn a_call_s_own_list_keeps_its_states_whole_across_waits_and_panics_by_name() {
     let counted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let agent = agent! { model: trickle() };
     let list = DynPipeline::new()
@@ -333,9 +333,13 @@ async fn a_call_s_own_list_keeps_its_states_bound_and_whole() {
     assert_eq!(deltas(&chunks), vec!["a"; 40]);
 }
 
-/// A model whose stream panics after a few deltas: a bug in the model, not in a processor.
+/// A model whose stream panics after ten deltas: a bug in the model, not in a processor. With
+/// `waits`, it makes the run wait once before it panics, so that the panic comes on the first
+/// poll of a pull.
 #[derive(Clone)]
-struct PanicsMidStream;
+struct PanicsMidStream {
+    waits: bool,
+}
 
 impl LanguageModel for PanicsMidStream {
     fn provider(&self) -> &str {
@@ -348,8 +352,13 @@ impl LanguageModel for PanicsMidStream {
         &self,
         _: processors::model::ModelRequest,
     ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
-        let mut sent = 0;
-        let s = futures::stream::poll_fn(move |_| {
+        let (mut sent, mut waited) = (0, !self.waits);
+        let s = futures::stream::poll_fn(move |cx| {
+            if sent == 10 && !waited {
+                waited = true;
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
             sent += 1;
             if sent > 10 {
                 panic!("model bug");
@@ -364,15 +373,22 @@ impl LanguageModel for PanicsMidStream {
 }
 
 // The chain's chunks are guarded against a processor's panic a pull at a time; a panic of the
-// model's stream within that pull is not a processor's, and unwinds as it would without the
-// guard.
+// model's stream within that pull, after chunks went through the chain or before any did, is
+// not a processor's, and unwinds as it would without the guard.
 on_every_path!(a_model_s_panic_is_not_a_processor_s, |path| {
     use futures::FutureExt;
-    let agent = build_agent!(path, model: PanicsMidStream, output: [DropMarked, Exclaim]);
-    let run = std::panic::AssertUnwindSafe(collect(&*agent, "x", GenerateOptions::new()));
-    let panic = run
-        .catch_unwind()
-        .await
-        .expect_err("the model's panic unwinds");
-    assert_eq!(panic.downcast_ref::<&str>(), Some(&"model bug"));
+    for waits in [false, true] {
+        let model = PanicsMidStream { waits };
+        let agent = build_agent!(path, model: model, output: [DropMarked, Exclaim]);
+        let run = std::panic::AssertUnwindSafe(collect(&*agent, "x", GenerateOptions::new()));
+        let panic = run
+            .catch_unwind()
+            .await
+            .expect_err("the model's panic unwinds");
+        assert_eq!(
+            panic.downcast_ref::<&str>(),
+            Some(&"model bug"),
+            "waits: {waits}"
+        );
+    }
 });

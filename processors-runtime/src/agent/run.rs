@@ -134,7 +134,7 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
             list: MessageList::new(),
             cx: std::mem::take(&mut options.request_context),
             report: Reporter::new(inner.on_violation.clone(), Some(reports)),
-            // Every run that gets to the model has a step.
+            // Every run that gets to the model has a step (most have one).
             steps: Vec::with_capacity(1),
             retry_count: 0,
             hooks: FutureSlot::new(),
@@ -740,6 +740,11 @@ impl Run {
             emit!(driver, self.s, self.out, kind, through);
         }
         drop(stream);
+        // The pump puts the chain's states back whenever it stops for anything but a wait.
+        debug_assert!(
+            driver.is_unbound(),
+            "the stream chain's states are still bound"
+        );
         let Some((reason, usage)) = finish else {
             return Ok(Err(ApiError::other(
                 "the model's stream ended without a finish chunk",

@@ -182,9 +182,9 @@ pub trait DynProcessor: Send + Sync + 'static {
     ) -> Result<StreamAction, ProcessorError>;
     /// Binds `state` (taken from this processor's slot) to the processor's stream step, for a
     /// run of chunks of a chain whose hooks never wait; gives it back when it is not the
-    /// processor's type or the stream hook may wait (then each chunk takes
-    /// [`dyn_output_stream_step_now`](Self::dyn_output_stream_step_now)). The default binds
-    /// nothing.
+    /// processor's type or the stream hook may wait (then the whole list runs unbound, each
+    /// chunk through [`dyn_output_stream_step_now`](Self::dyn_output_stream_step_now)). The
+    /// default binds nothing.
     #[doc(hidden)]
     fn dyn_bind_stream<'p>(
         &'p self,

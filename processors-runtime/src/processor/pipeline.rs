@@ -75,7 +75,7 @@ pub trait Pipeline: sealed::Sealed + Send + Sync + 'static {
     /// do not match), and then the chunks take `run_output_stream_now`. A tuple's bound
     /// states are its processors' own types; a list behind `dyn` binds each stream
     /// processor's state behind that processor's [`BoundStream`] (one allocation per stream
-    /// processor and binding).
+    /// processor, and the list's own, per binding).
     #[doc(hidden)]
     fn bind<'p>(&'p self, states: &mut StateMap, slots: &[usize]) -> Option<Self::Bound<'p>>;
 
@@ -569,8 +569,8 @@ pub(crate) fn step_now<const MEASURE: bool, P: StreamCall + ?Sized>(
     apply(p, cx, chunk, pos, result)
 }
 
-/// [`step_now`] for a processor of a tuple whose state is already bound to its type: no
-/// lookup or downcast per chunk.
+/// [`step_now`] for a processor whose state is already bound to its type (a tuple's, or one
+/// behind `dyn` through its [`BoundStream`]): no lookup or downcast per chunk.
 #[inline(always)]
 fn step_bound<P: Processor>(
     p: &P,
@@ -951,6 +951,8 @@ impl Pipeline for DynPipeline {
     fn unbind(&self, bound: Self::Bound<'_>, states: &mut StateMap, slots: &[usize]) {
         // In reverse, so that a slot taken twice gets its first value back last.
         for (pos, b) in bound.into_iter().rev() {
+            // `bind` took each from its position's slot: it is there.
+            debug_assert!(pos < slots.len(), "a bound state without its slot");
             if let Some(&slot) = slots.get(pos) {
                 states.put(slot, b.unbind());
             }
@@ -1337,6 +1339,67 @@ mod tests {
             "a written chunk runs from after its writer"
         );
         assert_eq!((by_dyn[2].0, by_dyn[3].0), ("drop", "emit"));
+    }
+
+    /// A stream processor behind `dyn` is bound from its own position's slot, whatever its
+    /// place among the list's stream processors, and steps at its own position.
+    #[test]
+    fn a_dyn_list_binds_a_stream_processor_from_its_own_position() {
+        let mut states = states_with(7);
+        let dynamic = DynPipeline::new().with(Unit("unit")).with(Script);
+        // Position 0 (the unit) keeps its state in slot 1, position 1 (`Script`) in slot 0.
+        let slots = [1, 0];
+        let mut bound = dynamic.bind(&mut states, &slots).expect("binds");
+        assert_eq!(bound.len(), 1);
+        assert!(
+            states.get_mut(0).is::<()>(),
+            "`Script`'s state is out of the map"
+        );
+        let mut histories = vec![Vec::new(), Vec::new()];
+        let messages = MessageList::new();
+        let mut request_context = RequestContext::new();
+        let mut written = Vec::new();
+        let mut pending = VecDeque::new();
+        let report = Reporter::default();
+        let mut run = |start: usize, kind: ChunkKind| {
+            let mut cx = StreamCx {
+                states: &mut states,
+                slots: &slots,
+                histories: &mut histories,
+                futures: &mut [],
+                message_list: &messages,
+                request_context: &mut request_context,
+                retry_count: 0,
+                written: &mut written,
+                pending: Some(&mut pending),
+                report: &report,
+                current: 0,
+                stats: None,
+            };
+            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+            let flow = dynamic.run_output_stream_bound(&mut bound, &mut cx, &mut chunk, start);
+            assert!(matches!(flow, Flow::Continue), "{flow:?}");
+            let current = cx.current;
+            let from: Vec<usize> = pending.drain(..).map(|(start, _)| start).collect();
+            (current, from)
+        };
+        let write = ChunkKind::TextDelta {
+            id: "t".into(),
+            text: "write".into(),
+        };
+        assert_eq!(
+            run(0, write.clone()),
+            (1, vec![2]),
+            "it runs at its own position, and what it writes runs from after it"
+        );
+        assert_eq!(
+            run(2, write),
+            (0, vec![]),
+            "from after it, it is not called"
+        );
+        dynamic.unbind(bound, &mut states, &slots);
+        assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 8));
+        assert!(states.get_mut(1).is::<()>());
     }
 
     #[test]

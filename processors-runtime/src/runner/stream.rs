@@ -254,6 +254,12 @@ impl<'a, O: Pipeline> StreamDriver<'a, O> {
         }
     }
 
+    /// Whether the chain's states are all in the request's map: always, but while
+    /// [`pump`] is between pulls of one stretch of chunks.
+    pub(crate) fn is_unbound(&self) -> bool {
+        !matches!(self.bound, Some(Some(_))) && !matches!(self.dyn_bound, Some(Some(_)))
+    }
+
     /// Starts counting and timing the chain's stream hooks for a step when a tracing
     /// subscriber listens for them; without one, nothing is measured.
     pub(crate) fn measure_step(&mut self) {
@@ -458,8 +464,9 @@ fn emit_static<'p, O: Pipeline>(
 }
 
 /// [`emit_static`] for a chunk that runs before the states are bound, or through a chain
-/// whose states could not be bound (two of its processors share an id, and so a state):
-/// each processor looks its state up.
+/// whose states could not be bound (two of its processors share an id, and so a state; or,
+/// behind `dyn`, a slot that does not hold its processor's state type): each processor
+/// looks its state up.
 #[inline(never)]
 fn emit_unbound<O: Pipeline>(
     scx: &mut StreamCx<'_>,
@@ -631,8 +638,9 @@ pub(crate) fn pump<O: Pipeline>(
 }
 
 /// [`pump`] for a chain whose hooks never wait, with the states of `list`'s processors bound
-/// to their types at the step's [`BIND_AT`]th chunk through the pump, not looked up and
-/// downcast for every chunk. They stay bound while the pump only waits for the model or for
+/// to their types at the [`BIND_AT`]th chunk of each stretch of chunks through the pump (a
+/// stretch ends with a chunk for the general path), not looked up and downcast for every
+/// chunk. They stay bound while the pump only waits for the model or for
 /// the consumer (nothing else of the run uses them then), and go back to the request's map
 /// when it stops for anything else: a chunk for the general path, the end of the stream, a
 /// halt. Binding and unbinding cost what a few lookups do, which an answer of one or two
