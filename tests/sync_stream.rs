@@ -207,39 +207,10 @@ impl Processor for CountAll {
 
 impl OutputProcessor for CountAll {}
 
-/// A model whose chunks come one at a time, as from a network: its stream makes the run wait
-/// once before each chunk.
-#[derive(Clone)]
-struct Trickle(Vec<ChunkKind>);
-
-impl LanguageModel for Trickle {
-    fn provider(&self) -> &str {
-        "test"
-    }
-    fn model_id(&self) -> &str {
-        "trickle"
-    }
-    fn stream(
-        &self,
-        _: processors::model::ModelRequest,
-    ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
-        let mut chunks = self.0.clone().into_iter();
-        let mut ready = false;
-        let s = futures::stream::poll_fn(move |cx| {
-            ready = !ready;
-            if ready {
-                cx.waker().wake_by_ref();
-                return std::task::Poll::Pending;
-            }
-            std::task::Poll::Ready(chunks.next().map(Ok))
-        });
-        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
-    }
-}
-
-/// Ten text deltas, a data part from the model (a chunk for the general path), ten more, and
-/// the finish.
-fn trickle() -> Trickle {
+/// A model whose chunks come one at a time, as from a network (its stream makes the run wait
+/// once before each chunk): ten text deltas, a data part from the model (a chunk for the
+/// general path), ten more, and the finish.
+fn trickle() -> StreamModel {
     let delta = |t: &str| ChunkKind::TextDelta {
         id: "t".into(),
         text: t.into(),
@@ -255,7 +226,18 @@ fn trickle() -> Trickle {
         finish_reason: FinishReason::Stop,
         usage: Usage::default(),
     });
-    Trickle(chunks)
+    StreamModel::new(move || {
+        let mut chunks = chunks.clone().into_iter();
+        let mut ready = false;
+        Box::pin(futures::stream::poll_fn(move |cx| {
+            ready = !ready;
+            if ready {
+                cx.waker().wake_by_ref();
+                return std::task::Poll::Pending;
+            }
+            std::task::Poll::Ready(chunks.next().map(Ok))
+        }))
+    })
 }
 
 // The chain's states are bound to their types after a few chunks and stay bound while the
@@ -336,24 +318,10 @@ async fn a_call_s_own_list_keeps_its_states_whole_across_waits_and_panics_by_nam
 /// A model whose stream panics after ten deltas: a bug in the model, not in a processor. With
 /// `waits`, it makes the run wait once before it panics, so that the panic comes on the first
 /// poll of a pull.
-#[derive(Clone)]
-struct PanicsMidStream {
-    waits: bool,
-}
-
-impl LanguageModel for PanicsMidStream {
-    fn provider(&self) -> &str {
-        "test"
-    }
-    fn model_id(&self) -> &str {
-        "panics"
-    }
-    fn stream(
-        &self,
-        _: processors::model::ModelRequest,
-    ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
-        let (mut sent, mut waited) = (0, !self.waits);
-        let s = futures::stream::poll_fn(move |cx| {
+fn panics_mid_stream(waits: bool) -> StreamModel {
+    StreamModel::new(move || {
+        let (mut sent, mut waited) = (0, !waits);
+        Box::pin(futures::stream::poll_fn(move |cx| {
             if sent == 10 && !waited {
                 waited = true;
                 cx.waker().wake_by_ref();
@@ -367,9 +335,8 @@ impl LanguageModel for PanicsMidStream {
                 id: "t".into(),
                 text: "a".into(),
             })))
-        });
-        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
-    }
+        }))
+    })
 }
 
 // The chain's chunks are guarded against a processor's panic a pull at a time; a panic of the
@@ -378,7 +345,7 @@ impl LanguageModel for PanicsMidStream {
 on_every_path!(a_model_s_panic_is_not_a_processor_s, |path| {
     use futures::FutureExt;
     for waits in [false, true] {
-        let model = PanicsMidStream { waits };
+        let model = panics_mid_stream(waits);
         let agent = build_agent!(path, model: model, output: [DropMarked, Exclaim]);
         let run = std::panic::AssertUnwindSafe(collect(&*agent, "x", GenerateOptions::new()));
         let panic = run

@@ -209,6 +209,33 @@ macro_rules! on_every_path {
     };
 }
 
+/// A model whose every call streams what `make` makes: for streams that wait, or panic, where
+/// a test needs them to.
+#[derive(Clone)]
+pub struct StreamModel(Arc<dyn Fn() -> processors::model::ModelStream + Send + Sync>);
+
+impl StreamModel {
+    pub fn new(make: impl Fn() -> processors::model::ModelStream + Send + Sync + 'static) -> Self {
+        StreamModel(Arc::new(make))
+    }
+}
+
+impl LanguageModel for StreamModel {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model_id(&self) -> &str {
+        "stream"
+    }
+    fn stream(
+        &self,
+        _: processors::model::ModelRequest,
+    ) -> futures::future::BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
+        let stream = (self.0)();
+        Box::pin(async move { Ok(stream) })
+    }
+}
+
 /// Streams a run to the end: every chunk, and the result.
 pub async fn collect(
     agent: &dyn AnyAgent,

@@ -1084,49 +1084,82 @@ mod tests {
     /// What one step did: the flow's name, the chunk after it, the state, the queued chunks.
     type Seen = (&'static str, Option<String>, usize, Vec<(usize, ChunkKind)>);
 
+    /// What a stream context borrows besides the states and their slots, for two positions.
+    struct Rig {
+        histories: Vec<Vec<Chunk>>,
+        futures: [FutureSlot; 2],
+        messages: MessageList,
+        request_context: RequestContext,
+        written: Vec<ChunkKind>,
+        pending: VecDeque<(usize, ChunkKind)>,
+        report: Reporter,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Rig {
+                histories: vec![Vec::new(), Vec::new()],
+                futures: [FutureSlot::new(), FutureSlot::new()],
+                messages: MessageList::new(),
+                request_context: RequestContext::new(),
+                written: Vec::new(),
+                pending: VecDeque::new(),
+                report: Reporter::default(),
+            }
+        }
+
+        /// The context of a chain over `states` at `slots`, its written chunks queued.
+        fn cx<'a>(&'a mut self, states: &'a mut StateMap, slots: &'a [usize]) -> StreamCx<'a> {
+            StreamCx {
+                states,
+                slots,
+                histories: &mut self.histories,
+                futures: &mut self.futures,
+                message_list: &self.messages,
+                request_context: &mut self.request_context,
+                retry_count: 0,
+                written: &mut self.written,
+                pending: Some(&mut self.pending),
+                report: &self.report,
+                current: 0,
+                stats: None,
+            }
+        }
+    }
+
+    /// A text delta of the tests' run.
+    fn delta(text: &str) -> Chunk {
+        let kind = ChunkKind::TextDelta {
+            id: "t".into(),
+            text: text.into(),
+        };
+        Chunk::new(RunId::from("run-1"), kind)
+    }
+
+    /// A flow's name.
+    fn name(flow: Flow) -> &'static str {
+        match flow {
+            Flow::Continue => "continue",
+            Flow::Emit => "emit",
+            Flow::Drop => "drop",
+            Flow::Abort(_) => "abort",
+        }
+    }
+
     /// Runs `texts` through one step of the chain at position 1, by `step`.
     fn run(texts: &[&str], step: impl Fn(&mut StreamCx<'_>, &mut Chunk) -> Flow) -> Vec<Seen> {
         let p: ProcessorRef = boxed(Script);
         let mut states = StateMap::default();
         let slot = states.slot_for(&*p).unwrap();
         let slots = [slot, slot];
-        let mut histories = vec![Vec::new(), Vec::new()];
-        let mut futures = [FutureSlot::new(), FutureSlot::new()];
-        let list = MessageList::new();
-        let mut request_context = RequestContext::new();
-        let mut written = Vec::new();
-        let mut pending = VecDeque::new();
-        let report = Reporter::default();
+        let mut rig = Rig::new();
         let mut seen = Vec::new();
         for text in texts {
-            let mut cx = StreamCx {
-                states: &mut states,
-                slots: &slots,
-                histories: &mut histories,
-                futures: &mut futures,
-                message_list: &list,
-                request_context: &mut request_context,
-                retry_count: 0,
-                written: &mut written,
-                pending: Some(&mut pending),
-                report: &report,
-                current: 0,
-                stats: None,
-            };
-            let kind = ChunkKind::TextDelta {
-                id: "t".into(),
-                text: (*text).into(),
-            };
-            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
-            let flow = match step(&mut cx, &mut chunk) {
-                Flow::Continue => "continue",
-                Flow::Emit => "emit",
-                Flow::Drop => "drop",
-                Flow::Abort(_) => "abort",
-            };
+            let mut chunk = delta(text);
+            let flow = name(step(&mut rig.cx(&mut states, &slots), &mut chunk));
             let state = *states.get_mut(slot).downcast_mut::<usize>().unwrap();
             let text = chunk.text_delta().map(str::to_owned);
-            seen.push((flow, text, state, pending.drain(..).collect()));
+            seen.push((flow, text, state, rig.pending.drain(..).collect()));
         }
         seen
     }
@@ -1271,41 +1304,13 @@ mod tests {
         states: &mut StateMap,
         texts: &[&str],
     ) -> Vec<(&'static str, Option<String>, Vec<usize>)> {
-        let slots = [0, 1];
-        let mut histories = vec![Vec::new(), Vec::new()];
-        let messages = MessageList::new();
-        let mut request_context = RequestContext::new();
-        let mut written = Vec::new();
-        let mut pending = VecDeque::new();
-        let report = Reporter::default();
+        let mut rig = Rig::new();
         let mut seen = Vec::new();
         for text in texts {
-            let mut cx = StreamCx {
-                states: &mut *states,
-                slots: &slots,
-                histories: &mut histories,
-                futures: &mut [],
-                message_list: &messages,
-                request_context: &mut request_context,
-                retry_count: 0,
-                written: &mut written,
-                pending: Some(&mut pending),
-                report: &report,
-                current: 0,
-                stats: None,
-            };
-            let kind = ChunkKind::TextDelta {
-                id: "t".into(),
-                text: (*text).into(),
-            };
-            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
-            let flow = match list.run_output_stream_bound(bound, &mut cx, &mut chunk, 0) {
-                Flow::Continue => "continue",
-                Flow::Emit => "emit",
-                Flow::Drop => "drop",
-                Flow::Abort(_) => "abort",
-            };
-            let from = pending.drain(..).map(|(start, _)| start).collect();
+            let mut chunk = delta(text);
+            let mut cx = rig.cx(states, &[0, 1]);
+            let flow = name(list.run_output_stream_bound(bound, &mut cx, &mut chunk, 0));
+            let from = rig.pending.drain(..).map(|(start, _)| start).collect();
             seen.push((flow, chunk.text_delta().map(str::to_owned), from));
         }
         seen
@@ -1355,48 +1360,22 @@ mod tests {
             states.get_mut(0).is::<()>(),
             "`Script`'s state is out of the map"
         );
-        let mut histories = vec![Vec::new(), Vec::new()];
-        let messages = MessageList::new();
-        let mut request_context = RequestContext::new();
-        let mut written = Vec::new();
-        let mut pending = VecDeque::new();
-        let report = Reporter::default();
-        let mut run = |start: usize, kind: ChunkKind| {
-            let mut cx = StreamCx {
-                states: &mut states,
-                slots: &slots,
-                histories: &mut histories,
-                futures: &mut [],
-                message_list: &messages,
-                request_context: &mut request_context,
-                retry_count: 0,
-                written: &mut written,
-                pending: Some(&mut pending),
-                report: &report,
-                current: 0,
-                stats: None,
-            };
-            let mut chunk = Chunk::new(RunId::from("run-1"), kind);
+        let mut rig = Rig::new();
+        let mut run = |start: usize| {
+            let mut chunk = delta("write");
+            let mut cx = rig.cx(&mut states, &slots);
             let flow = dynamic.run_output_stream_bound(&mut bound, &mut cx, &mut chunk, start);
             assert!(matches!(flow, Flow::Continue), "{flow:?}");
             let current = cx.current;
-            let from: Vec<usize> = pending.drain(..).map(|(start, _)| start).collect();
+            let from: Vec<usize> = rig.pending.drain(..).map(|(start, _)| start).collect();
             (current, from)
         };
-        let write = ChunkKind::TextDelta {
-            id: "t".into(),
-            text: "write".into(),
-        };
         assert_eq!(
-            run(0, write.clone()),
+            run(0),
             (1, vec![2]),
             "it runs at its own position, and what it writes runs from after it"
         );
-        assert_eq!(
-            run(2, write),
-            (0, vec![]),
-            "from after it, it is not called"
-        );
+        assert_eq!(run(2), (0, vec![]), "from after it, it is not called");
         dynamic.unbind(bound, &mut states, &slots);
         assert_eq!(states.get_mut(0).downcast_mut::<usize>(), Some(&mut 8));
         assert!(states.get_mut(1).is::<()>());

@@ -444,7 +444,7 @@ const BIND_AT: usize = 4;
 /// the pull, with the states bound when it is first called ([`pump_bound`]; `bound`: not
 /// tried yet, or how it went).
 #[inline(always)]
-fn emit_static<'p, O: Pipeline>(
+fn emit_bound<'p, O: Pipeline>(
     scx: &mut StreamCx<'_>,
     acc: &mut StepAcc,
     out: &mut Outbox,
@@ -463,7 +463,7 @@ fn emit_static<'p, O: Pipeline>(
     }
 }
 
-/// [`emit_static`] for a chunk that runs before the states are bound, or through a chain
+/// [`emit_bound`] for a chunk that runs before the states are bound, or through a chain
 /// whose states could not be bound (two of its processors share an id, and so a state; or,
 /// behind `dyn`, a slot that does not hold its processor's state type): each processor
 /// looks its state up.
@@ -665,7 +665,7 @@ fn pump_bound<'a, O: Pipeline, L: Pipeline>(
             *unbound -= 1;
             return emit_unbound(&mut scx, acc, out, kind, list);
         }
-        emit_static(&mut scx, acc, out, kind, list, bound)
+        emit_bound(&mut scx, acc, out, kind, list, bound)
     };
     let (out, raw) = (&mut *p.out, p.raw.as_deref_mut());
     let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
