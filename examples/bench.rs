@@ -2,7 +2,7 @@
 //! JSON line per configuration (see BENCHMARKS.md).
 //!
 //! Run with `cargo run --release --example bench` (`-- stream` or `-- generate` for one
-//! scenario).
+//! scenario; `-- stream 0 5` for some processor counts only).
 //!
 //! - `stream`: N text deltas of four characters through K pass-through input processors and
 //!   K character-counting output stream processors, consumed with `agent.stream(..)`;
@@ -195,9 +195,9 @@ fn agents(k: usize, turn: &Turn) -> [Arc<dyn AnyAgent>; 2] {
     [Dispatch::Static, Dispatch::Dynamic].map(|d| support::agent(d, k, turn.clone()))
 }
 
-fn stream() {
+fn stream(ks: &[usize]) {
     const NS: [usize; 2] = [10_000, 100_000];
-    for k in KS {
+    for &k in ks {
         // Per N: baseline, adapter, static, dynamic.
         let per_n = NS.map(|n| {
             let chars = n * DELTA.len();
@@ -369,16 +369,26 @@ fn main() {
     let which = std::env::args().nth(1);
     match which.as_deref() {
         None => {
-            stream();
+            stream(&KS);
             generate();
         }
-        Some("stream") => stream(),
+        Some("stream") => {
+            let ks: Result<Vec<usize>, _> = std::env::args().skip(2).map(|k| k.parse()).collect();
+            match ks {
+                Ok(ks) if ks.is_empty() => stream(&KS),
+                Ok(ks) if ks.iter().all(|k| KS.contains(k)) => stream(&ks),
+                _ => {
+                    eprintln!("usage: bench stream [K...], each K among {KS:?}");
+                    std::process::exit(2);
+                }
+            }
+        }
         Some("generate") => generate(),
         Some("once") => once(std::env::args().skip(2).collect()),
         Some("once-generate") => once_generate(std::env::args().skip(2).collect()),
         Some(other) => {
             eprintln!(
-                "unknown scenario `{other}`; use `stream`, `generate`, `once DISPATCH K N`, `once-generate DISPATCH K R` or nothing"
+                "unknown scenario `{other}`; use `stream [K...]`, `generate`, `once DISPATCH K N`, `once-generate DISPATCH K R` or nothing"
             );
             std::process::exit(2);
         }
