@@ -255,7 +255,7 @@ impl ChunkKind {
 
 /// The id of a run, as every chunk carries it.
 ///
-/// Ids up to 22 bytes (the ones agents generate) are kept inline, so a chunk copies its run
+/// Ids up to 23 bytes (the ones agents generate) are kept inline, so a chunk copies its run
 /// id without an allocation or an atomic reference count; longer ones are shared.
 ///
 /// ```
@@ -263,33 +263,42 @@ impl ChunkKind {
 /// let id = RunId::from("run-1");
 /// assert_eq!(&*id, "run-1");
 /// assert_eq!(id.to_string(), "run-1");
-/// let long = RunId::from("a-run-id-that-is-longer-than-twenty-two-bytes");
-/// assert_eq!(long.len(), 45);
+/// let long = RunId::from("a-run-id-that-is-longer-than-twenty-three-bytes");
+/// assert_eq!(long.len(), 47);
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RunId(RunIdRepr);
 
-const INLINE_ID: usize = 22;
+const INLINE_ID: usize = 23;
 
+/// Four words: which variant, then either the id's bytes or the shared id. Each chunk copies
+/// it, and a copy moves whole words (an inline id whose length and bytes sat beside a one-byte
+/// variant was copied as pieces of 1 to 8 bytes, which the copy of the chunk around it then
+/// read back as words, each read waiting for the writes before it: BENCHMARKS.md, "Round 9").
 #[derive(Clone, PartialEq, Eq, Hash)]
+#[repr(u64)]
 enum RunIdRepr {
-    Inline { len: u8, bytes: [u8; INLINE_ID] },
+    /// The id's bytes, zero-padded, then its length.
+    Inline([u8; INLINE_ID + 1]),
     Shared(Arc<str>),
 }
+
+const _: () = assert!(std::mem::size_of::<RunId>() == 32);
 
 impl RunId {
     /// Whether the id is kept inline (no allocation).
     #[cfg(test)]
     pub(crate) fn is_inline(&self) -> bool {
-        matches!(self.0, RunIdRepr::Inline { .. })
+        matches!(self.0, RunIdRepr::Inline(_))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
         match &self.0 {
             // Built from a `&str`, cut at its end: always valid UTF-8.
-            RunIdRepr::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            RunIdRepr::Inline(bytes) => {
+                let len = usize::from(bytes[INLINE_ID]).min(INLINE_ID);
+                std::str::from_utf8(&bytes[..len]).unwrap_or_default()
             }
             RunIdRepr::Shared(s) => s,
         }
@@ -299,12 +308,10 @@ impl RunId {
 impl From<&str> for RunId {
     fn from(s: &str) -> Self {
         if s.len() <= INLINE_ID {
-            let mut bytes = [0u8; INLINE_ID];
+            let mut bytes = [0u8; INLINE_ID + 1];
             bytes[..s.len()].copy_from_slice(s.as_bytes());
-            RunId(RunIdRepr::Inline {
-                len: s.len() as u8,
-                bytes,
-            })
+            bytes[INLINE_ID] = s.len() as u8;
+            RunId(RunIdRepr::Inline(bytes))
         } else {
             RunId(RunIdRepr::Shared(Arc::from(s)))
         }
@@ -532,6 +539,40 @@ impl DataWriter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_ids_are_inline_up_to_23_bytes_and_read_back_whole_either_way() {
+        let ids = [
+            String::new(),
+            "r".to_owned(),
+            "run-0123456789abcdefgh".to_owned(),
+            "x".repeat(INLINE_ID),
+            "y".repeat(INLINE_ID + 1),
+            "é".repeat(20),
+        ];
+        for id in &ids {
+            let run_id = RunId::from(id.as_str());
+            assert_eq!(run_id.is_inline(), id.len() <= INLINE_ID, "{id:?}");
+            assert_eq!(run_id.as_str(), id);
+            let copy = run_id.clone();
+            assert_eq!(copy, run_id);
+            assert_eq!(copy.as_str(), id);
+            let json = serde_json::to_string(&run_id).unwrap();
+            assert_eq!(serde_json::from_str::<RunId>(&json).unwrap(), run_id);
+        }
+    }
+
+    #[test]
+    fn equal_run_ids_hash_alike_and_differing_ones_differ() {
+        use std::collections::HashSet;
+        let set: HashSet<RunId> = ["run-1", "run-1", "run-2", &"z".repeat(40), &"z".repeat(40)]
+            .into_iter()
+            .map(RunId::from)
+            .collect();
+        assert_eq!(set.len(), 3);
+        assert_ne!(RunId::from("run-1"), RunId::from("run-12"));
+        assert_ne!(RunId::from(""), RunId::from("\0"));
+    }
 
     #[test]
     fn a_finish_reasons_name_is_its_wire_name() {

@@ -2,7 +2,9 @@
 //! hooks, the runner, the agent loop, models, tools and memory.
 //!
 //! Most users depend on the `processors` facade crate and write `use processors::prelude::*;`.
-// No unsafe code, except in `processor::future_slot` (reused memory for futures behind `dyn`).
+// No unsafe code, except in `processor::future_slot` (reused memory for futures behind `dyn`)
+// and `Outbox::stage` in `runner::outbox` (a chunk made in place where it waits for the
+// consumer).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -9,8 +9,9 @@ mod dynamic;
 mod error;
 pub mod extract;
 mod from_fn;
-// The one module with unsafe code: see its SAFETY comments and tests. CI runs them, the
-// runtime's other unit tests and `tests/workflows.rs` under Miri (`.ci/run`).
+// The module with unsafe code (besides one call in `runner::outbox`'s `Outbox::stage`): see
+// its SAFETY comments and tests. CI runs them, the runtime's other unit tests and `tests/workflows.rs`
+// under Miri (`.ci/run`).
 #[allow(unsafe_code)]
 mod future_slot;
 mod hooks;
