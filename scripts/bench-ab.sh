@@ -9,6 +9,8 @@
 #   ... change, build again, cp to /tmp/bench.b ...
 #   scripts/bench-ab.sh /tmp/bench.a /tmp/bench.b
 #
+# Give the binaries paths of one length: the path is on the stack too.
+#
 #   BENCH_KS="0 5 10"       processor counts (default: 5)
 #   BENCH_OFFSETS="0 1024"  stack offsets in bytes (default: eight, 0 to 3584)
 #
@@ -33,7 +35,7 @@ for offset in $OFFSETS; do
     for i in $(seq 1 "$#"); do
         bin="${!i}"
         # shellcheck disable=SC2086 # the counts are separate arguments
-        BENCH_AB_PAD="$pad" setarch -R "$bin" stream $KS >>"$OUT/$i.jsonl"
+        BENCH_AB_PAD="$pad" setarch "$(uname -m)" -R "$bin" stream $KS >>"$OUT/$i.jsonl"
     done
 done
 

@@ -273,8 +273,9 @@ const INLINE_ID: usize = 23;
 
 /// Four words: which variant, then either the id's bytes or the shared id. Each chunk copies
 /// it, and a copy moves whole words (an inline id whose length and bytes sat beside a one-byte
-/// variant was copied as pieces of 1 to 8 bytes, which the copy of the chunk around it then
-/// read back as words, each read waiting for the writes before it: BENCHMARKS.md, "Round 9").
+/// variant was copied as pieces of 1 to 8 bytes, then read back as words, each read waiting
+/// for the writes before it). It pays together with a chunk made where it waits for the
+/// consumer (`Outbox::stage`), and not alone: BENCHMARKS.md, "Round 9".
 #[derive(Clone, PartialEq, Eq, Hash)]
 #[repr(u64)]
 enum RunIdRepr {
@@ -548,6 +549,8 @@ mod tests {
             "run-0123456789abcdefgh".to_owned(),
             "x".repeat(INLINE_ID),
             "y".repeat(INLINE_ID + 1),
+            format!("{}x", "é".repeat(11)),
+            "é".repeat(12),
             "é".repeat(20),
         ];
         for id in &ids {

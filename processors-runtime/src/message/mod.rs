@@ -455,7 +455,7 @@ mod tests {
         // `run-`, the stamp's 11 characters and the counter's 1 to 6 fit a `RunId` without an
         // allocation.
         let id = crate::chunk::RunId::from(new_id("run").as_str());
-        assert!(id.starts_with("run-") && id.len() <= 22, "{}", &*id);
+        assert!(id.starts_with("run-") && id.len() <= 23, "{}", &*id);
         assert!(id.is_inline());
     }
 }
