@@ -157,11 +157,7 @@ on_every_path!(one_id_with_two_state_types_is_refused, |path| {
     assert_eq!(m.calls(), 0);
 });
 
-/// A model whose stream records whether it was dropped.
-struct Watched {
-    dropped: Arc<AtomicBool>,
-}
-
+/// Sets its flag when dropped: held by a model's stream, says whether the stream was.
 struct Guard(Arc<AtomicBool>);
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -169,38 +165,25 @@ impl Drop for Guard {
     }
 }
 
-impl LanguageModel for Watched {
-    fn provider(&self) -> &str {
-        "test"
-    }
-    fn model_id(&self) -> &str {
-        "watched"
-    }
-    fn stream(
-        &self,
-        _: processors::model::ModelRequest,
-    ) -> BoxFuture<'_, Result<processors::model::ModelStream, ApiError>> {
-        let guard = Guard(self.dropped.clone());
-        let s = futures::stream::iter(0..).map(move |i: u64| {
+/// A model whose endless stream records whether it was dropped.
+fn watched(dropped: &Arc<AtomicBool>) -> StreamModel {
+    let dropped = dropped.clone();
+    StreamModel::new(move || {
+        let guard = Guard(dropped.clone());
+        Box::pin(futures::stream::iter(0..).map(move |i: u64| {
             let _keep = &guard;
             Ok(ChunkKind::TextDelta {
                 id: "t".into(),
                 text: format!("{i} "),
             })
-        });
-        Box::pin(async move { Ok(Box::pin(s) as processors::model::ModelStream) })
-    }
+        }))
+    })
 }
 
 #[tokio::test]
 async fn dropping_the_stream_stops_the_run_and_saves_nothing() {
     let dropped = Arc::new(AtomicBool::new(false));
-    let agent = Agent::builder()
-        .model(Watched {
-            dropped: dropped.clone(),
-        })
-        .build()
-        .unwrap();
+    let agent = Agent::builder().model(watched(&dropped)).build().unwrap();
     let mut stream = agent.stream("hi");
     let mut seen = 0;
     while let Some(c) = stream.next().await {

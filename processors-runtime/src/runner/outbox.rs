@@ -238,6 +238,13 @@ mod tests {
         }
     }
 
+    /// An outbox for a stream consumer, and the consumer's side of it.
+    fn outbox(run_id: &str) -> (Arc<Handoff>, Outbox) {
+        let handoff = Arc::new(Handoff::default());
+        let out = Outbox::new(RunId::from(run_id), Some(handoff.clone()));
+        (handoff, out)
+    }
+
     /// What the consumer would take: every chunk handed over, as text.
     fn taken(handoff: &Handoff) -> Vec<String> {
         let mut queue = VecDeque::new();
@@ -250,8 +257,7 @@ mod tests {
 
     #[test]
     fn staged_chunks_are_made_in_order_with_the_run_id_past_the_batch_capacity() {
-        let handoff = Arc::new(Handoff::default());
-        let mut out = Outbox::new(RunId::from("run-1"), Some(handoff.clone()));
+        let (handoff, mut out) = outbox("run-1");
         let n = 3 * AHEAD + 1;
         for i in 0..n {
             let chunk = out.stage(delta(&i.to_string()));
@@ -268,11 +274,7 @@ mod tests {
 
     #[test]
     fn a_staged_chunk_is_worked_on_in_place_and_taken_back_by_unstage() {
-        let handoff = Arc::new(Handoff::default());
-        let mut out = Outbox::new(
-            RunId::from("a-run-id-longer-than-inline"),
-            Some(handoff.clone()),
-        );
+        let (handoff, mut out) = outbox("a-run-id-longer-than-inline");
         out.stage(delta("a"));
         out.commit();
         out.stage(delta("b")).kind = delta("c");
@@ -286,15 +288,12 @@ mod tests {
 
     #[test]
     fn a_batch_trades_buffers_with_an_empty_queue_and_joins_one_that_waits() {
-        let handoff = Arc::new(Handoff::default());
-        let mut out = Outbox::new(RunId::from("run-2"), Some(handoff.clone()));
+        let (handoff, mut out) = outbox("run-2");
         out.stage(delta("a"));
         out.flush();
         // Traded, not copied: the queue now has the batch's buffer, room for AHEAD chunks.
-        let mut queue = VecDeque::new();
-        handoff.take_all(&mut queue);
-        assert!(queue.capacity() >= AHEAD, "{}", queue.capacity());
-        handoff.push_all(&mut Vec::from(queue));
+        let capacity = handoff.0.lock().map(|q| q.capacity()).unwrap_or_default();
+        assert!(capacity >= AHEAD, "{capacity}");
         // The consumer has not taken "a" yet: the next batch joins it.
         out.stage(delta("b"));
         out.stage(delta("c"));
@@ -308,8 +307,7 @@ mod tests {
 
     #[test]
     fn chunks_held_back_come_after_the_batch_on_release() {
-        let handoff = Arc::new(Handoff::default());
-        let mut out = Outbox::new(RunId::from("run-3"), Some(handoff.clone()));
+        let (handoff, mut out) = outbox("run-3");
         out.stage(delta("a"));
         out.hold();
         out.stage(delta("b"));
@@ -322,8 +320,7 @@ mod tests {
 
     #[test]
     fn a_chunk_staged_while_holding_is_taken_back_from_the_held_ones() {
-        let handoff = Arc::new(Handoff::default());
-        let mut out = Outbox::new(RunId::from("run-6"), Some(handoff.clone()));
+        let (handoff, mut out) = outbox("run-6");
         out.hold();
         out.stage(delta("a"));
         out.commit();
@@ -354,7 +351,7 @@ mod tests {
     #[test]
     fn dropping_an_outbox_drops_its_batched_chunks() {
         let id = Arc::<str>::from("shared");
-        let mut out = Outbox::new(RunId::from("run-5"), Some(Arc::new(Handoff::default())));
+        let (_, mut out) = outbox("run-5");
         for _ in 0..5 {
             out.stage(ChunkKind::TextStart { id: id.clone() });
         }
