@@ -1,6 +1,6 @@
-//! The numbered behaviours of `docs/semantics.md` (its "Behaviours" section), each run on the
+//! The numbered behaviours of `docs/semantics.md` (tests `bNN_…`), each run on the
 //! statically dispatched agent (tuples), the dynamically dispatched one (`DynPipeline`) and the
-//! one `agent!` declares. Behaviour 42 (workflows) is in `tests/workflows.rs`.
+//! one `agent!` declares. The workflows' behaviours (58-64) are in `tests/workflows.rs`.
 
 mod common;
 
@@ -25,7 +25,7 @@ fn tool_then_text(text: &str) -> [Turn; 2] {
 // ---------------------------------------------------------------------------------------------
 // Input side
 
-on_every_path!(b01_two_input_processors_append_in_order, |path| {
+on_every_path!(b05_two_input_processors_append_in_order, |path| {
     let m = model([Turn::text("ok")]);
     let append = |id: &'static str| {
         Probe::new(id).input(move |a| {
@@ -64,7 +64,7 @@ impl Processor for Sleeper {
 }
 impl InputProcessor for Sleeper {}
 
-on_every_path!(b02_async_processors_never_overlap, |path| {
+on_every_path!(b06_async_processors_never_overlap, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let agent = build_agent!(path, model: m, input: [
@@ -75,7 +75,7 @@ on_every_path!(b02_async_processors_never_overlap, |path| {
     assert_eq!(log.entries(), ["a start", "a end", "b start", "b end"]);
 });
 
-on_every_path!(b03_abort_in_input_stops_the_chain, |path| {
+on_every_path!(b20_abort_in_input_stops_the_chain, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let l = log.clone();
@@ -95,7 +95,7 @@ on_every_path!(b03_abort_in_input_stops_the_chain, |path| {
     assert_eq!(types(&chunks), ["tripwire"]);
 });
 
-on_every_path!(b04_abort_without_reason_names_the_processor, |path| {
+on_every_path!(b21_abort_without_reason_names_the_processor, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, input: [
         Probe::new("quiet-guard").input(|a| Err(a.abort().into())),
@@ -125,7 +125,7 @@ impl Processor for OnlyInputStep {
 
 impl InputProcessor for OnlyInputStep {}
 
-on_every_path!(b05_processor_without_the_hook_is_skipped, |path| {
+on_every_path!(b07_processor_without_the_hook_is_skipped, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
@@ -139,7 +139,7 @@ on_every_path!(b05_processor_without_the_hook_is_skipped, |path| {
 });
 
 on_every_path!(
-    b06_process_input_sees_only_new_input_and_system_apart,
+    b01_process_input_sees_only_new_input_and_system_apart,
     |path| {
         let store = InMemoryStore::new();
         let m = model([Turn::text("first answer"), Turn::text("second answer")]);
@@ -168,7 +168,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b07_returned_system_messages_replace_untagged_ones, |path| {
+on_every_path!(b10_returned_system_messages_replace_untagged_ones, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, input: [
         Probe::new("sys").input(|a| {
@@ -189,7 +189,7 @@ on_every_path!(b07_returned_system_messages_replace_untagged_ones, |path| {
     assert_eq!(texts_of(prompt, Role::User), ["hi"]);
 });
 
-on_every_path!(b08_input_once_input_step_every_call_and_growing, |path| {
+on_every_path!(b02_input_once_input_step_every_call_and_growing, |path| {
     let m = model(tool_then_text("sunny"));
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
@@ -206,7 +206,7 @@ on_every_path!(b08_input_once_input_step_every_call_and_growing, |path| {
     assert_eq!(log.entries(), ["input 1", "step 0 sees 1", "step 1 sees 3"]);
 });
 
-on_every_path!(b09_input_step_results_chain, |path| {
+on_every_path!(b12_input_step_results_chain, |path| {
     let m = model([Turn::text("from the first model")]);
     let m2 = ScriptedModel::new([Turn::text("from the chosen model")]).named("chosen");
     let chosen: Arc<dyn LanguageModel> = Arc::new(m2.clone());
@@ -242,7 +242,7 @@ on_every_path!(b09_input_step_results_chain, |path| {
 });
 
 on_every_path!(
-    b10_empty_result_changes_nothing_partial_changes_what_it_names,
+    b13_empty_result_changes_nothing_partial_changes_what_it_names,
     |path| {
         let m = model([Turn::text("ok")]);
         let agent = build_agent!(
@@ -265,7 +265,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b11_returned_tools_replace_the_set_and_active_tools_filter,
+    b14_returned_tools_replace_the_set_and_active_tools_filter,
     |path| {
         let m = model([Turn::text("one"), Turn::text("two")]);
         let only_c = echo_tool("c");
@@ -301,7 +301,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b12_step_system_message_lasts_one_step, |path| {
+on_every_path!(b15_step_system_message_lasts_one_step, |path| {
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("sys").input_step(|a| {
@@ -320,7 +320,7 @@ on_every_path!(b12_step_system_message_lasts_one_step, |path| {
     assert_eq!(texts_of(&reqs[1].prompt, Role::System), ["You are a test."]);
 });
 
-on_every_path!(b13_input_step_sees_the_steps_so_far, |path| {
+on_every_path!(b03_input_step_sees_the_steps_so_far, |path| {
     let m = model(tool_then_text("done"));
     let log = Log::new();
     let l = log.clone();
@@ -332,7 +332,7 @@ on_every_path!(b13_input_step_sees_the_steps_so_far, |path| {
 });
 
 on_every_path!(
-    b14_prepare_step_runs_after_input_processors_as_prepare_step,
+    b16_prepare_step_runs_after_input_processors_as_prepare_step,
     |path| {
         let m = model([Turn::text("ok"), Turn::text("ok")]);
         let log = Log::new();
@@ -364,7 +364,7 @@ on_every_path!(
 // Stream side
 
 on_every_path!(
-    b15_upper_filter_last_chain_and_dropped_chunks_skip_later,
+    b29_upper_filter_last_chain_and_dropped_chunks_skip_later,
     |path| {
         let m = model([Turn::deltas(["hello", "drop"])]);
         let log = Log::new();
@@ -390,7 +390,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b16_held_back_chunks_are_emitted_from_stream_history,
+    b31_held_back_chunks_are_emitted_from_stream_history,
     |path| {
         let m = model([Turn::deltas(["Hel", "lo", " world."])]);
         let agent = build_agent!(path, model: m, output: [
@@ -408,7 +408,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
+on_every_path!(b33_accumulated_text_check_blocks_the_third_chunk, |path| {
     let m = model([Turn::deltas(["a", "b", "c", "d"])]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("length").stream(|a| {
@@ -429,7 +429,7 @@ on_every_path!(b17_accumulated_text_check_blocks_the_third_chunk, |path| {
 });
 
 on_every_path!(
-    b18_state_persists_per_processor_and_is_fresh_per_run,
+    b25_state_persists_per_processor_and_is_fresh_per_run,
     |path| {
         let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
         let log = Log::new();
@@ -456,7 +456,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
+on_every_path!(b30_dropped_chunks_vanish_order_kept_finish_passes, |path| {
     let m = model([Turn::deltas(["a", "x1", "b", "x2", "c"])]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("drop-x").stream(|a| Ok(match a.chunk.text_delta() {
@@ -470,7 +470,7 @@ on_every_path!(b19_dropped_chunks_vanish_order_kept_finish_passes, |path| {
     assert_eq!(result.unwrap().text, "abc");
 });
 
-on_every_path!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
+on_every_path!(b34_stream_abort_yields_one_tripwire_and_closes, |path| {
     let m = model([Turn::deltas(["fine", "bad", "never"])]);
     let log = Log::new();
     let l = log.clone();
@@ -515,7 +515,7 @@ on_every_path!(b20_stream_abort_yields_one_tripwire_and_closes, |path| {
 });
 
 on_every_path!(
-    b21_failing_stream_processor_passes_the_original_chunk,
+    b35_failing_stream_processor_passes_the_original_chunk,
     |path| {
         let m = model([Turn::deltas(["a", "b", "c"])]);
         let agent = build_agent!(path, model: m, output: [
@@ -544,7 +544,7 @@ fn data(name: &str, value: Value, transient: bool) -> ChunkKind {
     }
 }
 
-on_every_path!(b22_data_chunks_reach_only_opted_in_processors, |path| {
+on_every_path!(b36_data_chunks_reach_only_opted_in_processors, |path| {
     let m = model([Turn::text("hello")
         .chunk(data("progress", json!(1), false))
         .chunk(data("secret", json!("s"), false))
@@ -618,7 +618,7 @@ on_every_path!(b22_data_chunks_reach_only_opted_in_processors, |path| {
     );
 });
 
-on_every_path!(b22_opted_in_processor_can_abort_on_data, |path| {
+on_every_path!(b36_opted_in_processor_can_abort_on_data, |path| {
     let m = model([Turn::text("hello").chunk(data("bad", json!(0), false))]);
     let agent = build_agent!(path, model: m, output: [
         Probe::new("data-guard").data_parts().stream(|a| {
@@ -631,7 +631,7 @@ on_every_path!(b22_opted_in_processor_can_abort_on_data, |path| {
 });
 
 on_every_path!(
-    b23_the_tool_step_finishes_after_its_results_and_stream_processors_see_it,
+    b37_the_tool_step_finishes_after_its_results_and_stream_processors_see_it,
     |path| {
         let m = model(tool_then_text("done"));
         let log = Log::new();
@@ -675,7 +675,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b24_stream_processors_read_remembered_messages, |path| {
+on_every_path!(b39_stream_processors_read_remembered_messages, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
@@ -712,7 +712,7 @@ fn reject_bad(retry: bool) -> Probe {
     })
 }
 
-on_every_path!(b25_output_step_abort_without_retry, |path| {
+on_every_path!(b22_output_step_abort_without_retry, |path| {
     let m = model([Turn::text("bad answer")]);
     let agent = build_agent!(path, model: m, output: [reject_bad(false)]);
     let r = generate(&*agent, "hi").await;
@@ -727,7 +727,7 @@ on_every_path!(b25_output_step_abort_without_retry, |path| {
     assert_eq!(r.steps[0].finish_reason, FinishReason::Tripwire);
 });
 
-on_every_path!(b26_retry_with_feedback_then_accept, |path| {
+on_every_path!(b40_retry_with_feedback_then_accept, |path| {
     let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 3, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
@@ -746,7 +746,7 @@ on_every_path!(b26_retry_with_feedback_then_accept, |path| {
 });
 
 on_every_path!(
-    b27_retry_count_counts_consecutive_retries_and_resets,
+    b41_retry_count_counts_consecutive_retries_and_resets,
     |path| {
         let m = model([
             Turn::text("bad 1"),
@@ -772,7 +772,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b28_retries_run_out_and_the_result_carries_the_tripwire,
+    b43_retries_run_out_and_the_result_carries_the_tripwire,
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
         let agent =
@@ -785,7 +785,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b29_retry_without_a_limit_is_an_abort_with_a_warning,
+    b44_retry_without_a_limit_is_an_abort_with_a_warning,
     |path| {
         let m = ScriptedModel::cycle([Turn::text("bad")]);
         let agent = build_agent!(path, model: m, output: [reject_bad(true)]);
@@ -801,7 +801,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b30_retry_from_input_step_reruns_the_step, |path| {
+on_every_path!(b45_retry_from_input_step_reruns_the_step, |path| {
     let m = model([Turn::text("ok")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 2, input: [
         Probe::new("pre").input_step(|a| {
@@ -823,7 +823,7 @@ on_every_path!(b30_retry_from_input_step_reruns_the_step, |path| {
     );
 });
 
-on_every_path!(b31_retries_do_not_consume_max_steps, |path| {
+on_every_path!(b46_retries_do_not_consume_max_steps, |path| {
     let m = model([Turn::text("bad"), Turn::text("good")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 2, max_steps: 1, output: [reject_bad(true)]);
     let r = generate(&*agent, "hi").await;
@@ -841,7 +841,7 @@ fn rejecting(calls_ok_after: usize) -> ScriptedModel {
     })
 }
 
-on_every_path!(b32_api_error_processor_fixes_and_retries, |path| {
+on_every_path!(b51_api_error_processor_fixes_and_retries, |path| {
     let m = rejecting(1);
     let agent = build_agent!(path, model: m, error: [
         Probe::new("trim").api_error(|a| {
@@ -869,7 +869,7 @@ async fn calls_until_api_error(
     m.calls()
 }
 
-on_every_path!(b32_api_error_retry_limits, |path| {
+on_every_path!(b51_api_error_retry_limits, |path| {
     let always = || Probe::new("always").api_error(|_| Ok(ApiErrorAction::Retry));
     let m = rejecting(usize::MAX);
     let agent = build_agent!(path, model: m, error: [always()]);
@@ -891,7 +891,7 @@ on_every_path!(b32_api_error_retry_limits, |path| {
     );
 });
 
-on_every_path!(b33_per_call_max_processor_retries_wins, |path| {
+on_every_path!(b47_per_call_max_processor_retries_wins, |path| {
     let m = ScriptedModel::cycle([Turn::text("bad")]);
     let agent = build_agent!(path, model: m, max_processor_retries: 1, output: [reject_bad(true)]);
     agent
@@ -901,7 +901,7 @@ on_every_path!(b33_per_call_max_processor_retries_wins, |path| {
     assert_eq!(m.calls(), 4);
 });
 
-on_every_path!(b34_input_step_abort_after_a_tool_step, |path| {
+on_every_path!(b23_input_step_abort_after_a_tool_step, |path| {
     let m = model(tool_then_text("never"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [
         Probe::new("budget").input_step(|a| {
@@ -924,7 +924,7 @@ on_every_path!(b34_input_step_abort_after_a_tool_step, |path| {
 // ---------------------------------------------------------------------------------------------
 // Request/response hooks
 
-on_every_path!(b35_llm_request_rewrites_only_this_call, |path| {
+on_every_path!(b17_llm_request_rewrites_only_this_call, |path| {
     let store = InMemoryStore::new();
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], memory: Memory::new(store.clone()), input: [
@@ -949,7 +949,7 @@ on_every_path!(b35_llm_request_rewrites_only_this_call, |path| {
     assert_eq!(saved[0].text(), "quiet please");
 });
 
-on_every_path!(b36_llm_request_response_short_circuits_the_model, |path| {
+on_every_path!(b18_llm_request_response_short_circuits_the_model, |path| {
     let m = model([Turn::text("from the model")]);
     let log = Log::new();
     let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
@@ -986,7 +986,7 @@ on_every_path!(b36_llm_request_response_short_circuits_the_model, |path| {
     assert_eq!(log.entries(), ["later llm_request ran", "from_cache=true"]);
 });
 
-on_every_path!(b37_tool_result_changed_before_history, |path| {
+on_every_path!(b19_tool_result_changed_before_history, |path| {
     let m = model(tool_then_text("done"));
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
         Probe::new("scrub").tool_result(|a| {
@@ -1025,7 +1025,7 @@ fn thread() -> GenerateOptions {
     GenerateOptions::new().request_context(RequestContext::new().with_thread("thread-1", "user-1"))
 }
 
-on_every_path!(b38_memory_loads_first_and_saves_last, |path| {
+on_every_path!(b54_memory_loads_first_and_saves_last, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::text("one"), Turn::text("two")]);
     let log = Log::new();
@@ -1057,7 +1057,7 @@ on_every_path!(b38_memory_loads_first_and_saves_last, |path| {
     assert_eq!(saved, ["first", "one [checked]", "second", "two [checked]"]);
 });
 
-on_every_path!(b39_redacted_output_streams_and_is_saved, |path| {
+on_every_path!(b55_redacted_output_streams_and_is_saved, |path| {
     let store = InMemoryStore::new();
     let m = model([Turn::deltas(["my secret ", "is out"])]);
     let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()), output: [
@@ -1072,7 +1072,7 @@ on_every_path!(b39_redacted_output_streams_and_is_saved, |path| {
     assert_eq!(saved[1].text(), "my [redacted] is out");
 });
 
-on_every_path!(b40_tripwire_saves_nothing_of_the_turn, |path| {
+on_every_path!(b56_tripwire_saves_nothing_of_the_turn, |path| {
     for place in ["input", "stream", "output_step", "output_result"] {
         let store = InMemoryStore::new();
         let m = ScriptedModel::cycle([Turn::text("answer")]);
@@ -1119,7 +1119,7 @@ on_every_path!(b40_tripwire_saves_nothing_of_the_turn, |path| {
 });
 
 on_every_path!(
-    b41_per_call_lists_replace_the_agents_and_memory_still_runs,
+    b09_per_call_lists_replace_the_agents_and_memory_still_runs,
     |path| {
         let store = InMemoryStore::new();
         let m = ScriptedModel::cycle([Turn::text("answer")]);
@@ -1152,7 +1152,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b43_processors_with_one_id_share_state, |path| {
+on_every_path!(b26_processors_with_one_id_share_state, |path| {
     let m = model([Turn::deltas(["a", "b"]), Turn::deltas(["a", "b"])]);
     let log = Log::new();
     let l = log.clone();
@@ -1173,7 +1173,7 @@ on_every_path!(b43_processors_with_one_id_share_state, |path| {
     assert_eq!(log.entries(), ["1", "2", "1", "2"]);
 });
 
-on_every_path!(b44_each_attempt_carries_one_feedback_message, |path| {
+on_every_path!(b42_each_attempt_carries_one_feedback_message, |path| {
     let m = model([Turn::text("one"), Turn::text("two"), Turn::text("three")]);
     let guard = Probe::new("guard").output_step(|a| {
         let reason = format!("attempt {} rejected", a.retry_count);
@@ -1200,7 +1200,7 @@ on_every_path!(b44_each_attempt_carries_one_feedback_message, |path| {
 });
 
 on_every_path!(
-    b45_a_dropped_tool_call_is_neither_run_nor_recorded,
+    b38_a_dropped_tool_call_is_neither_run_nor_recorded,
     |path| {
         let m = model(tool_then_text("no tool needed"));
         let ran = Arc::new(AtomicUsize::new(0));
@@ -1242,7 +1242,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b46_the_memory_window_never_begins_with_an_orphan_tool_result,
+    b57_the_memory_window_never_begins_with_an_orphan_tool_result,
     |path| {
         let store = InMemoryStore::new();
         let mut turns = tool_then_text("sunny").to_vec();
@@ -1271,7 +1271,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b47_a_message_returned_as_system_moves_to_the_system_set,
+    b11_a_message_returned_as_system_moves_to_the_system_set,
     |path| {
         let store = InMemoryStore::new();
         let m = model([Turn::text("ok")]);
@@ -1383,7 +1383,7 @@ on_every_path!(b48_a_rejected_attempt_finishes_with_reason_retry, |path| {
     );
 });
 
-on_every_path!(b49_an_api_error_retry_is_a_step_of_its_own, |path| {
+on_every_path!(b52_an_api_error_retry_is_a_step_of_its_own, |path| {
     let m = rejecting(1);
     let agent = build_agent!(path, model: m, error: [
         Probe::new("again").api_error(|_| Ok(ApiErrorAction::Retry)),
@@ -1419,7 +1419,7 @@ on_every_path!(b49_an_api_error_retry_is_a_step_of_its_own, |path| {
 });
 
 on_every_path!(
-    b50_data_written_at_the_start_survives_a_rejected_first_step,
+    b49_data_written_at_the_start_survives_a_rejected_first_step,
     |path| {
         let store = InMemoryStore::new();
         let m = model([Turn::text("bad answer"), Turn::text("good answer")]);
@@ -1449,7 +1449,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b51_output_step_sees_the_step_usage_and_the_runs, |path| {
+on_every_path!(b04_output_step_sees_the_step_usage_and_the_runs, |path| {
     let m = model(tool_then_text("done").map(|t| t.usage(10, 2)));
     let log = Log::new();
     let l = log.clone();
@@ -1464,7 +1464,7 @@ on_every_path!(b51_output_step_sees_the_step_usage_and_the_runs, |path| {
 });
 
 on_every_path!(
-    b52_a_failure_mid_stream_goes_to_the_error_processors,
+    b53_a_failure_mid_stream_goes_to_the_error_processors,
     |path| {
         let m = model([
             Turn::deltas(["half ", "an answ"])
@@ -1506,7 +1506,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b64_a_clients_answer_text_shows_the_answer_once_however_many_attempts,
+    b50_a_clients_answer_text_shows_the_answer_once_however_many_attempts,
     |path| {
         // An attempt cut mid-stream and retried by an error processor, then an answer
         // rejected by an output-step processor and asked for again, then the answer.
@@ -1589,7 +1589,7 @@ fn sentence_redactor() -> Probe {
 }
 
 on_every_path!(
-    b53_a_stream_processor_holds_chunks_back_and_emits_several,
+    b32_a_stream_processor_holds_chunks_back_and_emits_several,
     |path| {
         let m = model([Turn::deltas([
             "My key is sk-",
@@ -1630,7 +1630,7 @@ on_every_path!(
 struct Detected(&'static str);
 
 on_every_path!(
-    b54_a_processor_passes_a_value_to_later_ones_through_the_request_context,
+    b27_a_processor_passes_a_value_to_later_ones_through_the_request_context,
     |path| {
         let m = model([Turn::text("bonjour"), Turn::text("salut")]);
         let log = Log::new();
@@ -1667,7 +1667,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b55_processors_from_closures, |path| {
+on_every_path!(b08_processors_from_closures, |path| {
     let m = model([
         Turn::deltas(["a", "b"])
             .tool_call("c1", "weather", json!({}))
@@ -1714,7 +1714,7 @@ on_every_path!(b55_processors_from_closures, |path| {
 });
 
 on_every_path!(
-    b62_processors_own_usage_is_reported_per_processor_apart_from_the_models,
+    b28_processors_own_usage_is_reported_per_processor_apart_from_the_models,
     |path| {
         let turn = || Turn::deltas(["a", "b"]).usage(10, 2);
         let m = model([turn(), turn()]);
@@ -1761,7 +1761,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b62_a_run_ended_by_a_trip_wire_reports_what_processors_used,
+    b28_a_run_ended_by_a_trip_wire_reports_what_processors_used,
     |path| {
         let m = model([Turn::text("never")]);
         let agent = build_agent!(path, model: m, input: [
@@ -1780,7 +1780,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b63_a_warning_reported_beside_a_result_reaches_on_violation,
+    b24_a_warning_reported_beside_a_result_reaches_on_violation,
     |path| {
         let m = model([Turn::deltas(["a", "b"])]);
         let seen = Log::new();

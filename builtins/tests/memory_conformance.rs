@@ -197,7 +197,7 @@ fn every_part_of_a_message_round_trips(store: &dyn MemoryStore) {
     assert_eq!(block_on(store.list_messages("t-1", None)).unwrap(), [m]);
 }
 
-fn b140_working_memory_round_trips_and_a_write_replaces_it(store: &dyn MemoryStore) {
+fn bi_29_working_memory_round_trips_and_a_write_replaces_it(store: &dyn MemoryStore) {
     let ada = working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1");
     assert_eq!(block_on(store.get_working_memory(&ada)).unwrap(), None);
     block_on(store.set_working_memory(&ada, "# Ada\n- likes: tea".into())).unwrap();
@@ -217,7 +217,7 @@ fn b140_working_memory_round_trips_and_a_write_replaces_it(store: &dyn MemorySto
     );
 }
 
-fn b141_each_scope_key_has_its_own_working_memory(store: &dyn MemoryStore) {
+fn bi_30_each_scope_key_has_its_own_working_memory(store: &dyn MemoryStore) {
     let keys = [
         working_memory_key(WorkingMemoryScope::Resource, "ada", "t-1"),
         working_memory_key(WorkingMemoryScope::Resource, "bob", "t-1"),
@@ -254,7 +254,7 @@ fn ids(found: &[SimilarMessage]) -> Vec<&str> {
     found.iter().map(|s| s.message_id.as_str()).collect()
 }
 
-fn b150_a_search_returns_a_resources_most_similar_messages_first(store: &dyn MemoryStore) {
+fn bi_38_a_search_returns_a_resources_most_similar_messages_first(store: &dyn MemoryStore) {
     block_on(store.save_embeddings(vec![
         embedding("a1", "t-1", "ada", &[1.0, 0.0, 0.0]),
         embedding("a2", "t-1", "ada", &[0.0, 1.0, 0.0]),
@@ -287,7 +287,7 @@ fn b150_a_search_returns_a_resources_most_similar_messages_first(store: &dyn Mem
     assert_eq!(ids(&found), ["a1", "a4"], "ties in saved order");
 }
 
-fn b151_an_embedding_of_another_resources_message_is_refused(store: &dyn MemoryStore) {
+fn bi_39_an_embedding_of_another_resources_message_is_refused(store: &dyn MemoryStore) {
     block_on(store.save_embeddings(vec![embedding("a1", "t-1", "ada", &[1.0, 0.0])])).unwrap();
     let err = block_on(store.save_embeddings(vec![
         embedding("b1", "t-2", "bob", &[0.0, 1.0]),
@@ -437,28 +437,28 @@ macro_rules! conformance {
                 super::every_part_of_a_message_round_trips(&*s.0);
             }
             #[test]
-            fn b140_working_memory_round_trips_and_a_write_replaces_it() {
+            fn bi_29_working_memory_round_trips_and_a_write_replaces_it() {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
-                super::b140_working_memory_round_trips_and_a_write_replaces_it(&*s.0);
+                super::bi_29_working_memory_round_trips_and_a_write_replaces_it(&*s.0);
             }
             #[test]
-            fn b141_each_scope_key_has_its_own_working_memory() {
+            fn bi_30_each_scope_key_has_its_own_working_memory() {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
-                super::b141_each_scope_key_has_its_own_working_memory(&*s.0);
+                super::bi_30_each_scope_key_has_its_own_working_memory(&*s.0);
             }
             #[test]
-            fn b150_a_search_returns_a_resources_most_similar_messages_first() {
+            fn bi_38_a_search_returns_a_resources_most_similar_messages_first() {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
-                super::b150_a_search_returns_a_resources_most_similar_messages_first(&*s.0);
+                super::bi_38_a_search_returns_a_resources_most_similar_messages_first(&*s.0);
             }
             #[test]
-            fn b151_an_embedding_of_another_resources_message_is_refused() {
+            fn bi_39_an_embedding_of_another_resources_message_is_refused() {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
-                super::b151_an_embedding_of_another_resources_message_is_refused(&*s.0);
+                super::bi_39_an_embedding_of_another_resources_message_is_refused(&*s.0);
             }
             #[test]
             fn memory_keeps_a_conversation_and_one_resource_never_sees_anothers() {

@@ -78,7 +78,7 @@ fn input_that_passes_reaches_the_model_unchanged() {
 }
 
 #[test]
-fn b91_a_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
+fn bi_02_a_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
     for (score, flagged) in [(0.7, true), (0.699, false)] {
         let m = Moderation::builder(Judge::new(judge(
             move |_| json!({ "categories": { "hate": score } }),
@@ -140,7 +140,7 @@ fn input_filter_removes_only_the_flagged_messages() {
 }
 
 #[test]
-fn b94_several_input_messages_are_judged_concurrently_within_the_bound_in_order() {
+fn bi_05_several_input_messages_are_judged_concurrently_within_the_bound_in_order() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -171,7 +171,7 @@ fn b94_several_input_messages_are_judged_concurrently_within_the_bound_in_order(
 }
 
 #[test]
-fn b90_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
+fn bi_01_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
     for answer in [
         "I think it is fine.",
         "```json\n{\"verdict\": \"ok\"}\n```",
@@ -204,7 +204,7 @@ fn b90_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
 }
 
 #[test]
-fn b90_a_verdict_in_code_fences_with_prose_is_read() {
+fn bi_01_a_verdict_in_code_fences_with_prose_is_read() {
     let answer = "Here is my assessment:\n```json\n{\"categories\": {\"violence\": 0.95}}\n```\nLet me know!";
     let agent = Agent::builder()
         .model(main_model())
@@ -219,7 +219,7 @@ fn b90_a_verdict_in_code_fences_with_prose_is_read() {
 }
 
 #[test]
-fn b92_on_judge_error_block_fails_closed_and_fail_open_passes_quietly() {
+fn bi_03_on_judge_error_block_fails_closed_and_fail_open_passes_quietly() {
     let failing = || ScriptedModel::new([Turn::error(ApiError::new(503, "overloaded"))]);
     let violations = Violations::new();
     let agent = Agent::builder()
@@ -278,7 +278,7 @@ fn a_judge_that_errors_warns_with_the_provider_error() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn b93_a_judge_that_never_answers_times_out_on_tokio_time() {
+async fn bi_04_a_judge_that_never_answers_times_out_on_tokio_time() {
     let violations = Violations::new();
     let agent = Agent::builder()
         .model(main_model())
@@ -302,7 +302,7 @@ async fn b93_a_judge_that_never_answers_times_out_on_tokio_time() {
 }
 
 #[test]
-fn b93_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers() {
+fn bi_04_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -330,7 +330,7 @@ fn b93_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers() 
 }
 
 #[test]
-fn b93_a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
+fn bi_04_a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
     let agent = Agent::builder()
         .model(main_model())
         .input(
@@ -355,7 +355,7 @@ fn b93_a_judge_that_never_answers_times_out_without_a_tokio_runtime() {
 }
 
 #[test]
-fn b95_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context() {
+fn bi_06_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context() {
     let judge = judge(violence);
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::deltas([
@@ -379,7 +379,7 @@ fn b95_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_context
 }
 
 #[test]
-fn b95_stream_block_stops_before_any_of_the_flagged_window_reaches_the_client() {
+fn bi_06_stream_block_stops_before_any_of_the_flagged_window_reaches_the_client() {
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::deltas([
             "Sure. ", "Then ", "kill ", "it.",
@@ -597,7 +597,7 @@ fn result_block_reports_the_verdict() {
 }
 
 #[test]
-fn b97_judge_usage_is_reported_on_the_result_without_a_ledger() {
+fn bi_08_judge_usage_is_reported_on_the_result_without_a_ledger() {
     let agent = Agent::builder()
         .model(main_model())
         .input(moderation(judge(violence), Strategy::Block))
@@ -613,7 +613,7 @@ fn b97_judge_usage_is_reported_on_the_result_without_a_ledger() {
 }
 
 #[test]
-fn b97_judge_usage_is_recorded_apart_from_the_main_models() {
+fn bi_08_judge_usage_is_recorded_apart_from_the_main_models() {
     let ledger = JudgeLedger::new();
     let agent = Agent::builder()
         .model(ScriptedModel::new([

@@ -129,7 +129,7 @@ fn input_warn_passes_and_filter_drops_the_message() {
 }
 
 #[test]
-fn b96_a_value_split_across_deltas_is_redacted_and_no_piece_of_it_streams() {
+fn bi_07_a_value_split_across_deltas_is_redacted_and_no_piece_of_it_streams() {
     let judge = judge(finder);
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::deltas([

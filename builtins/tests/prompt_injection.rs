@@ -177,7 +177,7 @@ fn a_flagged_verdict_without_the_rewrite_is_malformed_and_follows_on_error() {
 }
 
 #[test]
-fn b91_a_score_equal_to_the_default_threshold_is_flagged() {
+fn bi_02_a_score_equal_to_the_default_threshold_is_flagged() {
     for (score, flagged) in [(0.7, true), (0.69, false)] {
         let agent = Agent::builder()
             .model(main_model())

@@ -151,7 +151,7 @@ fn stream_filter_drops_the_flagged_window_only() {
 }
 
 #[test]
-fn b99_a_quoted_passage_split_across_deltas_is_redacted_whole_and_no_piece_streams() {
+fn bi_10_a_quoted_passage_split_across_deltas_is_redacted_whole_and_no_piece_streams() {
     let judge = judge(leak);
     let agent = agent_with(
         PromptLeakDetector::builder(Judge::new(judge.clone()))
@@ -267,7 +267,7 @@ fn feedback(model: &ScriptedModel, call: usize) -> String {
 }
 
 #[test]
-fn b101_stream_retry_drops_the_flagged_window_and_the_next_attempt_gets_the_feedback() {
+fn bi_12_stream_retry_drops_the_flagged_window_and_the_next_attempt_gets_the_feedback() {
     let model = ScriptedModel::new([
         Turn::deltas(["Hi. ", LEAK, " More."]),
         Turn::deltas(["Hi. ", "I cannot share that."]),
@@ -429,7 +429,7 @@ fn result_block_reports_the_verdict() {
 }
 
 #[test]
-fn b100_warnings_raised_on_the_result_reach_on_violation() {
+fn bi_11_warnings_raised_on_the_result_reach_on_violation() {
     // Flagged under Warn: the answer is unchanged, the warning heard.
     let judge = judge(leak);
     let violations = Violations::new();
@@ -461,7 +461,7 @@ fn b100_warnings_raised_on_the_result_reach_on_violation() {
 }
 
 #[test]
-fn b91_a_leak_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
+fn bi_02_a_leak_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not() {
     for (score, flagged) in [(0.7, true), (0.699, false)] {
         let d = PromptLeakDetector::builder(Judge::new(judge(
             move |_| json!({ "leak": score, "spans": [] }),
@@ -475,7 +475,7 @@ fn b91_a_leak_score_equal_to_the_threshold_is_flagged_and_one_just_below_is_not(
 }
 
 #[test]
-fn b90_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
+fn bi_01_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
     for answer in [
         "It does not leak.",
         "{\"spans\": []}",
@@ -509,7 +509,7 @@ fn b90_a_malformed_verdict_warns_by_default_and_never_passes_silently() {
 }
 
 #[test]
-fn b92_a_failing_judge_fails_closed_under_block_and_passes_quietly_under_fail_open() {
+fn bi_03_a_failing_judge_fails_closed_under_block_and_passes_quietly_under_fail_open() {
     let failing = || ScriptedModel::new([Turn::error(ApiError::new(503, "overloaded"))]);
     let d = |on_error| {
         PromptLeakDetector::builder(Judge::new(failing()).on_error(on_error))
@@ -544,7 +544,7 @@ fn b92_a_failing_judge_fails_closed_under_block_and_passes_quietly_under_fail_op
 }
 
 #[tokio::test(start_paused = true)]
-async fn b93_a_judge_that_never_answers_times_out_and_the_answer_goes_on() {
+async fn bi_04_a_judge_that_never_answers_times_out_and_the_answer_goes_on() {
     let violations = Violations::new();
     let agent = Agent::builder()
         .instructions(PROMPT)
@@ -570,7 +570,7 @@ async fn b93_a_judge_that_never_answers_times_out_and_the_answer_goes_on() {
 }
 
 #[test]
-fn b98_without_a_system_prompt_nothing_is_judged_and_deltas_pass_as_they_came() {
+fn bi_09_without_a_system_prompt_nothing_is_judged_and_deltas_pass_as_they_came() {
     let judge = judge(leak);
     let parts = ["Claro: ", LEAK];
     // On the stream.
@@ -607,7 +607,7 @@ fn add_codename(list: &mut MessageList) {
 }
 
 #[test]
-fn b98_the_judge_gets_the_untagged_system_prompt_quoted_as_data_and_the_answer_as_content() {
+fn bi_09_the_judge_gets_the_untagged_system_prompt_quoted_as_data_and_the_answer_as_content() {
     let judge = judge(leak);
     let agent = agent! {
         crate: processors_runtime,
@@ -638,7 +638,7 @@ fn b98_the_judge_gets_the_untagged_system_prompt_quoted_as_data_and_the_answer_a
 }
 
 #[test]
-fn b97_judge_calls_are_recorded_with_their_usage_apart_from_the_main_models() {
+fn bi_08_judge_calls_are_recorded_with_their_usage_apart_from_the_main_models() {
     let ledger = JudgeLedger::new();
     let agent = Agent::builder()
         .instructions(PROMPT)

@@ -1,4 +1,4 @@
-//! The recovery processors (behaviours 110-125 of docs/semantics.md): each repairs the
+//! The recovery processors (behaviours 13-28 of docs/builtins.md): each repairs the
 //! error it recognises and the retry succeeds, leaves other errors alone, and stops after its
 //! attempts; then each through a real provider client against a server on 127.0.0.1 that
 //! answers with the provider's own error body.
@@ -296,7 +296,7 @@ async fn streamed<I: Pipeline, O: Pipeline, E: Pipeline>(
 // PrefillErrorHandler
 
 #[test]
-fn b110_a_prefill_refusal_is_continued_and_retried() {
+fn bi_13_a_prefill_refusal_is_continued_and_retried() {
     let model = ScriptedModel::new([
         Turn::error(anthropic_400(PREFILL)),
         Turn::text(" on the roof."),
@@ -352,7 +352,7 @@ fn b110_a_prefill_refusal_is_continued_and_retried() {
 }
 
 #[test]
-fn b110_the_continuation_can_be_configured() {
+fn bi_13_the_continuation_can_be_configured() {
     let model = ScriptedModel::new([Turn::error(anthropic_400(PREFILL)), Turn::text("ok")]);
     let handler = PrefillErrorHandler::builder()
         .continuation("Please go on.")
@@ -375,7 +375,7 @@ fn b110_the_continuation_can_be_configured() {
 }
 
 #[test]
-fn b111_the_prefill_handler_leaves_other_errors_alone() {
+fn bi_14_the_prefill_handler_leaves_other_errors_alone() {
     for error in [
         anthropic_400("Unknown parameter: top_k_sampling"),
         ApiError::new(500, PREFILL),
@@ -394,7 +394,7 @@ fn b111_the_prefill_handler_leaves_other_errors_alone() {
 }
 
 #[test]
-fn b111_the_prefill_handler_retries_once() {
+fn bi_14_the_prefill_handler_retries_once() {
     let model = ScriptedModel::cycle([Turn::error(anthropic_400(PREFILL))]);
     let agent = Agent::builder()
         .model(model.clone())
@@ -430,7 +430,7 @@ fn before_call_only() -> ProviderHistoryCompat {
 }
 
 #[test]
-fn b112_orphan_tool_results_are_left_out_of_the_prompt() {
+fn bi_15_orphan_tool_results_are_left_out_of_the_prompt() {
     let model = strict("sunny");
     let agent = rewriting(model.clone(), before_call_only());
     let history = vec![
@@ -450,7 +450,7 @@ fn b112_orphan_tool_results_are_left_out_of_the_prompt() {
 }
 
 #[test]
-fn b113_tool_calls_without_results_are_left_out_of_the_prompt() {
+fn bi_16_tool_calls_without_results_are_left_out_of_the_prompt() {
     let model = strict("sunny");
     let agent = rewriting(model.clone(), before_call_only());
     let history = vec![
@@ -476,7 +476,7 @@ fn b113_tool_calls_without_results_are_left_out_of_the_prompt() {
 }
 
 #[test]
-fn b114_empty_assistant_messages_are_left_out_of_the_prompt() {
+fn bi_17_empty_assistant_messages_are_left_out_of_the_prompt() {
     let model = strict("ok");
     let agent = rewriting(model.clone(), before_call_only());
     let history = vec![
@@ -509,7 +509,7 @@ fn with_reasoning() -> Vec<Message> {
 }
 
 #[test]
-fn b115_reasoning_is_left_out_for_anthropic_only() {
+fn bi_18_reasoning_is_left_out_for_anthropic_only() {
     let inner = strict_as("48", "anthropic");
     let anthropic = AsProvider {
         inner: inner.clone(),
@@ -532,7 +532,7 @@ fn b115_reasoning_is_left_out_for_anthropic_only() {
 }
 
 #[test]
-fn b116_invalid_tool_call_ids_are_rewritten_consistently() {
+fn bi_19_invalid_tool_call_ids_are_rewritten_consistently() {
     let weather = tool_fn("weather");
     let model = ScriptedModel::responder(|request, i| {
         if let Some(message) = refusal(&request.prompt, "scripted") {
@@ -641,7 +641,7 @@ fn with_file() -> Vec<Message> {
 }
 
 #[test]
-fn b117_rules_are_switchable_and_custom_rules_run_after_the_built_in_ones() {
+fn bi_20_rules_are_switchable_and_custom_rules_run_after_the_built_in_ones() {
     let orphan = || {
         vec![
             tool_message(vec![result("c0", "stray")]),
@@ -729,7 +729,7 @@ fn b117_rules_are_switchable_and_custom_rules_run_after_the_built_in_ones() {
 }
 
 #[test]
-fn b118_the_prompt_rewrite_changes_neither_the_list_nor_memory() {
+fn bi_21_the_prompt_rewrite_changes_neither_the_list_nor_memory() {
     let model = strict("sunny");
     let store = InMemoryStore::new();
     let agent = Agent::builder()
@@ -821,7 +821,7 @@ fn broken() -> Vec<(&'static str, Vec<Message>, &'static str)> {
 }
 
 #[test]
-fn b119_a_refusal_naming_the_problem_repairs_the_list_and_retries() {
+fn bi_22_a_refusal_naming_the_problem_repairs_the_list_and_retries() {
     for (name, history, provider) in broken() {
         let inner = strict_as("fixed", provider);
         let model = AsProvider {
@@ -858,7 +858,7 @@ fn b119_a_refusal_naming_the_problem_repairs_the_list_and_retries() {
 }
 
 #[test]
-fn b119_only_the_rules_the_refusal_names_repair_the_list() {
+fn bi_22_only_the_rules_the_refusal_names_repair_the_list() {
     let model = ScriptedModel::new([
         Turn::error(anthropic_400(
             "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
@@ -888,7 +888,7 @@ fn b119_only_the_rules_the_refusal_names_repair_the_list() {
 }
 
 #[test]
-fn b119_the_repaired_list_is_what_the_run_saves() {
+fn bi_22_the_repaired_list_is_what_the_run_saves() {
     let model = strict("fixed");
     let store = InMemoryStore::new();
     let agent = Agent::builder()
@@ -907,7 +907,7 @@ fn b119_the_repaired_list_is_what_the_run_saves() {
 }
 
 #[test]
-fn b119_other_errors_are_left_alone_and_the_repair_is_tried_once() {
+fn bi_22_other_errors_are_left_alone_and_the_repair_is_tried_once() {
     let cases = [
         // No rule recognises it.
         anthropic_400("Unknown parameter: top_k_sampling"),
@@ -1005,7 +1005,7 @@ fn handling_context(model: &ScriptedModel, handler: ContextLengthHandler) -> Age
 }
 
 #[test]
-fn b120_a_context_length_refusal_drops_the_oldest_turns_pair_safe() {
+fn bi_23_a_context_length_refusal_drops_the_oldest_turns_pair_safe() {
     let model = too_long_then("ok");
     let agent = handling_context(&model, ContextLengthHandler::new());
     let history = vec![
@@ -1040,7 +1040,7 @@ fn b120_a_context_length_refusal_drops_the_oldest_turns_pair_safe() {
 }
 
 #[test]
-fn b120_the_current_turns_older_tool_rounds_go_when_no_older_turn_is_left() {
+fn bi_23_the_current_turns_older_tool_rounds_go_when_no_older_turn_is_left() {
     let model = too_long_then("ok");
     let agent = handling_context(&model, ContextLengthHandler::new());
     let big = "a long page of results ".repeat(100);
@@ -1074,7 +1074,7 @@ fn b120_the_current_turns_older_tool_rounds_go_when_no_older_turn_is_left() {
 }
 
 #[test]
-fn b120_no_result_outlives_its_dropped_call() {
+fn bi_23_no_result_outlives_its_dropped_call() {
     let model = too_long_then("ok");
     let agent = handling_context(&model, ContextLengthHandler::new());
     let history = vec![
@@ -1092,7 +1092,7 @@ fn b120_no_result_outlives_its_dropped_call() {
 }
 
 #[test]
-fn b121_the_context_handler_leaves_other_errors_alone() {
+fn bi_24_the_context_handler_leaves_other_errors_alone() {
     let long_history = || {
         vec![
             Message::user("one"),
@@ -1122,7 +1122,7 @@ fn b121_the_context_handler_leaves_other_errors_alone() {
 }
 
 #[test]
-fn b121_the_context_handler_is_bounded_by_its_attempts() {
+fn bi_24_the_context_handler_is_bounded_by_its_attempts() {
     let history = || {
         (0..8)
             .flat_map(|i| {
@@ -1183,7 +1183,7 @@ fn cut() -> ApiError {
 }
 
 #[test]
-fn b122_a_stream_failure_is_retried_and_the_client_sees_the_answer_once() {
+fn bi_25_a_stream_failure_is_retried_and_the_client_sees_the_answer_once() {
     let model = ScriptedModel::new([
         Turn::deltas(["half ", "an answ"]).fail_mid_stream(cut()),
         Turn::deltas(["a whole ", "answer"]),
@@ -1233,7 +1233,7 @@ fn b122_a_stream_failure_is_retried_and_the_client_sees_the_answer_once() {
 }
 
 #[test]
-fn b123_stream_retries_are_bounded() {
+fn bi_26_stream_retries_are_bounded() {
     let model = ScriptedModel::cycle([Turn::deltas(["par"]).fail_mid_stream(cut())]);
     let agent = Agent::builder()
         .model(model.clone())
@@ -1255,7 +1255,7 @@ fn b123_stream_retries_are_bounded() {
 }
 
 #[test]
-fn b123_errors_with_a_status_and_optionally_unretryable_ones_are_left_alone() {
+fn bi_26_errors_with_a_status_and_optionally_unretryable_ones_are_left_alone() {
     let cases = [
         (StreamErrorRetry::new(), ApiError::new(503, "overloaded")),
         (StreamErrorRetry::new(), anthropic_400(PREFILL)),
@@ -1303,7 +1303,7 @@ fn failing_twice() -> ScriptedModel {
 }
 
 #[test]
-fn b124_the_backoff_waits_on_any_executor() {
+fn bi_27_the_backoff_waits_on_any_executor() {
     let model = failing_twice();
     let retry = StreamErrorRetry::builder()
         .backoff(Backoff::Exponential {
@@ -1329,7 +1329,7 @@ fn b124_the_backoff_waits_on_any_executor() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn b124_under_tokio_the_backoff_is_a_tokio_timer() {
+async fn bi_27_under_tokio_the_backoff_is_a_tokio_timer() {
     let model = failing_twice();
     let retry = StreamErrorRetry::builder()
         .backoff(Backoff::Fixed(Duration::from_secs(30)))
@@ -1435,7 +1435,7 @@ fn openai_answer(text: &str) -> String {
 }
 
 #[tokio::test]
-async fn b125_anthropics_prefill_refusal_is_continued_over_http() {
+async fn bi_28_anthropics_prefill_refusal_is_continued_over_http() {
     let (url, bodies) = server(vec![
         anthropic_error(PREFILL),
         anthropic_answer(" on the roof."),
@@ -1462,7 +1462,7 @@ async fn b125_anthropics_prefill_refusal_is_continued_over_http() {
 }
 
 #[tokio::test]
-async fn b125_anthropics_tool_id_pattern_error_is_repaired_over_http() {
+async fn bi_28_anthropics_tool_id_pattern_error_is_repaired_over_http() {
     let (url, bodies) = server(vec![
         anthropic_error(
             "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
@@ -1501,7 +1501,7 @@ async fn b125_anthropics_tool_id_pattern_error_is_repaired_over_http() {
 }
 
 #[tokio::test]
-async fn b125_openais_context_length_exceeded_is_trimmed_over_http() {
+async fn bi_28_openais_context_length_exceeded_is_trimmed_over_http() {
     let body = json!({ "error": {
         "message": CONTEXT,
         "type": "invalid_request_error",
@@ -1541,7 +1541,7 @@ async fn b125_openais_context_length_exceeded_is_trimmed_over_http() {
 }
 
 #[tokio::test]
-async fn b125_an_anthropic_error_event_mid_stream_is_retried_over_http() {
+async fn bi_28_an_anthropic_error_event_mid_stream_is_retried_over_http() {
     let overloaded = event(
         "error",
         json!({ "type": "error", "error": { "type": "overloaded_error", "message": "Overloaded" } }),

@@ -32,7 +32,7 @@ fn agent(store: &InMemoryStore, model: &ScriptedModel, recall: SemanticRecall) -
 }
 
 #[test]
-fn b152_the_hash_embedder_is_deterministic_and_normalised() {
+fn bi_40_the_hash_embedder_is_deterministic_and_normalised() {
     let e = HashEmbedder::new(64);
     let texts = vec![
         "Blue is my colour".to_owned(),
@@ -49,7 +49,7 @@ fn b152_the_hash_embedder_is_deterministic_and_normalised() {
 }
 
 #[test]
-fn b153_similar_messages_of_other_threads_come_back_with_their_neighbours() {
+fn bi_41_similar_messages_of_other_threads_come_back_with_their_neighbours() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::responder(|_, i| Turn::text(format!("answer {i}")));
     let recall = SemanticRecall::new(store.clone(), HashEmbedder::new(512))
@@ -75,7 +75,7 @@ fn b153_similar_messages_of_other_threads_come_back_with_their_neighbours() {
 }
 
 #[test]
-fn b154_messages_already_in_the_history_window_are_not_added_again() {
+fn bi_42_messages_already_in_the_history_window_are_not_added_again() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::responder(|_, i| Turn::text(format!("answer {i}")));
     let recall = SemanticRecall::new(store.clone(), HashEmbedder::new(512))
@@ -109,7 +109,7 @@ fn b154_messages_already_in_the_history_window_are_not_added_again() {
 }
 
 #[test]
-fn b155_the_turns_text_messages_are_indexed_and_tool_calls_are_not() {
+fn bi_43_the_turns_text_messages_are_indexed_and_tool_calls_are_not() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::new([
         Turn::empty().tool_call("c1", "clock", json!({})),
@@ -163,7 +163,7 @@ async fn embeddings_server() -> (
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b153_recall_through_an_openai_compatible_embeddings_api() {
+async fn bi_41_recall_through_an_openai_compatible_embeddings_api() {
     let (url, served) = embeddings_server().await;
     let embedder = processors_providers::OpenAiEmbeddings::builder("text-embedding-3-small")
         .base_url(url)

@@ -41,7 +41,7 @@ fn offered(model: &ScriptedModel, i: usize) -> Vec<String> {
         .collect()
 }
 
-fn b142_the_models_update_reaches_the_next_step_and_the_next_run(store: Arc<dyn MemoryStore>) {
+fn bi_31_the_models_update_reaches_the_next_step_and_the_next_run(store: Arc<dyn MemoryStore>) {
     let model = ScriptedModel::new([
         update("c1", "- name: Ada\n- drinks: tea"),
         Turn::text("Noted, Ada."),
@@ -74,19 +74,19 @@ fn b142_the_models_update_reaches_the_next_step_and_the_next_run(store: Arc<dyn 
 }
 
 #[test]
-fn b142_the_models_update_reaches_the_next_step_and_the_next_run_in_memory() {
-    b142_the_models_update_reaches_the_next_step_and_the_next_run(Arc::new(InMemoryStore::new()));
+fn bi_31_the_models_update_reaches_the_next_step_and_the_next_run_in_memory() {
+    bi_31_the_models_update_reaches_the_next_step_and_the_next_run(Arc::new(InMemoryStore::new()));
 }
 
 #[test]
-fn b142_the_models_update_reaches_the_next_step_and_the_next_run_sqlite() {
-    b142_the_models_update_reaches_the_next_step_and_the_next_run(Arc::new(
+fn bi_31_the_models_update_reaches_the_next_step_and_the_next_run_sqlite() {
+    bi_31_the_models_update_reaches_the_next_step_and_the_next_run(Arc::new(
         SqliteStore::in_memory().unwrap(),
     ));
 }
 
 #[test]
-fn b143_a_resources_working_memory_spans_its_threads_and_no_other_resource_sees_it() {
+fn bi_32_a_resources_working_memory_spans_its_threads_and_no_other_resource_sees_it() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::new([
         update("c1", "- name: Ada"),
@@ -125,7 +125,7 @@ fn b143_a_resources_working_memory_spans_its_threads_and_no_other_resource_sees_
 }
 
 #[test]
-fn b144_with_thread_scope_each_thread_has_its_own_working_memory() {
+fn bi_33_with_thread_scope_each_thread_has_its_own_working_memory() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::new([
         update("c1", "- topic: invoices"),
@@ -149,7 +149,7 @@ fn b144_with_thread_scope_each_thread_has_its_own_working_memory() {
 }
 
 #[test]
-fn b145_the_template_is_shown_while_the_memory_is_empty() {
+fn bi_34_the_template_is_shown_while_the_memory_is_empty() {
     let template = "# User\n- Name:\n- Favourite drink:";
     let model = ScriptedModel::new([
         update("c1", "# User\n- Name: Ada\n- Favourite drink:"),
@@ -181,7 +181,7 @@ fn b145_the_template_is_shown_while_the_memory_is_empty() {
 }
 
 #[test]
-fn b146_without_a_thread_nothing_is_added_and_the_agents_tools_are_kept() {
+fn bi_35_without_a_thread_nothing_is_added_and_the_agents_tools_are_kept() {
     let clock = tool(
         "clock",
         "The time.",
@@ -209,7 +209,7 @@ fn b146_without_a_thread_nothing_is_added_and_the_agents_tools_are_kept() {
 }
 
 #[test]
-fn b147_an_update_without_text_is_a_tool_error_and_keeps_nothing() {
+fn bi_36_an_update_without_text_is_a_tool_error_and_keeps_nothing() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::new([
         Turn::empty().tool_call("c1", UPDATE_WORKING_MEMORY, json!({ "notes": "x" })),
@@ -269,7 +269,7 @@ impl MemoryStore for NoWorkingMemory {
 }
 
 #[test]
-fn b148_a_store_without_working_memory_fails_the_run_with_a_clear_error() {
+fn bi_37_a_store_without_working_memory_fails_the_run_with_a_clear_error() {
     let store = NoWorkingMemory(InMemoryStore::new());
     let err = block_on(store.set_working_memory("resource:ada", "x".into())).unwrap_err();
     assert!(
