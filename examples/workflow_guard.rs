@@ -7,7 +7,7 @@
 use processors::builtins::UnicodeNormalizer;
 use processors::builtins::detector::{Judge, Moderation, PiiDetector, PiiStrategy, Redaction};
 use processors::prelude::*;
-use processors::processor::WorkflowInput;
+use processors::workflow::WorkflowInput;
 use serde_json::json;
 use std::sync::Arc;
 

@@ -68,7 +68,7 @@
 //! [`Abort`] (`Err(abort.reason("…").retry(true).metadata(…).into())`): the chain stops, and
 //! unless the step is retried the run ends with a [`TripWire`]. `abort.warn()` reports a warning
 //! and lets the data through. The exact rules the runner follows, and the behaviours the tests
-//! check, are in `docs/semantics.md`.
+//! check, are in `docs/semantics.md`; what the built-in processors do, in `docs/builtins.md`.
 //!
 //! # Writing a processor with `#[processor]`
 //!
@@ -393,7 +393,7 @@
 //!
 //! # Workflows
 //!
-//! Processors compose as a [`Workflow`](processor::Workflow), itself one processor: a sequence
+//! Processors compose as a [`Workflow`](workflow::Workflow), itself one processor: a sequence
 //! (`then`), parallel branches on copies of the input (`parallel`), a condition (`branch`) and
 //! `map` over messages. A workflow runs every hook of its processors; its type knows its steps,
 //! so `agent!` places it by their hooks.
@@ -498,7 +498,7 @@
 //! | `writer.custom({ type: 'data-…' })`, `processDataParts` | [`DataWriter::write`](processor::DataWriter::write), `#[processor(output_stream, process_data_parts)]` |
 //! | `onViolation` | the agent's `on_violation:` callback, for every processor's aborts and warnings |
 //! | `prepareStep` | [`GenerateOptions::prepare_step`] |
-//! | processor workflows (`createWorkflow(...).then(...).parallel(...).branch(...)`) | [`Workflow::new(id).then(..).parallel(..).branch(..).map(..)`](processor::Workflow) |
+//! | processor workflows (`createWorkflow(...).then(...).parallel(...).branch(...)`) | [`Workflow::new(id).then(..).parallel(..).branch(..).map(..)`](workflow::Workflow) |
 //! | `Memory` with `lastMessages`, the call's `memory: { thread, resource }` | `Memory::new(store).last_messages(Some(n))`, `RequestContext::new().with_thread(thread, resource)` |
 //! | `LibSQLStore`, `PostgresStore` | `Memory::sqlite(path)`, `builtins::storage::PostgresStore` (feature `postgres`) |
 //! | `ResponseCache` with `InMemoryServerCache` or `RedisCache`, `ResponseCache.context({ key, scope, bust })` | [`builtins::ResponseCache`] in `input` and `output`, over `InMemoryCache` or `RedisCache` (feature `redis`); a `CacheControl` in the request context |
@@ -509,8 +509,8 @@
 //!
 //! Beyond Mastra: a retry can also be asked from `process_input_step`; a processor in a list it
 //! has no hook for, two processors with one id, misplaced memory and limits that cannot apply
-//! are compile errors; judges time out and run concurrently. `docs/semantics.md` marks each
-//! such behaviour.
+//! are compile errors; judges time out and run concurrently. `docs/semantics.md` and
+//! `docs/builtins.md` mark each such behaviour.
 //!
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

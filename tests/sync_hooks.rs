@@ -7,7 +7,6 @@ mod common;
 use processors::prelude::*;
 use processors::processor::{InputArgs, OutputResultArgs, ProcessorRef, boxed};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Upper-cases the input.
 #[processor(input)]
@@ -100,82 +99,49 @@ on_every_path!(a_plain_hook_aborts_and_warns, |path| {
     assert_eq!(*seen.lock().unwrap(), ["Warn always-warns noted"]);
 });
 
-/// A hand-written processor whose input hook has both forms, telling which one ran.
-#[derive(Default)]
-struct BothForms {
-    now: AtomicUsize,
-    waited: AtomicUsize,
-}
+/// An input hook whose future waits once before it is ready, listed in `SYNC_HOOKS` (as a
+/// hook that never waits) when `SYNC`.
+struct WaitsOnce<const SYNC: bool>;
 
-impl Processor for BothForms {
+impl<const SYNC: bool> Processor for WaitsOnce<SYNC> {
     type State = ();
     const HOOKS: Hooks = Hooks::INPUT;
-    const SYNC_HOOKS: Hooks = Hooks::INPUT;
+    const SYNC_HOOKS: Hooks = if SYNC { Hooks::INPUT } else { Hooks::NONE };
     fn id(&self) -> &str {
-        "both-forms"
+        "waits-once"
     }
     async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
-        self.waited.fetch_add(1, Ordering::Relaxed);
-        Ok(InputOutcome::Unchanged)
-    }
-    fn __process_input_now(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
-        self.now.fetch_add(1, Ordering::Relaxed);
+        tokio::task::yield_now().await;
         Ok(InputOutcome::Unchanged)
     }
 }
-impl InputProcessor for BothForms {}
+impl<const SYNC: bool> InputProcessor for WaitsOnce<SYNC> {}
 
-/// Names the input hook in `SYNC_HOOKS` without implementing its `_now` method.
-struct ClaimsSync;
-
-impl Processor for ClaimsSync {
-    type State = ();
-    const HOOKS: Hooks = Hooks::INPUT;
-    const SYNC_HOOKS: Hooks = Hooks::INPUT;
-    fn id(&self) -> &str {
-        "claims-sync"
-    }
-}
-impl InputProcessor for ClaimsSync {}
-
+/// A hook that `SYNC_HOOKS` lists is polled once where it is called, not awaited: one whose
+/// future waits after all fails with an error that says so, behind `dyn` and behind a shared
+/// pointer (which passes `SYNC_HOOKS` on) alike; the same hook not listed is awaited.
 #[tokio::test]
-async fn a_hook_that_sync_hooks_names_is_called_without_its_future() {
-    let p = Arc::new(BothForms::default());
-    // Behind `dyn`, and behind a shared pointer, which passes `SYNC_HOOKS` on.
-    let shared: ProcessorRef = boxed(p.clone());
-    let agent = Agent::builder()
-        .model(ScriptedModel::cycle([Turn::text("ok")]))
-        .input_ref(shared)
-        .build()
-        .unwrap();
-    for _ in 0..3 {
-        agent.generate("hi").await.unwrap();
+async fn a_hook_listed_in_sync_hooks_is_polled_once_where_it_is_called() {
+    for listed in [boxed(Arc::new(WaitsOnce::<true>)), boxed(WaitsOnce::<true>)] {
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([Turn::text("ok")]))
+            .input_ref(listed)
+            .build()
+            .unwrap();
+        let err = agent.generate("hi").await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(&err, AgentError::Hook(HookError::Failed { id, hook: Hook::Input, .. }) if id == "waits-once"),
+            "{text}"
+        );
+        assert!(text.contains("`SYNC_HOOKS`"), "{text}");
     }
-    assert_eq!(p.now.load(Ordering::Relaxed), 3);
-    assert_eq!(p.waited.load(Ordering::Relaxed), 0);
-}
-
-#[tokio::test]
-async fn sync_hooks_without_the_method_is_a_clear_failure() {
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::text("ok")]))
-        .input(ClaimsSync)
+        .input(WaitsOnce::<false>)
         .build()
         .unwrap();
-    let err = agent.generate("hi").await.unwrap_err();
-    let text = err.to_string();
-    assert!(
-        matches!(&err, AgentError::Hook(HookError::Failed { id, hook: Hook::Input, .. }) if id == "claims-sync"),
-        "{text}"
-    );
-    assert!(
-        std::error::Error::source(&err)
-            .map(|s| s.to_string())
-            .unwrap_or_default()
-            .contains("`SYNC_HOOKS`")
-            || text.contains("`SYNC_HOOKS`"),
-        "{text}"
-    );
+    assert_eq!(agent.generate("hi").await.unwrap().text, "ok");
 }
 
 #[tokio::test]

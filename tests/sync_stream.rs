@@ -175,25 +175,19 @@ struct CountAll(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 impl Processor for CountAll {
     type State = usize;
     const HOOKS: Hooks = Hooks::OUTPUT_STREAM.with(Hooks::OUTPUT_RESULT);
-    const OUTPUT_STREAM_IS_SYNC: bool = true;
+    const SYNC_HOOKS: Hooks = Hooks::OUTPUT_STREAM;
     fn id(&self) -> &str {
         "count-all"
     }
     fn process_data_parts(&self) -> bool {
         true
     }
-    fn process_output_stream_now(
+    async fn process_output_stream(
         &self,
         args: OutputStreamArgs<'_, usize>,
     ) -> Result<StreamAction, ProcessorError> {
         *args.state += 1;
         Ok(StreamAction::Pass)
-    }
-    async fn process_output_stream(
-        &self,
-        args: OutputStreamArgs<'_, usize>,
-    ) -> Result<StreamAction, ProcessorError> {
-        self.process_output_stream_now(args)
     }
     async fn process_output_result(
         &self,

@@ -1,5 +1,5 @@
-//! Behaviours 42 and 56-61: a workflow of processors behaves as one processor, on every
-//! dispatch path, for every hook.
+//! Behaviours 58-66 of `docs/semantics.md`: a workflow of processors behaves as one processor,
+//! on every dispatch path, for every hook.
 
 mod common;
 
@@ -25,7 +25,7 @@ fn suffix(id: &str, s: &'static str) -> Probe {
     })
 }
 
-on_every_path!(b42_sequence_runs_in_order_and_stream_steps_chain, |path| {
+on_every_path!(b58_sequence_runs_in_order_and_stream_steps_chain, |path| {
     let m = model([Turn::deltas(["hello", "drop"])]);
     let flow = Workflow::new("stream-flow")
         .then(Probe::new("upper").stream(upper))
@@ -48,7 +48,7 @@ on_every_path!(b42_sequence_runs_in_order_and_stream_steps_chain, |path| {
     assert_eq!(r.unwrap().text, "HELLO!");
 });
 
-on_every_path!(b42_parallel_keeps_the_selected_branch, |path| {
+on_every_path!(b58_parallel_keeps_the_selected_branch, |path| {
     let m = model([Turn::text("ok")]);
     let log = Log::new();
     let l = log.clone();
@@ -81,7 +81,7 @@ on_every_path!(b42_parallel_keeps_the_selected_branch, |path| {
     );
 });
 
-on_every_path!(b42_condition_branch_runs_the_first_match, |path| {
+on_every_path!(b58_condition_branch_runs_the_first_match, |path| {
     let m = ScriptedModel::cycle([Turn::text("ok")]);
     let long = |input: &WorkflowInput<'_>| matches!(input, WorkflowInput::Messages(ms) if ms[0].text().len() > 5);
     let flow = Workflow::new("router")
@@ -98,7 +98,7 @@ on_every_path!(b42_condition_branch_runs_the_first_match, |path| {
     assert_eq!(texts_of(&reqs[1].prompt, Role::User), ["hi [short]"]);
 });
 
-on_every_path!(b42_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
+on_every_path!(b58_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
     let m = model([Turn::text("bad"), Turn::text("good")]);
     let flow =
         Workflow::new("guards")
@@ -125,7 +125,7 @@ on_every_path!(b42_tripwire_inside_bubbles_out_with_the_inner_id, |path| {
 });
 
 on_every_path!(
-    b42_stream_abort_inside_a_workflow_names_the_inner_processor,
+    b58_stream_abort_inside_a_workflow_names_the_inner_processor,
     |path| {
         let m = model([Turn::deltas(["a", "b"])]);
         let flow = Workflow::new("stream-guards").then(Probe::new("block-b").stream(|a| {
@@ -144,7 +144,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b42_inner_state_is_kept_per_processor_for_the_request,
+    b58_inner_state_is_kept_per_processor_for_the_request,
     |path| {
         let m = ScriptedModel::cycle([Turn::deltas(["a", "b", "c"])]);
         let log = Log::new();
@@ -169,7 +169,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
+on_every_path!(b58_direct_list_edits_inside_a_workflow_stand, |path| {
     let m = model([Turn::text("ok")]);
     let flow = Workflow::new("notes").then(Probe::new("note").input(|a| {
         a.message_list
@@ -181,7 +181,7 @@ on_every_path!(b42_direct_list_edits_inside_a_workflow_stand, |path| {
     assert!(texts_of(&m.requests()[0].prompt, Role::System).contains(&"added directly".to_owned()));
 });
 
-on_every_path!(b42_inner_stream_processors_keep_their_history, |path| {
+on_every_path!(b58_inner_stream_processors_keep_their_history, |path| {
     let m = model([Turn::deltas(["Hel", "lo", " world."])]);
     let flow = Workflow::new("sentences").then(Probe::new("hold").history().stream(|a| {
         let Some(t) = a.chunk.text_delta() else {
@@ -203,7 +203,7 @@ on_every_path!(b42_inner_stream_processors_keep_their_history, |path| {
 });
 
 on_every_path!(
-    b42_a_warning_inside_a_workflow_keeps_the_earlier_steps_changes,
+    b58_a_warning_inside_a_workflow_keeps_the_earlier_steps_changes,
     |path| {
         let m = model([Turn::deltas(["hello"])]);
         let log = Log::new();
@@ -232,7 +232,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b42_a_warning_inside_a_workflow_message_hook_is_reported_and_the_workflow_goes_on,
+    b58_a_warning_inside_a_workflow_message_hook_is_reported_and_the_workflow_goes_on,
     |path| {
         let m = model([Turn::text("ok")]);
         let log = Log::new();
@@ -263,7 +263,7 @@ fn tool_then_text(text: &str) -> [Turn; 2] {
     ]
 }
 
-on_every_path!(b56_input_step_inside_a_workflow_chains_settings, |path| {
+on_every_path!(b59_input_step_inside_a_workflow_chains_settings, |path| {
     let m = model([Turn::text("from the first model")]);
     let chosen = ScriptedModel::new([Turn::text("from the chosen model")]).named("chosen");
     let chosen_ref: Arc<dyn LanguageModel> = Arc::new(chosen.clone());
@@ -300,7 +300,7 @@ on_every_path!(b56_input_step_inside_a_workflow_chains_settings, |path| {
 });
 
 on_every_path!(
-    b56_a_retry_asked_from_a_workflows_input_step_reruns_it,
+    b59_a_retry_asked_from_a_workflows_input_step_reruns_it,
     |path| {
         let m = model([Turn::text("ok")]);
         let flow = Workflow::new("gate").then(Probe::new("once").input_step(|a| {
@@ -320,7 +320,7 @@ on_every_path!(
     }
 );
 
-on_every_path!(b57_llm_request_and_response_inside_a_workflow, |path| {
+on_every_path!(b60_llm_request_and_response_inside_a_workflow, |path| {
     let m = model([Turn::text("from the model")]);
     let log = Log::new();
     let (l1, l2) = (log.clone(), log.clone());
@@ -361,7 +361,7 @@ on_every_path!(b57_llm_request_and_response_inside_a_workflow, |path| {
     assert_eq!(log.entries(), ["later llm_request ran", "from_cache=true"]);
 });
 
-on_every_path!(b57_llm_request_prompt_rewrite_inside_a_workflow, |path| {
+on_every_path!(b60_llm_request_prompt_rewrite_inside_a_workflow, |path| {
     let m = model([Turn::text("ok")]);
     let flow = Workflow::new("rewrite").then(Probe::new("shorten").llm_request(|a| {
         let mut prompt = a.request.prompt.clone();
@@ -374,7 +374,7 @@ on_every_path!(b57_llm_request_prompt_rewrite_inside_a_workflow, |path| {
 });
 
 on_every_path!(
-    b58_tool_result_inside_a_workflow_chains_and_branches,
+    b61_tool_result_inside_a_workflow_chains_and_branches,
     |path| {
         let m = model(tool_then_text("done"));
         let flow = Workflow::new("scrub")
@@ -408,7 +408,7 @@ fn rejecting(calls_ok_after: usize) -> ScriptedModel {
     })
 }
 
-on_every_path!(b59_api_error_inside_a_workflow_retries, |path| {
+on_every_path!(b62_api_error_inside_a_workflow_retries, |path| {
     let m = rejecting(1);
     let log = Log::new();
     let l = log.clone();
@@ -457,7 +457,7 @@ impl Processor for ResultOnly {
 impl OutputProcessor for ResultOnly {}
 
 #[test]
-fn b60_a_workflows_hooks_are_its_processors() {
+fn b63_a_workflows_hooks_are_its_processors() {
     let flow = Workflow::new("out").then(ResultOnly);
     assert_eq!(flow.hooks(), Hooks::OUTPUT_RESULT);
     assert_eq!(hooks_of(&flow), Hooks::OUTPUT_RESULT, "known from its type");
@@ -495,7 +495,7 @@ fn b60_a_workflows_hooks_are_its_processors() {
 }
 
 #[tokio::test]
-async fn b60_a_misplaced_workflow_known_at_run_time_fails_the_call_with_a_clear_error() {
+async fn b63_a_misplaced_workflow_known_at_run_time_fails_the_call_with_a_clear_error() {
     // Erased, its steps are known at run time only; typed, `agent!` refuses it at compile
     // time (tests/ui/fail/agent_workflow_in_a_list_of_no_step.rs).
     let flow = Workflow::new("out").then(ResultOnly).erased();
@@ -559,13 +559,13 @@ async fn most_at_once(concurrency: Option<usize>) -> usize {
 }
 
 #[tokio::test]
-async fn b61_parallel_branches_run_concurrently_within_the_bound() {
+async fn b64_parallel_branches_run_concurrently_within_the_bound() {
     assert_eq!(most_at_once(None).await, 3);
     assert_eq!(most_at_once(Some(2)).await, 2);
     assert_eq!(most_at_once(Some(1)).await, 1);
 }
 
-on_every_path!(b61_parallel_keeps_the_selected_branchs_copy_alone, |path| {
+on_every_path!(b64_parallel_keeps_the_selected_branchs_copy_alone, |path| {
     let m = model(tool_then_text("done"));
     let flow = Workflow::new("fan-out").parallel(
         [
@@ -587,7 +587,7 @@ on_every_path!(b61_parallel_keeps_the_selected_branchs_copy_alone, |path| {
 });
 
 on_every_path!(
-    b61_an_abort_in_an_unselected_branch_aborts_with_its_id,
+    b64_an_abort_in_an_unselected_branch_aborts_with_its_id,
     |path| {
         let m = model([Turn::text("ok")]);
         let flow = Workflow::new("fan-out").parallel(
@@ -612,7 +612,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b61_on_the_stream_an_unselected_branch_adds_no_chunk_of_its_own,
+    b64_on_the_stream_an_unselected_branch_adds_no_chunk_of_its_own,
     |path| {
         let m = model([Turn::deltas(["a", "b"])]);
         // Each branch doubles the delta and writes a data part; only "kept" is selected.
@@ -644,7 +644,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b57_data_chunks_reach_only_the_opted_in_processors_inside_a_workflow,
+    b60_data_chunks_reach_only_the_opted_in_processors_inside_a_workflow,
     |path| {
         let m = model([Turn::text("hello").chunk(ChunkKind::Data {
             name: "progress".into(),
@@ -687,7 +687,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b56_inside_a_workflow_process_input_sees_the_list_as_the_processors_before_left_it,
+    b59_inside_a_workflow_process_input_sees_the_list_as_the_processors_before_left_it,
     |path| {
         let m = model([Turn::text("ok")]);
         let log = Log::new();
@@ -707,7 +707,7 @@ on_every_path!(
 );
 
 on_every_path!(
-    b56_an_invalid_result_inside_a_workflow_names_the_inner_processor,
+    b59_an_invalid_result_inside_a_workflow_names_the_inner_processor,
     |path| {
         let m = model([Turn::text("ok")]);
         let flow = Workflow::new("flow").then(Probe::new("dup").input(|a| {
@@ -728,5 +728,98 @@ on_every_path!(
             matches!(source.downcast_ref::<HookError>(), Some(HookError::InvalidResult { id, hook: Hook::Input, .. }) if id == "dup"),
             "{err}"
         );
+    }
+);
+
+/// An input hook whose future waits once, listed in `SYNC_HOOKS` as a hook that never waits.
+struct ClaimsNeverToWait;
+
+impl Processor for ClaimsNeverToWait {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    const SYNC_HOOKS: Hooks = Hooks::INPUT;
+    fn id(&self) -> &str {
+        "claims-never-to-wait"
+    }
+    async fn process_input(&self, _: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        tokio::task::yield_now().await;
+        Ok(InputOutcome::Unchanged)
+    }
+}
+impl InputProcessor for ClaimsNeverToWait {}
+
+on_every_path!(
+    b65_inside_a_workflow_a_hook_that_never_waits_is_called_in_place_as_in_a_list,
+    |path| {
+        // Polled once where it is called, not awaited: its future waited, which is an error
+        // that names `SYNC_HOOKS`, inside the workflow as in a list.
+        let flow = Workflow::new("flow").then(ClaimsNeverToWait);
+        let agent = build_agent!(path, model: model([Turn::text("ok")]), input: [flow]);
+        let err = agent
+            .generate_with("hi".into(), GenerateOptions::new())
+            .await
+            .unwrap_err();
+        let AgentError::Hook(HookError::Failed { id, source, .. }) = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(id, "flow");
+        let inner = source.downcast_ref::<HookError>();
+        assert!(
+            matches!(inner, Some(HookError::Failed { id, hook: Hook::Input, source }) if id == "claims-never-to-wait" && source.to_string().contains("`SYNC_HOOKS`")),
+            "{inner:?}"
+        );
+    }
+);
+
+/// Records how many messages its input hook was given; it does not read them.
+struct CountsGivenMessages(Log);
+
+impl Processor for CountsGivenMessages {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    const READS_MESSAGES: Hooks = Hooks::NONE;
+    fn id(&self) -> &str {
+        "counts-given-messages"
+    }
+    async fn process_input(&self, a: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        let listed = a.message_list.input().count();
+        self.0
+            .push(format!("given {}, listed {listed}", a.messages.len()));
+        Ok(InputOutcome::Unchanged)
+    }
+}
+impl InputProcessor for CountsGivenMessages {}
+
+on_every_path!(
+    b65_inside_a_workflow_a_processor_that_does_not_read_the_messages_gets_no_copy,
+    |path| {
+        let log = Log::new();
+        let flow = Workflow::new("flow").then(CountsGivenMessages(log.clone()));
+        let agent = build_agent!(path, model: model([Turn::text("ok")]), input: [flow]);
+        generate(&*agent, "hi").await;
+        assert_eq!(log.entries(), ["given 0, listed 1"]);
+    }
+);
+
+on_every_path!(
+    b66_inside_a_workflow_output_result_sees_the_summary_as_the_processors_before_left_it,
+    |path| {
+        let log = Log::new();
+        let l = log.clone();
+        let flow = Workflow::new("flow")
+            .then(Probe::new("sign").output_result(|a| {
+                let mut ms = a.messages.clone();
+                let t = format!("{} (signed)", ms[0].text());
+                ms[0].set_text(t);
+                Ok(ms.into())
+            }))
+            .then(Probe::new("reader").output_result(move |a| {
+                l.push(a.result.text.to_string());
+                Ok(OutputOutcome::Unchanged)
+            }));
+        let agent = build_agent!(path, model: model([Turn::text("ok")]), output: [flow]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(log.entries(), ["ok (signed)"]);
+        assert_eq!(r.text, "ok (signed)");
     }
 );

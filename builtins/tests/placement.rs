@@ -21,9 +21,9 @@ fn each_built_in_declares_the_hooks_it_implements() {
     assert!(hooks::<BatchParts>().is_output() && !hooks::<BatchParts>().is_input());
     // Stream hooks that never wait take the runner's path without a future.
     const {
-        assert!(<RegexFilter as Processor>::OUTPUT_STREAM_IS_SYNC);
-        assert!(<SystemPromptScrubber as Processor>::OUTPUT_STREAM_IS_SYNC);
-        assert!(<BatchParts as Processor>::OUTPUT_STREAM_IS_SYNC);
+        assert!(<RegexFilter as Processor>::SYNC_HOOKS.contains(Hook::OutputStream));
+        assert!(<SystemPromptScrubber as Processor>::SYNC_HOOKS.contains(Hook::OutputStream));
+        assert!(<BatchParts as Processor>::SYNC_HOOKS.contains(Hook::OutputStream));
     }
 }
 

@@ -143,15 +143,6 @@ impl Hook {
         format_ident!("{}", self.method())
     }
 
-    /// The hidden method a hook that never waits is called through (`__process_input_now`);
-    /// the stream hook's is `process_output_stream_now`.
-    pub fn now_ident(self) -> Ident {
-        match self {
-            Hook::OutputStream => format_ident!("process_output_stream_now"),
-            _ => format_ident!("__{}_now", self.method()),
-        }
-    }
-
     /// The arguments type (`OutputStreamArgs`).
     pub fn args(self) -> Ident {
         format_ident!("{}Args", self.type_stem())

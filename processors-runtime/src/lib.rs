@@ -3,8 +3,8 @@
 //!
 //! Most users depend on the `processors` facade crate and write `use processors::prelude::*;`.
 // No unsafe code, except in `processor::future_slot` (reused memory for futures behind `dyn`)
-// and `Outbox::stage` in `runner::outbox` (a chunk made in place where it waits for the
-// consumer).
+// and `Outbox::stage` in `runner::stream::outbox` (a chunk made in place where it waits for
+// the consumer).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -13,6 +13,7 @@ pub mod __private;
 pub mod agent;
 pub mod chunk;
 pub mod context;
+pub mod error;
 pub mod memory;
 pub mod message;
 pub mod model;
@@ -22,6 +23,7 @@ pub mod step;
 pub mod tool;
 pub mod trace;
 pub mod tripwire;
+pub mod workflow;
 
 pub use agent::{Agent, AgentError, GenerateOptions, GenerateResult};
 pub use chunk::{Chunk, ChunkKind, FinishReason, Usage};
@@ -30,8 +32,7 @@ pub use message::{Message, MessageList, Role, ToolCall, ToolResult};
 pub use processor::{Abort, Hook, Hooks, Processor, ProcessorError};
 pub use tripwire::TripWire;
 
-/// A boxed error, as hooks and tools return it.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use error::BoxError;
 
 /// The names most programs need.
 pub mod prelude {
@@ -52,10 +53,10 @@ pub mod prelude {
         InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
         LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
         OutputStepArgs, OutputStreamArgs, Pipeline, Processor, StepOverrides, StreamAction,
-        ToolResultArgs, Workflow, WorkflowInput, api_error_fn, boxed, input_fn, input_step_fn,
-        llm_request_fn, llm_response_fn, output_result_fn, output_step_fn, output_stream_fn,
-        tool_result_fn,
+        ToolResultArgs, api_error_fn, boxed, input_fn, input_step_fn, llm_request_fn,
+        llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
     };
     pub use crate::tool::{Tool, tool};
     pub use crate::tripwire::TripWire;
+    pub use crate::workflow::{Workflow, WorkflowInput};
 }

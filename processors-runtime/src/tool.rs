@@ -1,8 +1,8 @@
 //! Tools the model can call between steps.
 
-use crate::BoxError;
 use crate::chunk::DataWriter;
 use crate::context::RequestContext;
+use crate::error::BoxError;
 use crate::model::ToolSpec;
 use futures::FutureExt;
 use futures::future::BoxFuture;

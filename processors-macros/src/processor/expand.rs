@@ -144,14 +144,14 @@ fn stream_history(p: &Processor) -> Option<TokenStream> {
     })
 }
 
-/// `SYNC_HOOKS`: the hooks besides the stream hook whose function is a plain `fn`, called
-/// without a future (none: the trait's default).
+/// `SYNC_HOOKS`: the hooks whose function is a plain `fn`, whose future is ready at once
+/// (none: the trait's default).
 fn sync_hooks(p: &Processor) -> Option<TokenStream> {
     let private = &p.private;
     let constants: Vec<Ident> = p
         .hooks
         .iter()
-        .filter(|h| h.hook != Hook::OutputStream && h.sig.asyncness.is_none())
+        .filter(|h| h.sig.asyncness.is_none())
         .map(|h| h.hook.constant())
         .collect();
     if constants.is_empty() {
@@ -401,35 +401,25 @@ fn hook_method(p: &Processor, h: &HookFn) -> TokenStream {
         #convert
     };
     if h.sig.asyncness.is_none() {
-        // A hook that never waits is called without a future (the stream hook on every
-        // chunk); its future, for a caller that wants one, is ready at once.
-        let now = hook.now_ident();
-        let stream_is_sync = (hook == Hook::OutputStream).then(|| {
-            quote!(
-                const OUTPUT_STREAM_IS_SYNC: bool = true;
-            )
-        });
+        // A hook that never waits (listed in `SYNC_HOOKS`) runs when it is called: its future
+        // is ready at once, and the runner polls it once where it stands.
         return quote! {
-            #stream_is_sync
-
-            #[allow(unused_mut, clippy::let_unit_value)]
+            #[allow(clippy::manual_async_fn)]
             #[inline]
-            fn #now(
-                &self,
-                __processors_args: #private::#args<'_, #state>,
-            ) -> ::core::result::Result<#out, #private::ProcessorError> {
-                #body
-            }
-
             fn #method(
                 &self,
                 __processors_args: #private::#args<'_, #state>,
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<#out, #private::ProcessorError>,
             > + ::core::marker::Send {
-                ::core::future::ready(
-                    <Self as #private::Processor>::#now(self, __processors_args),
-                )
+                #[allow(unused_mut, clippy::let_unit_value, clippy::redundant_closure_call)]
+                let __processors_result = (|| -> ::core::result::Result<
+                    #out,
+                    #private::ProcessorError,
+                > {
+                    #body
+                })();
+                ::core::future::ready(__processors_result)
             }
         };
     }

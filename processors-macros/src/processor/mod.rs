@@ -188,12 +188,14 @@ mod tests {
                 "id",
                 "process_data_parts",
                 "keeps_stream_history",
-                "process_output_stream_now",
                 "process_output_stream"
-            ],
-            "a plain stream function is called without a future"
+            ]
         );
-        assert_eq!(assoc_const(processor, "OUTPUT_STREAM_IS_SYNC"), "true");
+        let sync = assoc_const(processor, "SYNC_HOOKS");
+        assert!(
+            sync.contains("Hooks :: OUTPUT_STREAM)"),
+            "a plain stream function never waits: {sync}"
+        );
     }
 
     #[test]
@@ -218,13 +220,7 @@ mod tests {
         assert_eq!(assoc_type(processor, "State"), "Counter");
         assert_eq!(
             methods(processor),
-            [
-                "id",
-                "process_input",
-                "__process_output_step_now",
-                "process_output_step"
-            ],
-            "a plain hook is also called without a future, an async one only with its future"
+            ["id", "process_input", "process_output_step"]
         );
         let sync = assoc_const(processor, "SYNC_HOOKS");
         assert!(

@@ -139,33 +139,9 @@ impl<'p, O: Pipeline> Call<'p, O> {
             true => agent.layout.get_or_init(|| Layout::of(&procs)).as_ref(),
             false => None,
         };
-        let (entries, stream_slots) = match layout {
-            Some(layout) => {
-                let entries = layout.bind(&procs, states);
-                let slots = &layout.slots[stream_at..stream_at + stream_len];
-                (entries, Cow::Borrowed(slots))
-            }
-            None => {
-                // One slot per processor at most: no table at all without processors.
-                states.reserve(procs.len());
-                let mut entries = Vec::with_capacity(procs.len());
-                for &p in &procs {
-                    let slot = states.slot_for(p).map_err(HookError::from)?;
-                    entries.push(Entry {
-                        p,
-                        id: p.dyn_id(),
-                        slot,
-                        asked: Asked::of(p),
-                    });
-                }
-                let slots = entries[stream_at..stream_at + stream_len]
-                    .iter()
-                    .map(|e| e.slot)
-                    .collect();
-                (entries, Cow::Owned(slots))
-            }
-        };
-        let active = entries[stream_at..stream_at + stream_len]
+        let stream_range = stream_at..stream_at + stream_len;
+        let (entries, stream_slots) = bind(&procs, states, layout, stream_range.clone())?;
+        let active = entries[stream_range]
             .iter()
             .any(|e| e.has(Hook::OutputStream));
         let bound = Bound {
@@ -175,25 +151,7 @@ impl<'p, O: Pipeline> Call<'p, O> {
             output_end,
         };
 
-        let max_retries = options
-            .max_processor_retries
-            .or(agent.max_processor_retries);
-        let max_steps = options
-            .max_steps
-            .or(agent.max_steps)
-            .unwrap_or(DEFAULT_MAX_STEPS);
-        if max_steps == 0 {
-            return Err(BuildError::ZeroMaxSteps.into());
-        }
-        let lists = bound.lists();
-        let handles_api_errors = [&lists.input, &lists.output, &lists.error]
-            .iter()
-            .any(|c| c.has(Hook::ApiError));
-        let limits = Limits {
-            max_retries,
-            max_steps,
-            api_retries: max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 }),
-        };
+        let limits = limits(agent, options, &bound.lists())?;
         Ok(Call {
             bound,
             limits,
@@ -202,6 +160,62 @@ impl<'p, O: Pipeline> Call<'p, O> {
             active,
         })
     }
+}
+
+/// The entries of a call's processors `procs`, each bound to its state slot in `states` (as
+/// `layout` has them, when the call runs the agent's own lists), and the slots of the stream
+/// chain's (`stream`, a range of `procs`).
+fn bind<'p>(
+    procs: &[&'p dyn DynProcessor],
+    states: &mut StateMap,
+    layout: Option<&'p Layout>,
+    stream: std::ops::Range<usize>,
+) -> Result<(Vec<Entry<'p>>, Cow<'p, [usize]>), AgentError> {
+    if let Some(layout) = layout {
+        let entries = layout.bind(procs, states);
+        return Ok((entries, Cow::Borrowed(&layout.slots[stream])));
+    }
+    // One slot per processor at most: no table at all without processors.
+    states.reserve(procs.len());
+    let mut entries = Vec::with_capacity(procs.len());
+    for &p in procs {
+        let slot = states.slot_for(p).map_err(HookError::from)?;
+        entries.push(Entry {
+            p,
+            id: p.dyn_id(),
+            slot,
+            asked: Asked::of(p),
+        });
+    }
+    let slots = entries[stream].iter().map(|e| e.slot).collect();
+    Ok((entries, Cow::Owned(slots)))
+}
+
+/// A call's limits: its options' over the agent's; API-error retries default to 3 when a
+/// processor of the call handles API errors, and to none otherwise.
+fn limits<I, O, E>(
+    agent: &AgentInner<I, O, E>,
+    options: &GenerateOptions,
+    lists: &Lists<'_>,
+) -> Result<Limits, AgentError> {
+    let max_retries = options
+        .max_processor_retries
+        .or(agent.max_processor_retries);
+    let max_steps = options
+        .max_steps
+        .or(agent.max_steps)
+        .unwrap_or(DEFAULT_MAX_STEPS);
+    if max_steps == 0 {
+        return Err(BuildError::ZeroMaxSteps.into());
+    }
+    let handles_api_errors = [&lists.input, &lists.output, &lists.error]
+        .iter()
+        .any(|c| c.has(Hook::ApiError));
+    Ok(Limits {
+        max_retries,
+        max_steps,
+        api_retries: max_retries.unwrap_or(if handles_api_errors { 3 } else { 0 }),
+    })
 }
 
 /// Where the processors of an agent's own lists keep their states: each processor's slot, in

@@ -21,9 +21,10 @@ use crate::context::RequestContext;
 use crate::memory::{IntoMemory, Memory, is_memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
+use crate::processor::report::ViolationHandler;
 use crate::processor::{
     DynPipeline, DynProcessor, ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Pipeline,
-    ProcessorRef, ViolationHandler, boxed,
+    ProcessorRef, boxed,
 };
 use crate::tool::Tool;
 use futures::future::BoxFuture;

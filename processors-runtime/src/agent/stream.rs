@@ -2,7 +2,7 @@
 
 use super::{AgentError, GenerateResult};
 use crate::chunk::Chunk;
-use crate::runner::outbox::{AHEAD, Handoff};
+use crate::runner::stream::outbox::{AHEAD, Handoff};
 use futures::Stream;
 use std::collections::VecDeque;
 use std::future::Future;

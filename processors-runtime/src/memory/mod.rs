@@ -5,7 +5,7 @@ mod in_memory;
 
 pub use in_memory::InMemoryStore;
 
-use crate::BoxError;
+use crate::error::BoxError;
 use crate::message::{Message, MessageSource};
 use crate::processor::ProcessorError;
 use crate::processor::{

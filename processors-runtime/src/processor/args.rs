@@ -270,10 +270,9 @@ impl From<()> for ApiErrorAction {
 macro_rules! args_types {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
-            now: $now:ident, dyn_now: $dyn_now:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
-            outcome: $outcome:ty,
+            outcome: $outcome:ty, context: $context:ident,
             doc: $doc:literal,
             example: $example:literal,
             fields { $( $(#[$fdoc:meta])* $f:ident : $fty:ty, )* }

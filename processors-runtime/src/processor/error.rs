@@ -1,7 +1,7 @@
 //! What a hook returns when it does not return its outcome: an abort (with the [`TripWire`]
 //! it becomes), a warning, or a failure.
 
-use crate::BoxError;
+use crate::error::BoxError;
 use crate::tripwire::TripWire;
 use serde::Serialize;
 use serde_json::Value;
@@ -130,10 +130,10 @@ impl From<TripWire> for Abort {
     }
 }
 
-/// The error of a hook that `SYNC_HOOKS` names but whose `_now` method is not implemented.
-pub(crate) fn not_sync(id: &str, hook: super::Hook, now: &str) -> ProcessorError {
+/// The error of a hook that `SYNC_HOOKS` says never waits, whose future waited.
+pub(crate) fn waited(id: &str, hook: super::Hook) -> ProcessorError {
     ProcessorError::msg(format!(
-        "processor `{id}` lists `{}` in `SYNC_HOOKS` but does not implement `{now}`",
+        "processor `{id}` lists `{}` in `SYNC_HOOKS`, as a hook that never waits, but its future waited; remove it from `SYNC_HOOKS` or make the hook return a ready future",
         hook.name()
     ))
 }

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 macro_rules! hook_fn {
     ($(
         $(#[$doc:meta])*
-        $name:ident => $ty:ident, $hook:ident, $now:ident, $args:ident, $out:ty, $hooks:ident, $marker:ident;
+        $name:ident => $ty:ident, $hook:ident, $args:ident, $out:ty, $hooks:ident, $marker:ident;
     )*) => {$(
         #[doc = concat!("A processor whose `", stringify!($hook), "` is a closure; see [`", stringify!($name), "`].")]
         pub struct $ty<S, F> {
@@ -45,12 +45,12 @@ macro_rules! hook_fn {
                 &self.id
             }
 
-            fn $now(&self, mut args: $args<'_, S>) -> Result<$out, ProcessorError> {
-                (self.f)(&mut args).into_hook_result()
-            }
-
-            async fn $hook(&self, args: $args<'_, S>) -> Result<$out, ProcessorError> {
-                self.$now(args)
+            #[inline]
+            fn $hook(
+                &self,
+                mut args: $args<'_, S>,
+            ) -> impl Future<Output = Result<$out, ProcessorError>> + Send {
+                std::future::ready((self.f)(&mut args).into_hook_result())
             }
         }
 
@@ -67,28 +67,28 @@ macro_rules! hook_fn {
 
 hook_fn! {
     /// A processor whose `process_input` is `f`; see [`output_stream_fn`].
-    input_fn => InputFn, process_input, __process_input_now, InputArgs, InputOutcome, INPUT, InputProcessor;
+    input_fn => InputFn, process_input, InputArgs, InputOutcome, INPUT, InputProcessor;
     /// A processor whose `process_input_step` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    input_step_fn => InputStepFn, process_input_step, __process_input_step_now, InputStepArgs, StepOverrides, INPUT_STEP, InputProcessor;
+    input_step_fn => InputStepFn, process_input_step, InputStepArgs, StepOverrides, INPUT_STEP, InputProcessor;
     /// A processor whose `process_llm_request` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    llm_request_fn => LlmRequestFn, process_llm_request, __process_llm_request_now, LlmRequestArgs, LlmRequestAction, LLM_REQUEST, InputProcessor;
+    llm_request_fn => LlmRequestFn, process_llm_request, LlmRequestArgs, LlmRequestAction, LLM_REQUEST, InputProcessor;
     /// A processor whose `process_llm_response` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    llm_response_fn => LlmResponseFn, process_llm_response, __process_llm_response_now, LlmResponseArgs, (), LLM_RESPONSE, OutputProcessor;
+    llm_response_fn => LlmResponseFn, process_llm_response, LlmResponseArgs, (), LLM_RESPONSE, OutputProcessor;
     /// A processor whose `process_output_step` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    output_step_fn => OutputStepFn, process_output_step, __process_output_step_now, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
+    output_step_fn => OutputStepFn, process_output_step, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
     /// A processor whose `process_tool_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    tool_result_fn => ToolResultFn, process_tool_result, __process_tool_result_now, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
+    tool_result_fn => ToolResultFn, process_tool_result, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
     /// A processor whose `process_output_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    output_result_fn => OutputResultFn, process_output_result, __process_output_result_now, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;
+    output_result_fn => OutputResultFn, process_output_result, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;
     /// A processor whose `process_api_error` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    api_error_fn => ApiErrorFn, process_api_error, __process_api_error_now, ApiErrorArgs, ApiErrorAction, API_ERROR, ErrorProcessor;
+    api_error_fn => ApiErrorFn, process_api_error, ApiErrorArgs, ApiErrorAction, API_ERROR, ErrorProcessor;
 }
 
 /// A processor whose `process_output_stream` is `f`, called on every chunk without a future.
@@ -145,25 +145,19 @@ where
 {
     type State = S;
     const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
-    const OUTPUT_STREAM_IS_SYNC: bool = true;
+    // The closure never waits: the runner calls it without a future.
+    const SYNC_HOOKS: Hooks = Hooks::OUTPUT_STREAM;
 
     fn id(&self) -> &str {
         &self.id
     }
 
     #[inline]
-    fn process_output_stream_now(
+    fn process_output_stream(
         &self,
         mut args: OutputStreamArgs<'_, S>,
-    ) -> Result<StreamAction, ProcessorError> {
-        (self.f)(&mut args).into_hook_result()
-    }
-
-    async fn process_output_stream(
-        &self,
-        args: OutputStreamArgs<'_, S>,
-    ) -> Result<StreamAction, ProcessorError> {
-        self.process_output_stream_now(args)
+    ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send {
+        std::future::ready((self.f)(&mut args).into_hook_result())
     }
 }
 

@@ -13,19 +13,8 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
-/// Memory for one future at a time, kept between calls.
-///
-/// ```
-/// # futures::executor::block_on(async {
-/// use processors_runtime::processor::FutureSlot;
-///
-/// let mut slot = FutureSlot::new();
-/// let answer = 40;
-/// assert_eq!(slot.put(async { answer + 2 }).await, 42);
-/// // The second call finds the memory of the first.
-/// assert_eq!(slot.put(async { answer + 1 }).await, 41);
-/// # });
-/// ```
+/// Memory for one future at a time, kept between calls: the second call of a position
+/// finds the memory of the first (`reuses_its_memory_for_futures_that_fit`, below).
 #[derive(Debug)]
 pub struct FutureSlot {
     /// The memory, allocated with `layout`; dangling when `layout` has no size.

@@ -1,32 +1,31 @@
-//! The [`Processor`] trait, its hooks, and the two ways to dispatch it.
+//! The [`Processor`] trait, its hooks, and the lists processors are put in.
 //!
-//! A processor implements any of nine hooks; [`Processor::HOOKS`] says which. Statically typed
-//! lists (tuples) call the hooks directly, with no boxing or virtual call per chunk; lists built
-//! at run time hold `Arc<dyn DynProcessor>`. Both go through one runner.
+//! A processor implements any of nine hooks; [`Processor::HOOKS`] says which. The hooks are
+//! declared once, in the hook table (`table.rs`), from which their argument types, the
+//! parameters `#[processor]` functions may ask for, and the erased call of each hook behind
+//! `dyn` are generated. Statically typed lists (tuples) call the hooks directly, with no boxing
+//! or virtual call per chunk; lists built at run time hold `Arc<dyn DynProcessor>`. Both go
+//! through one runner (`crate::runner`).
 
 mod args;
 mod dynamic;
-mod error;
+pub(crate) mod erased;
+pub(crate) mod error;
 pub mod extract;
 mod from_fn;
-// The module with unsafe code (besides one call in `runner::outbox`'s `Outbox::stage`): see
-// its SAFETY comments and tests. CI runs them, the runtime's other unit tests and `tests/workflows.rs`
-// under Miri (`.ci/run`).
+// The module with unsafe code (besides one call in `runner::stream::outbox`'s
+// `Outbox::stage`): see its SAFETY comments and tests. CI runs them, the runtime's other unit
+// tests and `tests/workflows.rs` under Miri (`.ci/run`).
 #[allow(unsafe_code)]
-mod future_slot;
+pub(crate) mod future_slot;
 mod hooks;
 mod pipeline;
-mod report;
+pub(crate) mod report;
 mod shared;
 pub(crate) mod state;
-mod table;
-use table::sync_hooks_of;
+pub(crate) mod table;
 
 pub use crate::chunk::DataWriter;
-pub use crate::runner::workflow::{
-    AndParallel, AndThen, Branches, NoSteps, StepHooks, Steps, Workflow, WorkflowInput,
-    WorkflowState,
-};
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use error::{Abort, ProcessorError};
@@ -35,30 +34,11 @@ pub use from_fn::{
     OutputStreamFn, ToolResultFn, api_error_fn, input_fn, input_step_fn, llm_request_fn,
     llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
 };
-pub use future_slot::{FutureSlot, InSlot};
 pub use hooks::{Hook, Hooks};
-pub(crate) use pipeline::{
-    CHUNK_TARGET, Flow, StreamCx, StreamStats, is_sync as is_stream_sync, stream_one,
-};
 pub use pipeline::{DynPipeline, Pipeline};
-pub(crate) use report::{Reporter, ViolationHandler};
 pub use report::{Violation, ViolationKind};
 
 use std::future::Future;
-
-/// Declares, from the list of hooks with a synchronous path, each hook's hidden `_now`
-/// method. Its default, reached only when `SYNC_HOOKS` names the hook without the method
-/// being implemented, is an error that says so.
-macro_rules! sync_hook_decls {
-    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
-        #[doc = concat!("The hook, called without a future, when `SYNC_HOOKS` names `Hook::", stringify!($hook), "`.")]
-        #[doc(hidden)]
-        fn $now(&self, args: $args<'_, Self::State>) -> Result<$outcome, ProcessorError> {
-            let _ = args;
-            Err(error::not_sync(self.id(), Hook::$hook, stringify!($now)))
-        }
-    )* };
-}
 
 /// A unit that plugs into the agent loop at one or more hooks.
 ///
@@ -182,22 +162,6 @@ pub trait Processor: Send + Sync + 'static {
     /// hooks with a parameter that takes them (`Vec<Message>`, `SystemMessages`).
     const READS_MESSAGES: Hooks = Hooks::ALL;
 
-    /// Whether `process_output_stream` never waits: the runner then calls
-    /// [`process_output_stream_now`](Processor::process_output_stream_now) on every chunk,
-    /// without a future (and, behind `dyn`, without a boxed one). `#[processor]` sets it for a
-    /// plain `fn` hook. A type that sets it implements both methods alike.
-    const OUTPUT_STREAM_IS_SYNC: bool = false;
-
-    /// `process_output_stream` for a processor that never waits; called instead of it when
-    /// [`OUTPUT_STREAM_IS_SYNC`](Processor::OUTPUT_STREAM_IS_SYNC) is set.
-    fn process_output_stream_now(
-        &self,
-        args: OutputStreamArgs<'_, Self::State>,
-    ) -> Result<StreamAction, ProcessorError> {
-        let _ = args;
-        Ok(StreamAction::Pass)
-    }
-
     /// On every streamed chunk.
     ///
     /// What it receives, with an example: [`OutputStreamArgs`].
@@ -253,15 +217,13 @@ pub trait Processor: Send + Sync + 'static {
         async { Ok(ApiErrorAction::Unhandled) }
     }
 
-    /// The hooks besides `process_output_stream` (see
-    /// [`OUTPUT_STREAM_IS_SYNC`](Processor::OUTPUT_STREAM_IS_SYNC)) that never wait: the
-    /// runner calls them through their hidden `__<hook>_now` method, without a future.
-    /// `#[processor]` sets it for its plain `fn` hooks, and implements both methods of each
-    /// alike.
-    #[doc(hidden)]
+    /// The hooks that never wait: their future is ready at its first poll. The runner polls
+    /// such a hook's future once, where it calls it (behind `dyn` too), instead of keeping it
+    /// in memory to await: a stream hook listed here costs no future per chunk. `#[processor]`
+    /// lists its plain `fn` hooks, and the closures of `output_stream_fn` and the like are
+    /// listed too. A hook listed here whose future is not ready at once fails its call with an
+    /// error that says so.
     const SYNC_HOOKS: Hooks = Hooks::NONE;
-
-    table::for_each_sync_hook!(sync_hook_decls);
 }
 
 /// A processor that belongs in an agent's `input` list.

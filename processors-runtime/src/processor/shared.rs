@@ -2,7 +2,7 @@
 //! hooks, under `P`'s id and with `P`'s state, so one configured value can serve several
 //! agents (or lists) without being cloned.
 
-use super::table::{for_each_hook, for_each_sync_hook, sync_hooks_of};
+use super::table::for_each_hook;
 use super::*;
 use std::sync::Arc;
 
@@ -10,10 +10,9 @@ use std::sync::Arc;
 macro_rules! delegate_hooks {
     ($a:lifetime; $(
         $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
-            now: $now:ident, dyn_now: $dyn_now:ident,
+            method: $method:ident, dyn_method: $dyn_method:ident,
             args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
-            outcome: $outcome:ty,
+            outcome: $outcome:ty, context: $context:ident,
             $($rest:tt)*
         }
     )*) => { $(
@@ -27,17 +26,6 @@ macro_rules! delegate_hooks {
     )* };
 }
 
-/// Implements, from the list of hooks with a synchronous path, each one's call without a
-/// future for a pointer type by calling the pointee's.
-macro_rules! delegate_sync_hooks {
-    ($( $hook:ident { now: $now:ident, dyn_now: $dyn_now:ident, args: $args:ident, outcome: $outcome:ty } )*) => { $(
-        #[inline]
-        fn $now(&self, args: $args<'_, Self::State>) -> Result<$outcome, ProcessorError> {
-            P::$now(self, args)
-        }
-    )* };
-}
-
 /// Implements [`Processor`] and the marker traits for a pointer to a processor.
 macro_rules! shared_processor {
     ($($pointer:ty),*) => { $(
@@ -45,7 +33,6 @@ macro_rules! shared_processor {
             type State = P::State;
             const HOOKS: Hooks = P::HOOKS;
             const STATIC_ID: Option<&'static str> = P::STATIC_ID;
-            const OUTPUT_STREAM_IS_SYNC: bool = P::OUTPUT_STREAM_IS_SYNC;
             const READS_MESSAGES: Hooks = P::READS_MESSAGES;
             const SYNC_HOOKS: Hooks = P::SYNC_HOOKS;
 
@@ -74,16 +61,7 @@ macro_rules! shared_processor {
                 P::keeps_stream_history(self)
             }
 
-            #[inline]
-            fn process_output_stream_now(
-                &self,
-                args: OutputStreamArgs<'_, Self::State>,
-            ) -> Result<StreamAction, ProcessorError> {
-                P::process_output_stream_now(self, args)
-            }
-
             for_each_hook!(delegate_hooks);
-            for_each_sync_hook!(delegate_sync_hooks);
         }
 
         impl<P: InputProcessor> InputProcessor for $pointer {}

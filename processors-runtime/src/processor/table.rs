@@ -1,29 +1,30 @@
-//! The nine hooks, declared once: what each receives, what it returns, and which parameter
-//! types a `#[processor]` function of the hook may ask for.
+//! The nine hooks, declared once: what each receives, what it returns, which parameter types a
+//! `#[processor]` function of the hook may ask for, and what the runner dispatches it on.
 //!
 //! [`for_each_hook!`] hands the whole table to a generator macro. The argument structs
-//! (`args.rs`), the parts and extractor traits of `#[processor]` functions (`extract.rs`) and
-//! the type-erased calls of [`DynProcessor`](super::DynProcessor) (`dynamic.rs`) are generated
-//! from it, so a field or a hook is added in one place.
+//! (`args.rs`), the parts and extractor traits of `#[processor]` functions (`extract.rs`), the
+//! pointer processors' hooks (`shared.rs`), the erased call of each hook (`dynamic.rs`) and the
+//! dispatcher's binding of each hook to its context (`runner::dispatch`) are generated from it,
+//! so a field or a hook is added in one place. `docs/architecture.md` says how to add a hook.
 
 /// Calls `$gen! { 'a; <hook>* }` with every hook's declaration.
 ///
-/// A hook's declaration: its variant of [`Hook`](super::Hook), its method, the type-erased
-/// method and the one placing its future in a slot, the methods without a future (see
-/// [`for_each_sync_hook!`]), the argument, parts and extractor types, the outcome, the argument type's doc and
-/// its runnable example (a doctest on the generated type), the argument fields (each with its
-/// doc), the diagnostic for a parameter the hook does not provide, and the parameter types
-/// it provides with how each is taken out of the parts. Tokens in parentheses after the
-/// generator's name are passed before the table (`for_each_hook!(gen(x;))` calls
+/// A hook's declaration: its variant of [`Hook`](super::Hook), its method, its erased call (on
+/// the crate's `Erased` trait, behind every `DynProcessor`), the argument, parts and extractor
+/// types, the outcome, the context the runner dispatches it on (`runner::dispatch`), the
+/// argument type's doc and its runnable example (a doctest on the generated type), the argument
+/// fields (each with its doc), the diagnostic for a parameter the hook does not provide, and the
+/// parameter types it provides with how each is taken out of the parts. Tokens in parentheses
+/// after the generator's name are passed before the table (`for_each_hook!(gen(x;))` calls
 /// `gen! { x; 'a; … }`).
 macro_rules! for_each_hook {
     ($gen:ident $(($($pre:tt)*))?) => {
         $gen! { $($($pre)*)? 'a;
             Input {
-                method: process_input, dyn_method: dyn_process_input, dyn_in: dyn_process_input_in,
-                now: __process_input_now, dyn_now: dyn_process_input_now,
+                method: process_input, dyn_method: dyn_process_input,
                 args: InputArgs, parts: InputParts, extractor: FromInput,
                 outcome: InputOutcome,
+                context: InputCx,
                 doc: "Arguments of `process_input`.",
                 example: r##"
 Trims the new input before the model sees it:
@@ -76,10 +77,10 @@ assert_eq!(model.requests()[0].prompt.last().unwrap().text(), "hello");
                 }
             }
             InputStep {
-                method: process_input_step, dyn_method: dyn_process_input_step, dyn_in: dyn_process_input_step_in,
-                now: __process_input_step_now, dyn_now: dyn_process_input_step_now,
+                method: process_input_step, dyn_method: dyn_process_input_step,
                 args: InputStepArgs, parts: InputStepParts, extractor: FromInputStep,
                 outcome: StepOverrides,
+                context: InputStepCx,
                 doc: "Arguments of `process_input_step`.",
                 example: r##"
 Tells the model which step it is on, for that step only:
@@ -135,10 +136,10 @@ assert_eq!(model.requests()[0].prompt[0].text(), "This is step 0.");
                 }
             }
             LlmRequest {
-                method: process_llm_request, dyn_method: dyn_process_llm_request, dyn_in: dyn_process_llm_request_in,
-                now: __process_llm_request_now, dyn_now: dyn_process_llm_request_now,
+                method: process_llm_request, dyn_method: dyn_process_llm_request,
                 args: LlmRequestArgs, parts: LlmRequestParts, extractor: FromLlmRequest,
                 outcome: LlmRequestAction,
+                context: LlmRequestCx,
                 doc: "Arguments of `process_llm_request`.",
                 example: r##"
 Answers a known question without calling the model (a cache hit):
@@ -194,10 +195,10 @@ assert_eq!(model.calls(), 0);
                 }
             }
             LlmResponse {
-                method: process_llm_response, dyn_method: dyn_process_llm_response, dyn_in: dyn_process_llm_response_in,
-                now: __process_llm_response_now, dyn_now: dyn_process_llm_response_now,
+                method: process_llm_response, dyn_method: dyn_process_llm_response,
                 args: LlmResponseArgs, parts: LlmResponseParts, extractor: FromLlmResponse,
                 outcome: (),
+                context: LlmResponseCx,
                 doc: "Arguments of `process_llm_response`.",
                 example: r##"
 Records what the model answered, as a response cache would:
@@ -260,10 +261,10 @@ assert_eq!(*seen.lock().unwrap(), "Hello");
                 }
             }
             OutputStream {
-                method: process_output_stream, dyn_method: dyn_process_output_stream, dyn_in: dyn_process_output_stream_in,
-                now: process_output_stream_now, dyn_now: dyn_process_output_stream_now,
+                method: process_output_stream, dyn_method: dyn_process_output_stream,
                 args: OutputStreamArgs, parts: OutputStreamParts, extractor: FromOutputStream,
                 outcome: StreamAction,
+                context: StreamCx,
                 doc: "Arguments of `process_output_stream`.",
                 example: r##"
 Masks a word as it streams, counting the masked deltas in its state:
@@ -319,10 +320,10 @@ assert_eq!(agent.generate("hi").await.unwrap().text, "Oh **** it");
                 }
             }
             OutputStep {
-                method: process_output_step, dyn_method: dyn_process_output_step, dyn_in: dyn_process_output_step_in,
-                now: __process_output_step_now, dyn_now: dyn_process_output_step_now,
+                method: process_output_step, dyn_method: dyn_process_output_step,
                 args: OutputStepArgs, parts: OutputStepParts, extractor: FromOutputStep,
                 outcome: OutputOutcome,
+                context: OutputStepCx,
                 doc: "Arguments of `process_output_step`.",
                 example: r##"
 Rejects a one-word answer; the model tries again with the reason as feedback:
@@ -399,10 +400,10 @@ assert_eq!(model.calls(), 2);
                 }
             }
             ToolResult {
-                method: process_tool_result, dyn_method: dyn_process_tool_result, dyn_in: dyn_process_tool_result_in,
-                now: __process_tool_result_now, dyn_now: dyn_process_tool_result_now,
+                method: process_tool_result, dyn_method: dyn_process_tool_result,
                 args: ToolResultArgs, parts: ToolResultParts, extractor: FromToolResult,
                 outcome: Option<serde_json::Value>,
+                context: ToolResultCx,
                 doc: "Arguments of `process_tool_result`.",
                 example: r##"
 Takes a field out of a tool's result before the model sees it:
@@ -450,10 +451,10 @@ assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
                 }
             }
             OutputResult {
-                method: process_output_result, dyn_method: dyn_process_output_result, dyn_in: dyn_process_output_result_in,
-                now: __process_output_result_now, dyn_now: dyn_process_output_result_now,
+                method: process_output_result, dyn_method: dyn_process_output_result,
                 args: OutputResultArgs, parts: OutputResultParts, extractor: FromOutputResult,
                 outcome: OutputOutcome,
+                context: OutputResultCx,
                 doc: "Arguments of `process_output_result`.",
                 example: r##"
 Signs the final answer, once, after every step:
@@ -506,10 +507,10 @@ assert_eq!(result.response_messages[0].text(), "Done. (answered in 1 step)");
                 }
             }
             ApiError {
-                method: process_api_error, dyn_method: dyn_process_api_error, dyn_in: dyn_process_api_error_in,
-                now: __process_api_error_now, dyn_now: dyn_process_api_error_now,
+                method: process_api_error, dyn_method: dyn_process_api_error,
                 args: ApiErrorArgs, parts: ApiErrorParts, extractor: FromApiError,
                 outcome: ApiErrorAction,
+                context: ApiErrorCx,
                 doc: "Arguments of `process_api_error`.",
                 example: r##"
 Recovers from a provider that finds the prompt too long: the processor fixes the list
@@ -570,45 +571,3 @@ assert_eq!(model.calls(), 2);
 }
 
 pub(crate) use for_each_hook;
-
-/// Calls `$gen! { <hook>* }` with each hook of the table but the stream hook (which has its
-/// own synchronous path, [`Processor::OUTPUT_STREAM_IS_SYNC`](super::Processor)): its variant
-/// of [`Hook`](super::Hook), the hidden method a `#[processor]` function that never waits is
-/// called through, its type-erased counterpart, and the argument and outcome types.
-macro_rules! for_each_sync_hook {
-    ($gen:ident) => {
-        $crate::processor::table::for_each_hook! { sync_hooks_of($gen; [];) }
-    };
-}
-
-/// [`for_each_sync_hook!`]'s filter over the table: keeps each hook's names but the stream
-/// hook's, then calls the generator with what it kept.
-macro_rules! sync_hooks_of {
-    ($gen:ident; [$($kept:tt)*]; $a:lifetime; $($rest:tt)*) => {
-        $crate::processor::table::sync_hooks_of! { $gen; [$($kept)*]; $($rest)* }
-    };
-    ($gen:ident; [$($kept:tt)*];) => {
-        $gen! { $($kept)* }
-    };
-    ($gen:ident; [$($kept:tt)*]; OutputStream { $($body:tt)* } $($rest:tt)*) => {
-        $crate::processor::table::sync_hooks_of! { $gen; [$($kept)*]; $($rest)* }
-    };
-    ($gen:ident; [$($kept:tt)*];
-        $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident, dyn_in: $dyn_in:ident,
-            now: $now:ident, dyn_now: $dyn_now:ident,
-            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
-            outcome: $outcome:ty,
-            $($body:tt)*
-        }
-        $($rest:tt)*
-    ) => {
-        $crate::processor::table::sync_hooks_of! { $gen;
-            [$($kept)* $hook { now: $now, dyn_now: $dyn_now, args: $args, outcome: $outcome }];
-            $($rest)*
-        }
-    };
-}
-
-pub(crate) use for_each_sync_hook;
-pub(crate) use sync_hooks_of;

@@ -1,17 +1,26 @@
-//! One function per hook: runs the processors of a list that have the hook, in list order, and
-//! applies what each returns to the run.
+//! Each hook's context ([`HookCx`]): what it reads, what its processors may change, how a
+//! processor's arguments are built from it and how its outcome is applied. The one place
+//! where a hook's semantics (`docs/semantics.md`, "Hooks") are written; the agent loop builds a
+//! context from its run and hands it to the dispatcher, a workflow builds one from the
+//! arguments of the hook that called it.
 
-use super::{Chain, Halt, HookError, Scope, call, call_now, ids};
+use super::dispatch::{HookCx, Place, run};
+pub(crate) use super::stream::StreamCx;
+use super::{Chain, Halt, HookEntry, HookError, Scope, ids};
 use crate::chunk::{FinishReason, Usage};
-use crate::message::{MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
+use crate::context::RequestContext;
+use crate::message::{Message, MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
+use crate::processor::report::Reporter;
 use crate::processor::{
     ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
     LlmRequestArgs, LlmResponse, LlmResponseArgs, OutputOutcome, OutputResultArgs, OutputStepArgs,
     StepConfig, StepOverrides, ToolResultArgs,
 };
-use crate::step::RunSummary;
+use crate::step::{RunSummary, StepResult};
+use crate::workflow::WorkflowInput;
 use serde_json::Value;
+use std::any::Any;
 
 /// The messages `copy` gives, for a processor that reads them (see
 /// [`Processor::READS_MESSAGES`](crate::processor::Processor::READS_MESSAGES)); nothing for
@@ -21,164 +30,748 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
 
-/// Calls hook `$hook` of the processor of entry `$e` with `$args`: without a future when the
-/// processor says the hook never waits (`dyn_sync_hooks`, asked when the list was bound),
-/// else with its future in the run's slot.
-macro_rules! run_hook {
-    ($e:expr, $hook:ident, $s:expr, $args:expr, $now:ident, $in:ident) => {
-        match $e.sync {
-            true => call_now($e.id, Hook::$hook, &$s.report, || $e.p.$now($args)),
-            false => {
-                call(
-                    $e.id,
-                    Hook::$hook,
-                    &$s.report,
-                    $e.p.$in($args, &mut $s.hooks),
-                )
-                .await
-            }
-        }
-    };
+/// A map step's messages, reconciled with the view they came from, as a returned set is.
+fn map_view(
+    list: &mut MessageList,
+    view: Vec<String>,
+    messages: Vec<Message>,
+    f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
+    source: MessageSource,
+) -> Result<(), crate::message::ReconcileError> {
+    list.reconcile(&view, f(messages), source)
 }
 
-/// `process_input`: each processor sees the input as the ones before it left it; returned
-/// messages are reconciled with the input, a returned system set replaces the untagged one.
-pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
-    for e in chain.with(Hook::Input) {
-        let (slot, id) = (e.slot, e.id);
-        let args = InputArgs {
-            messages: copy_if(e.reads, || s.list.input().cloned().collect()),
-            system_messages: copy_if(e.reads, || s.list.system_messages().to_vec()),
-            message_list: &mut s.list,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            retry_count: 0,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            Input,
-            s,
-            args,
-            dyn_process_input_now,
-            dyn_process_input_in
-        );
-        match ran? {
-            None | Some(InputOutcome::Unchanged) => {}
-            Some(outcome) => apply_input(&mut s.list, outcome, id)?,
+/// `process_input`: the new input. Each processor sees it as the ones before it left it;
+/// returned messages are reconciled with it, a returned system set replaces the untagged one.
+pub(crate) struct InputCx<'r> {
+    pub(crate) list: Place<'r, MessageList>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    pub(crate) retry_count: u32,
+    /// Whether a processor returned messages.
+    pub(crate) changed: bool,
+}
+
+impl HookCx for InputCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        reads: bool,
+        report: &'a Reporter,
+    ) -> InputArgs<'a, dyn Any + Send> {
+        InputArgs {
+            messages: copy_if(reads, || self.list.input().cloned().collect()),
+            system_messages: copy_if(reads, || self.list.system_messages().to_vec()),
+            message_list: &mut self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
         }
     }
-    Ok(())
+
+    fn apply(&mut self, outcome: InputOutcome, id: &str) -> Result<bool, HookError> {
+        self.changed |= !matches!(outcome, InputOutcome::Unchanged);
+        let list = &mut *self.list;
+        let applied = match outcome {
+            InputOutcome::Unchanged => Ok(()),
+            InputOutcome::Messages(ms) => {
+                let view = ids(list.input());
+                list.reconcile(&view, ms, MessageSource::Input)
+            }
+            // The system set first: system-role messages inside `messages` then add to it.
+            InputOutcome::MessagesAndSystem { messages, system } => {
+                let view = ids(list.input());
+                list.reconcile_system(system)
+                    .and_then(|()| list.reconcile(&view, messages, MessageSource::Input))
+            }
+        };
+        applied
+            .map(|()| false)
+            .map_err(|e| HookError::invalid(id, Hook::Input, e))
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        let messages: Vec<Message> = self.list.input().cloned().collect();
+        f(&WorkflowInput::Messages(&messages))
+    }
+
+    fn map(
+        &mut self,
+        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
+    ) -> Result<(), HookError> {
+        let messages = self.list.input().cloned().collect();
+        let view = ids(self.list.input());
+        self.changed = true;
+        map_view(&mut self.list, view, messages, f, MessageSource::Input)
+            .map_err(|e| HookError::invalid("map", Hook::Input, e))
+    }
+
+    fn fork(&self) -> Self {
+        InputCx {
+            list: self.list.fork(),
+            cx: self.cx.fork(),
+            retry_count: self.retry_count,
+            changed: self.changed,
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.list.adopt(branch.list);
+        self.cx.adopt(branch.cx);
+        self.changed = branch.changed;
+    }
 }
 
-/// Applies what a `process_input` returned to the list: messages reconciled with the input,
-/// a system set replacing the untagged one.
-pub(crate) fn apply_input(
-    list: &mut MessageList,
-    outcome: InputOutcome,
-    id: &str,
-) -> Result<(), HookError> {
-    let applied = match outcome {
-        InputOutcome::Unchanged => Ok(()),
-        InputOutcome::Messages(ms) => {
-            let view = ids(list.input());
-            list.reconcile(&view, ms, MessageSource::Input)
+/// Which step settings the processors of a `process_input_step` run named.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Named {
+    model: bool,
+    tools: bool,
+    tool_choice: bool,
+    active_tools: bool,
+    provider_options: bool,
+    model_settings: bool,
+}
+
+/// `process_input_step`: the conversation and the step's settings. Overrides chain, each
+/// processor seeing the settings the ones before it chose; only what a result names changes.
+pub(crate) struct InputStepCx<'r> {
+    pub(crate) step_number: u32,
+    pub(crate) steps: &'r [StepResult],
+    pub(crate) config: Place<'r, StepConfig>,
+    pub(crate) list: Place<'r, MessageList>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    pub(crate) retry_count: u32,
+    /// The settings the processors named so far.
+    pub(crate) named: Named,
+}
+
+impl InputStepCx<'_> {
+    /// The settings the processors named, as overrides (messages and system messages were
+    /// applied to the list): what a workflow returns to the list around it.
+    pub(crate) fn named_overrides(self) -> StepOverrides {
+        let (c, n) = (self.config.into_inner(), self.named);
+        let mut o = StepOverrides::new();
+        o.model = n.model.then_some(c.model);
+        o.tools = n.tools.then_some(c.tools);
+        o.tool_choice = n.tool_choice.then_some(c.tool_choice);
+        o.active_tools = if n.active_tools { c.active_tools } else { None };
+        o.provider_options = n.provider_options.then_some(c.provider_options);
+        o.model_settings = n.model_settings.then_some(c.model_settings);
+        o
+    }
+}
+
+impl HookCx for InputStepCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        reads: bool,
+        report: &'a Reporter,
+    ) -> InputStepArgs<'a, dyn Any + Send> {
+        InputStepArgs {
+            step_number: self.step_number,
+            steps: self.steps,
+            messages: copy_if(reads, || self.list.all().cloned().collect()),
+            system_messages: copy_if(reads, || self.list.all_system_messages().cloned().collect()),
+            config: &self.config,
+            message_list: &mut self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
         }
-        // The system set first: system-role messages inside `messages` then add to it.
-        InputOutcome::MessagesAndSystem { messages, system } => {
-            let view = ids(list.input());
-            list.reconcile_system(system)
-                .and_then(|()| list.reconcile(&view, messages, MessageSource::Input))
+    }
+
+    fn apply(&mut self, o: StepOverrides, id: &str) -> Result<bool, HookError> {
+        let invalid = |reason: String| HookError::invalid(id, Hook::InputStep, reason);
+        let (config, n) = (&mut *self.config, &mut self.named);
+        if let Some(active) = &o.active_tools
+            && let Some(unknown) = active.iter().find(|name| {
+                let tools = o.tools.as_ref().unwrap_or(&config.tools);
+                !tools.iter().any(|t| t.name() == name.as_str())
+            })
+        {
+            return Err(invalid(format!(
+                "active_tools names `{unknown}`, which is not among the step's tools"
+            )));
         }
+        n.model |= o.model.is_some();
+        n.tools |= o.tools.is_some();
+        n.tool_choice |= o.tool_choice.is_some();
+        n.active_tools |= o.active_tools.is_some();
+        n.provider_options |= o.provider_options.is_some();
+        n.model_settings |= o.model_settings.is_some();
+        if let Some(m) = o.model {
+            config.model = m;
+        }
+        if let Some(t) = o.tools {
+            config.tools = t;
+        }
+        if let Some(c) = o.tool_choice {
+            config.tool_choice = c;
+        }
+        if let Some(p) = o.provider_options {
+            config.provider_options = p;
+        }
+        if let Some(s) = o.model_settings {
+            config.model_settings = s;
+        }
+        if let Some(active) = o.active_tools {
+            config.active_tools = Some(active);
+        }
+        if let Some(system) = o.system_messages {
+            self.list
+                .reconcile_system(system)
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        if let Some(ms) = o.messages {
+            let view = ids(self.list.all());
+            self.list
+                .reconcile(&view, ms, MessageSource::Context)
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::Conversation(&self.list))
+    }
+
+    fn fork(&self) -> Self {
+        InputStepCx {
+            step_number: self.step_number,
+            steps: self.steps,
+            config: self.config.fork(),
+            list: self.list.fork(),
+            cx: self.cx.fork(),
+            retry_count: self.retry_count,
+            named: self.named,
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.config.adopt(branch.config);
+        self.list.adopt(branch.list);
+        self.cx.adopt(branch.cx);
+        self.named = branch.named;
+    }
+}
+
+/// `process_llm_request`: the request about to be sent. A returned prompt replaces the
+/// request's for this call only; the first returned response answers the call (later
+/// processors still run).
+pub(crate) struct LlmRequestCx<'r> {
+    pub(crate) step_number: u32,
+    pub(crate) request: Place<'r, ModelRequest>,
+    pub(crate) model: &'r dyn LanguageModel,
+    pub(crate) cx: Place<'r, RequestContext>,
+    /// The first response a processor returned.
+    pub(crate) answer: Option<LlmResponse>,
+    /// Whether a processor returned a prompt.
+    pub(crate) prompt_changed: bool,
+}
+
+impl LlmRequestCx<'_> {
+    /// What the processors chose, as one action: what a workflow returns to the list around
+    /// it.
+    pub(crate) fn action(self) -> LlmRequestAction {
+        match (self.answer, self.prompt_changed) {
+            (Some(response), _) => LlmRequestAction::Respond(response),
+            (None, true) => LlmRequestAction::Prompt(self.request.into_inner().prompt),
+            (None, false) => LlmRequestAction::Continue,
+        }
+    }
+}
+
+impl HookCx for LlmRequestCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        _reads: bool,
+        report: &'a Reporter,
+    ) -> LlmRequestArgs<'a, dyn Any + Send> {
+        LlmRequestArgs {
+            step_number: self.step_number,
+            request: &self.request,
+            model: self.model,
+            state,
+            request_context: &mut self.cx,
+            report,
+        }
+    }
+
+    fn apply(&mut self, action: LlmRequestAction, _id: &str) -> Result<bool, HookError> {
+        match action {
+            LlmRequestAction::Continue => {}
+            LlmRequestAction::Prompt(prompt) => {
+                self.request.prompt = prompt;
+                self.prompt_changed = true;
+            }
+            LlmRequestAction::Respond(response) => {
+                self.answer.get_or_insert(response);
+            }
+        }
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::Request(&self.request))
+    }
+
+    fn fork(&self) -> Self {
+        LlmRequestCx {
+            step_number: self.step_number,
+            request: self.request.fork(),
+            model: self.model,
+            cx: self.cx.fork(),
+            answer: self.answer.clone(),
+            prompt_changed: self.prompt_changed,
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.request.adopt(branch.request);
+        self.cx.adopt(branch.cx);
+        self.answer = branch.answer;
+        self.prompt_changed = branch.prompt_changed;
+    }
+}
+
+/// `process_llm_response`: the step's request and response; side effects only.
+pub(crate) struct LlmResponseCx<'r> {
+    pub(crate) step_number: u32,
+    pub(crate) request: &'r ModelRequest,
+    pub(crate) response: &'r LlmResponse,
+    pub(crate) delivered: &'r LlmResponse,
+    pub(crate) from_cache: bool,
+    pub(crate) cx: Place<'r, RequestContext>,
+}
+
+impl HookCx for LlmResponseCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        _reads: bool,
+        report: &'a Reporter,
+    ) -> LlmResponseArgs<'a, dyn Any + Send> {
+        LlmResponseArgs {
+            step_number: self.step_number,
+            request: self.request,
+            response: self.response,
+            delivered: self.delivered,
+            from_cache: self.from_cache,
+            state,
+            request_context: &mut self.cx,
+            report,
+        }
+    }
+
+    fn apply(&mut self, (): (), _id: &str) -> Result<bool, HookError> {
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::Response(self.response))
+    }
+
+    fn fork(&self) -> Self {
+        LlmResponseCx {
+            cx: self.cx.fork(),
+            ..*self
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.cx.adopt(branch.cx);
+    }
+}
+
+/// `process_output_step`: the step's messages (followed by id) and what the step produced.
+/// Returned messages are reconciled with the step's, whose ids follow.
+pub(crate) struct OutputStepCx<'r> {
+    pub(crate) step_number: u32,
+    pub(crate) text: &'r str,
+    pub(crate) finish_reason: FinishReason,
+    pub(crate) usage: Usage,
+    pub(crate) run_usage: Usage,
+    pub(crate) tool_calls: &'r [ToolCall],
+    pub(crate) steps: &'r [StepResult],
+    /// The ids of the step's messages.
+    pub(crate) step_ids: Place<'r, Vec<String>>,
+    pub(crate) list: Place<'r, MessageList>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    pub(crate) retry_count: u32,
+    /// Whether a processor returned messages.
+    pub(crate) changed: bool,
+}
+
+impl OutputStepCx<'_> {
+    /// The step's messages, as the list has them.
+    pub(crate) fn messages(&self) -> Vec<Message> {
+        (self.step_ids.iter())
+            .filter_map(|i| self.list.get(i).cloned())
+            .collect()
+    }
+
+    /// Reconciles the step's messages with `ms`, whose ids the step's then are.
+    fn replace(&mut self, ms: Vec<Message>) -> Result<(), crate::message::ReconcileError> {
+        let new_ids = ms
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .map(|m| m.id.clone())
+            .collect();
+        self.list
+            .reconcile(&self.step_ids, ms, MessageSource::Response)?;
+        *self.step_ids = new_ids;
+        self.changed = true;
+        Ok(())
+    }
+}
+
+impl HookCx for OutputStepCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        reads: bool,
+        report: &'a Reporter,
+    ) -> OutputStepArgs<'a, dyn Any + Send> {
+        OutputStepArgs {
+            step_number: self.step_number,
+            messages: copy_if(reads, || self.messages()),
+            text: self.text,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+            run_usage: self.run_usage,
+            tool_calls: self.tool_calls,
+            steps: self.steps,
+            system_messages: copy_if(reads, || self.list.all_system_messages().cloned().collect()),
+            message_list: &mut self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
+        }
+    }
+
+    fn apply(&mut self, outcome: OutputOutcome, id: &str) -> Result<bool, HookError> {
+        if let OutputOutcome::Messages(ms) = outcome {
+            self.replace(ms)
+                .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))?;
+        }
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::Messages(&self.messages()))
+    }
+
+    fn map(
+        &mut self,
+        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
+    ) -> Result<(), HookError> {
+        let mapped = f(self.messages());
+        self.replace(mapped)
+            .map_err(|e| HookError::invalid("map", Hook::OutputStep, e))
+    }
+
+    fn fork(&self) -> Self {
+        OutputStepCx {
+            step_ids: self.step_ids.fork(),
+            list: self.list.fork(),
+            cx: self.cx.fork(),
+            ..*self
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.step_ids.adopt(branch.step_ids);
+        self.list.adopt(branch.list);
+        self.cx.adopt(branch.cx);
+        self.changed = branch.changed;
+    }
+}
+
+/// `process_tool_result`: a tool's call and result. Each processor sees the result as the
+/// ones before it left it.
+pub(crate) struct ToolResultCx<'r> {
+    pub(crate) tool_call: &'r ToolCall,
+    pub(crate) result: Place<'r, Value>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    /// Whether a processor changed the result.
+    pub(crate) changed: bool,
+}
+
+impl HookCx for ToolResultCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        _reads: bool,
+        report: &'a Reporter,
+    ) -> ToolResultArgs<'a, dyn Any + Send> {
+        ToolResultArgs {
+            tool_call: self.tool_call,
+            result: &self.result,
+            state,
+            request_context: &mut self.cx,
+            report,
+        }
+    }
+
+    fn apply(&mut self, changed: Option<Value>, _id: &str) -> Result<bool, HookError> {
+        if let Some(changed) = changed {
+            *self.result = changed;
+            self.changed = true;
+        }
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::ToolResult {
+            call: self.tool_call,
+            result: &self.result,
+        })
+    }
+
+    fn fork(&self) -> Self {
+        ToolResultCx {
+            tool_call: self.tool_call,
+            result: self.result.fork(),
+            cx: self.cx.fork(),
+            changed: self.changed,
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.result.adopt(branch.result);
+        self.cx.adopt(branch.cx);
+        self.changed = branch.changed;
+    }
+}
+
+/// `process_output_result`: the response and the run's summary. Returned messages are
+/// reconciled with the response, and the summary's text follows.
+pub(crate) struct OutputResultCx<'r> {
+    pub(crate) summary: Place<'r, RunSummary>,
+    pub(crate) list: Place<'r, MessageList>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    pub(crate) retry_count: u32,
+    /// Whether a processor returned messages.
+    pub(crate) changed: bool,
+}
+
+impl OutputResultCx<'_> {
+    /// Reconciles the response with `ms`; the summary's text follows.
+    fn replace(&mut self, ms: Vec<Message>) -> Result<(), crate::message::ReconcileError> {
+        let view = ids(self.list.response());
+        self.list.reconcile(&view, ms, MessageSource::Response)?;
+        self.summary.text = response_text(&self.list);
+        self.changed = true;
+        Ok(())
+    }
+}
+
+impl HookCx for OutputResultCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        reads: bool,
+        report: &'a Reporter,
+    ) -> OutputResultArgs<'a, dyn Any + Send> {
+        OutputResultArgs {
+            messages: copy_if(reads, || self.list.response().cloned().collect()),
+            result: &self.summary,
+            message_list: &mut self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
+        }
+    }
+
+    fn apply(&mut self, outcome: OutputOutcome, id: &str) -> Result<bool, HookError> {
+        if let OutputOutcome::Messages(ms) = outcome {
+            self.replace(ms)
+                .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))?;
+        }
+        Ok(false)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        let messages: Vec<Message> = self.list.response().cloned().collect();
+        f(&WorkflowInput::Messages(&messages))
+    }
+
+    fn map(
+        &mut self,
+        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
+    ) -> Result<(), HookError> {
+        let mapped = f(self.list.response().cloned().collect());
+        self.replace(mapped)
+            .map_err(|e| HookError::invalid("map", Hook::OutputResult, e))
+    }
+
+    fn fork(&self) -> Self {
+        OutputResultCx {
+            summary: self.summary.fork(),
+            list: self.list.fork(),
+            cx: self.cx.fork(),
+            retry_count: self.retry_count,
+            changed: self.changed,
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.summary.adopt(branch.summary);
+        self.list.adopt(branch.list);
+        self.cx.adopt(branch.cx);
+        self.changed = branch.changed;
+    }
+}
+
+/// `process_api_error`: the provider's error. The first processor that asks for a retry
+/// ends the hook's run.
+pub(crate) struct ApiErrorCx<'r> {
+    pub(crate) error: &'r ApiError,
+    pub(crate) step_number: u32,
+    pub(crate) steps: &'r [StepResult],
+    pub(crate) list: Place<'r, MessageList>,
+    pub(crate) cx: Place<'r, RequestContext>,
+    /// API-error retries of this step so far.
+    pub(crate) retry_count: u32,
+}
+
+impl HookCx for ApiErrorCx<'_> {
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        _reads: bool,
+        report: &'a Reporter,
+    ) -> ApiErrorArgs<'a, dyn Any + Send> {
+        ApiErrorArgs {
+            error: self.error,
+            step_number: self.step_number,
+            steps: self.steps,
+            message_list: &mut self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
+        }
+    }
+
+    fn apply(&mut self, action: ApiErrorAction, _id: &str) -> Result<bool, HookError> {
+        Ok(action == ApiErrorAction::Retry)
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::Error(self.error))
+    }
+
+    fn fork(&self) -> Self {
+        ApiErrorCx {
+            list: self.list.fork(),
+            cx: self.cx.fork(),
+            ..*self
+        }
+    }
+
+    fn adopt(&mut self, branch: Self) {
+        self.list.adopt(branch.list);
+        self.cx.adopt(branch.cx);
+    }
+}
+
+/// The response text: the text of the response's assistant messages.
+pub(crate) fn response_text(list: &MessageList) -> Text {
+    concat_texts(
+        list.response()
+            .filter(|m| m.role == Role::Assistant)
+            .flat_map(|m| &m.content.parts),
+    )
+}
+
+/// What a hook's context borrows of the run.
+struct Parts<'s> {
+    list: &'s mut MessageList,
+    cx: &'s mut RequestContext,
+    steps: &'s [StepResult],
+    retry_count: u32,
+}
+
+/// What the dispatcher borrows of the run.
+struct Runner<'s> {
+    states: &'s mut crate::processor::state::StateMap,
+    report: &'s Reporter,
+    slot: &'s mut crate::processor::future_slot::FutureSlot,
+}
+
+impl Runner<'_> {
+    /// Runs a hook over `entries` on `cx`.
+    async fn run<'p, H: HookCx>(
+        self,
+        entries: impl Iterator<Item = HookEntry<'p>>,
+        cx: &mut H,
+    ) -> Result<Option<&'p str>, Halt> {
+        run(entries, cx, self.states, self.report, self.slot).await
+    }
+}
+
+impl Scope {
+    /// The run, as hook contexts and the dispatcher borrow it.
+    fn split(&mut self) -> (Parts<'_>, Runner<'_>) {
+        let parts = Parts {
+            list: &mut self.list,
+            cx: &mut self.cx,
+            steps: &self.steps,
+            retry_count: self.retry_count,
+        };
+        let runner = Runner {
+            states: &mut self.states,
+            report: &self.report,
+            slot: &mut self.hooks,
+        };
+        (parts, runner)
+    }
+}
+
+/// `process_input` over `chain`.
+pub(crate) async fn input(chain: &Chain<'_>, s: &mut Scope) -> Result<(), Halt> {
+    let (p, runner) = s.split();
+    let mut cx = InputCx {
+        list: Place::Run(p.list),
+        cx: Place::Run(p.cx),
+        retry_count: 0,
+        changed: false,
     };
-    applied.map_err(|e| HookError::invalid(id, Hook::Input, e))
+    runner.run(chain.with(Hook::Input), &mut cx).await.map(drop)
 }
 
-/// `process_input_step`: overrides chain, each processor seeing the settings the ones before
-/// it chose; only what a result names changes.
+/// `process_input_step` over `chain`, on the step's settings `config`.
 pub(crate) async fn input_step(
     chain: &Chain<'_>,
     s: &mut Scope,
     step_number: u32,
     config: &mut StepConfig,
 ) -> Result<(), Halt> {
-    for e in chain.with(Hook::InputStep) {
-        let (slot, id) = (e.slot, e.id);
-        let args = InputStepArgs {
-            step_number,
-            steps: &s.steps,
-            messages: copy_if(e.reads, || s.list.all().cloned().collect()),
-            system_messages: copy_if(e.reads, || s.list.all_system_messages().cloned().collect()),
-            config: &*config,
-            message_list: &mut s.list,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            retry_count: s.retry_count,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            InputStep,
-            s,
-            args,
-            dyn_process_input_step_now,
-            dyn_process_input_step_in
-        );
-        if let Some(overrides) = ran? {
-            apply_overrides(&mut s.list, config, overrides, id)?;
-        }
-    }
-    Ok(())
+    let (p, runner) = s.split();
+    let mut cx = InputStepCx {
+        step_number,
+        steps: p.steps,
+        config: Place::Run(config),
+        list: Place::Run(p.list),
+        cx: Place::Run(p.cx),
+        retry_count: p.retry_count,
+        named: Named::default(),
+    };
+    runner
+        .run(chain.with(Hook::InputStep), &mut cx)
+        .await
+        .map(drop)
 }
 
-/// Applies one processor's step overrides: only what it names changes.
-pub(crate) fn apply_overrides(
-    list: &mut MessageList,
-    config: &mut StepConfig,
-    o: StepOverrides,
-    id: &str,
-) -> Result<(), HookError> {
-    let invalid = |reason: String| HookError::invalid(id, Hook::InputStep, reason);
-    if let Some(m) = o.model {
-        config.model = m;
-    }
-    if let Some(t) = o.tools {
-        config.tools = t;
-    }
-    if let Some(c) = o.tool_choice {
-        config.tool_choice = c;
-    }
-    if let Some(p) = o.provider_options {
-        config.provider_options = p;
-    }
-    if let Some(s) = o.model_settings {
-        config.model_settings = s;
-    }
-    if let Some(active) = o.active_tools {
-        if let Some(unknown) = active
-            .iter()
-            .find(|n| !config.tools.iter().any(|t| t.name() == n.as_str()))
-        {
-            return Err(invalid(format!(
-                "active_tools names `{unknown}`, which is not among the step's tools"
-            )));
-        }
-        config.active_tools = Some(active);
-    }
-    if let Some(system) = o.system_messages {
-        list.reconcile_system(system)
-            .map_err(|e| invalid(e.to_string()))?;
-    }
-    if let Some(ms) = o.messages {
-        let view = ids(list.all());
-        list.reconcile(&view, ms, MessageSource::Context)
-            .map_err(|e| invalid(e.to_string()))?;
-    }
-    Ok(())
-}
-
-/// `process_llm_request`: a returned prompt replaces the request's for this call only; the
-/// first returned response answers the call (later processors still run).
+/// `process_llm_request` over `chain`, on `request`: the response that answers the call, if
+/// a processor returned one.
 pub(crate) async fn llm_request(
     chain: &Chain<'_>,
     s: &mut Scope,
@@ -186,34 +779,17 @@ pub(crate) async fn llm_request(
     request: &mut ModelRequest,
     model: &dyn LanguageModel,
 ) -> Result<Option<LlmResponse>, Halt> {
-    let mut answer = None;
-    for e in chain.with(Hook::LlmRequest) {
-        let slot = e.slot;
-        let args = LlmRequestArgs {
-            step_number,
-            request: &*request,
-            model,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            LlmRequest,
-            s,
-            args,
-            dyn_process_llm_request_now,
-            dyn_process_llm_request_in
-        );
-        match ran?.unwrap_or_default() {
-            LlmRequestAction::Continue => {}
-            LlmRequestAction::Prompt(prompt) => request.prompt = prompt,
-            LlmRequestAction::Respond(response) => {
-                answer.get_or_insert(response);
-            }
-        }
-    }
-    Ok(answer)
+    let (p, runner) = s.split();
+    let mut cx = LlmRequestCx {
+        step_number,
+        request: Place::Run(request),
+        model,
+        cx: Place::Run(p.cx),
+        answer: None,
+        prompt_changed: false,
+    };
+    runner.run(chain.with(Hook::LlmRequest), &mut cx).await?;
+    Ok(cx.answer)
 }
 
 /// What `process_llm_response` sees of a step.
@@ -225,35 +801,25 @@ pub(crate) struct Response<'a> {
     pub(crate) from_cache: bool,
 }
 
-/// `process_llm_response`: side effects only.
+/// `process_llm_response` over `chain`.
 pub(crate) async fn llm_response(
     chain: &Chain<'_>,
     s: &mut Scope,
     r: Response<'_>,
 ) -> Result<(), Halt> {
-    for e in chain.with(Hook::LlmResponse) {
-        let slot = e.slot;
-        let args = LlmResponseArgs {
-            step_number: r.step_number,
-            request: r.request,
-            response: r.response,
-            delivered: r.delivered,
-            from_cache: r.from_cache,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            LlmResponse,
-            s,
-            args,
-            dyn_process_llm_response_now,
-            dyn_process_llm_response_in
-        );
-        ran?;
-    }
-    Ok(())
+    let (p, runner) = s.split();
+    let mut cx = LlmResponseCx {
+        step_number: r.step_number,
+        request: r.request,
+        response: r.response,
+        delivered: r.delivered,
+        from_cache: r.from_cache,
+        cx: Place::Run(p.cx),
+    };
+    runner
+        .run(chain.with(Hook::LlmResponse), &mut cx)
+        .await
+        .map(drop)
 }
 
 /// What `process_output_step` sees of a step.
@@ -266,139 +832,74 @@ pub(crate) struct Step<'a> {
     pub(crate) tool_calls: &'a [ToolCall],
 }
 
-/// `process_output_step`: returned messages are reconciled with the step's messages, whose
-/// ids (`step_ids`) follow.
+/// `process_output_step` over `chain`, on the step's messages (`step_ids`, which follow).
 pub(crate) async fn output_step(
     chain: &Chain<'_>,
     s: &mut Scope,
     step: Step<'_>,
     step_ids: &mut Vec<String>,
 ) -> Result<(), Halt> {
-    for e in chain.with(Hook::OutputStep) {
-        let (slot, id) = (e.slot, e.id);
-        let args = OutputStepArgs {
-            step_number: step.step_number,
-            messages: copy_if(e.reads, || {
-                step_ids
-                    .iter()
-                    .filter_map(|i| s.list.get(i).cloned())
-                    .collect()
-            }),
-            text: step.text,
-            finish_reason: step.finish_reason,
-            usage: step.usage,
-            run_usage: step.run_usage,
-            tool_calls: step.tool_calls,
-            steps: &s.steps,
-            system_messages: copy_if(e.reads, || s.list.all_system_messages().cloned().collect()),
-            message_list: &mut s.list,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            retry_count: s.retry_count,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            OutputStep,
-            s,
-            args,
-            dyn_process_output_step_now,
-            dyn_process_output_step_in
-        );
-        if let Some(OutputOutcome::Messages(ms)) = ran? {
-            let new_ids = ms
-                .iter()
-                .filter(|m| m.role != Role::System)
-                .map(|m| m.id.clone())
-                .collect();
-            s.list
-                .reconcile(step_ids, ms, MessageSource::Response)
-                .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))?;
-            *step_ids = new_ids;
-        }
-    }
-    Ok(())
+    let (p, runner) = s.split();
+    let mut cx = OutputStepCx {
+        step_number: step.step_number,
+        text: step.text,
+        finish_reason: step.finish_reason,
+        usage: step.usage,
+        run_usage: step.run_usage,
+        tool_calls: step.tool_calls,
+        steps: p.steps,
+        step_ids: Place::Run(step_ids),
+        list: Place::Run(p.list),
+        cx: Place::Run(p.cx),
+        retry_count: p.retry_count,
+        changed: false,
+    };
+    runner
+        .run(chain.with(Hook::OutputStep), &mut cx)
+        .await
+        .map(drop)
 }
 
-/// `process_tool_result`: each processor sees the result as the ones before it left it.
+/// `process_tool_result` over `chain`: the result as the processors left it.
 pub(crate) async fn tool_result(
     chain: &Chain<'_>,
     s: &mut Scope,
     tool_call: &ToolCall,
     mut result: Value,
 ) -> Result<Value, Halt> {
-    for e in chain.with(Hook::ToolResult) {
-        let slot = e.slot;
-        let args = ToolResultArgs {
-            tool_call,
-            result: &result,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            ToolResult,
-            s,
-            args,
-            dyn_process_tool_result_now,
-            dyn_process_tool_result_in
-        );
-        if let Some(Some(changed)) = ran? {
-            result = changed;
-        }
-    }
+    let (p, runner) = s.split();
+    let mut cx = ToolResultCx {
+        tool_call,
+        result: Place::Run(&mut result),
+        cx: Place::Run(p.cx),
+        changed: false,
+    };
+    runner.run(chain.with(Hook::ToolResult), &mut cx).await?;
     Ok(result)
 }
 
-/// The response text: the text of the response's assistant messages.
-pub(crate) fn response_text(list: &MessageList) -> Text {
-    concat_texts(
-        list.response()
-            .filter(|m| m.role == Role::Assistant)
-            .flat_map(|m| &m.content.parts),
-    )
-}
-
-/// `process_output_result`: returned messages are reconciled with the response, and the
-/// summary's text follows.
+/// `process_output_result` over `chain`, on the response and `summary`.
 pub(crate) async fn output_result(
     chain: &Chain<'_>,
     s: &mut Scope,
     summary: &mut RunSummary,
 ) -> Result<(), Halt> {
-    for e in chain.with(Hook::OutputResult) {
-        let (slot, id) = (e.slot, e.id);
-        let args = OutputResultArgs {
-            messages: copy_if(e.reads, || s.list.response().cloned().collect()),
-            result: &*summary,
-            message_list: &mut s.list,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            retry_count: s.retry_count,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            OutputResult,
-            s,
-            args,
-            dyn_process_output_result_now,
-            dyn_process_output_result_in
-        );
-        if let Some(OutputOutcome::Messages(ms)) = ran? {
-            let view = ids(s.list.response());
-            s.list
-                .reconcile(&view, ms, MessageSource::Response)
-                .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))?;
-            summary.text = response_text(&s.list);
-        }
-    }
-    Ok(())
+    let (p, runner) = s.split();
+    let mut cx = OutputResultCx {
+        summary: Place::Run(summary),
+        list: Place::Run(p.list),
+        cx: Place::Run(p.cx),
+        retry_count: p.retry_count,
+        changed: false,
+    };
+    runner
+        .run(chain.with(Hook::OutputResult), &mut cx)
+        .await
+        .map(drop)
 }
 
-/// `process_api_error`: the input, output, then error processors are asked in order; the
-/// first that asks for a retry wins. Returns its id.
+/// `process_api_error` over the input, output, then error processors: the id of the first
+/// that asks for a retry.
 pub(crate) async fn api_error(
     chains: [&Chain<'_>; 3],
     s: &mut Scope,
@@ -406,29 +907,16 @@ pub(crate) async fn api_error(
     step_number: u32,
     retry_count: u32,
 ) -> Result<Option<String>, Halt> {
-    for e in chains.into_iter().flat_map(|c| c.with(Hook::ApiError)) {
-        let slot = e.slot;
-        let args = ApiErrorArgs {
-            error,
-            step_number,
-            steps: &s.steps,
-            message_list: &mut s.list,
-            state: s.states.get_mut(slot),
-            request_context: &mut s.cx,
-            retry_count,
-            report: &s.report,
-        };
-        let ran = run_hook!(
-            e,
-            ApiError,
-            s,
-            args,
-            dyn_process_api_error_now,
-            dyn_process_api_error_in
-        );
-        if ran? == Some(ApiErrorAction::Retry) {
-            return Ok(Some(e.id.to_owned()));
-        }
-    }
-    Ok(None)
+    let (p, runner) = s.split();
+    let mut cx = ApiErrorCx {
+        error,
+        step_number,
+        steps: p.steps,
+        list: Place::Run(p.list),
+        cx: Place::Run(p.cx),
+        retry_count,
+    };
+    let entries = chains.into_iter().flat_map(|c| c.with(Hook::ApiError));
+    let asker = runner.run(entries, &mut cx).await?;
+    Ok(asker.map(str::to_owned))
 }

@@ -1,30 +1,29 @@
-//! The runner: each hook's chain over a processor list, and the stream driver.
+//! The runner: how processors are called, between the agent loop and the processors.
 //!
-//! Every hook call goes through one function (`call`): it runs the hook in a tracing span,
-//! catches a panic, reports a warning, and turns an abort or a failure into a halt. One
-//! function per hook runs the processors that have the hook in list order and applies what
-//! each returns; the stream driver runs the per-chunk chain and hands chunks to the consumer. The agent
-//! loop (`agent::run`) calls these and decides what a halt means for the run. The semantics
-//! are those of `docs/semantics.md`.
+//! Every hook but the stream hook goes through the dispatcher (`dispatch`), on a context
+//! written once per hook (`hooks`): the agent's lists and workflows alike. The stream hook
+//! runs per chunk in the stream chain (`stream::chain`), which the stream driver (`stream`)
+//! feeds with the model's chunks and drains into the run's outbox. Each call runs in a tracing
+//! span with its panic caught; a warning is reported and an abort or a failure becomes a
+//! [`Halt`], which the agent loop (`agent::run`) turns into what it means for the run. The
+//! semantics are those of `docs/semantics.md`; `docs/architecture.md` draws the layers.
 
+pub(crate) mod dispatch;
 pub(crate) mod hooks;
-pub(crate) mod outbox;
 pub(crate) mod stream;
-pub(crate) mod workflow;
 
 use crate::context::RequestContext;
+use crate::error::BoxError;
 use crate::message::{Message, MessageList};
+use crate::processor::future_slot::FutureSlot;
+use crate::processor::report::Reporter;
 use crate::processor::state::{StateConflict, StateMap};
 use crate::processor::{
-    ApiErrorAction, DynProcessor, FutureSlot, Hook, Hooks, InputOutcome, LlmRequestAction,
-    OutputOutcome, ProcessorError, Reporter, StepOverrides,
+    ApiErrorAction, DynProcessor, Hook, Hooks, InputOutcome, LlmRequestAction, OutputOutcome,
+    ProcessorError, StepOverrides, StreamAction,
 };
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
-use futures::FutureExt;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use tracing::Instrument;
 
 /// Why a hook call failed (an abort is not a failure: it is a [`TripWire`]).
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +38,7 @@ pub enum HookError {
         hook: Hook,
         /// Its error.
         #[source]
-        source: crate::BoxError,
+        source: BoxError,
     },
     /// A hook panicked; the run stopped and saved nothing.
     #[error(
@@ -140,52 +139,9 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Calls one processor's hook: in a tracing span, with its panic caught. A warning is
-/// reported and gives `None`; an abort or a failure halts.
-///
-/// The span (`processor`, at `DEBUG`) has the processor's id and the hook, and records the
-/// outcome (`pass`, `replaced`, `responded`, `retried`, `warned`, `aborted`, `failed`,
-/// `panicked`) and the duration when a subscriber listens.
-pub(crate) async fn call<T: HookOutcome>(
-    id: &str,
-    hook: Hook,
-    report: &Reporter,
-    fut: impl Future<Output = Result<T, ProcessorError>>,
-) -> Result<Option<T>, Halt> {
-    let span = hook_span(id, hook);
-    let started = (!span.is_disabled()).then(std::time::Instant::now);
-    // Wrapped in its span only when a subscriber listens: a disabled span's wrapper does
-    // nothing but copy the future.
-    let ran = match started {
-        Some(_) => {
-            AssertUnwindSafe(fut.instrument(span.clone()))
-                .catch_unwind()
-                .await
-        }
-        None => AssertUnwindSafe(fut).catch_unwind().await,
-    };
-    settle(id, hook, report, &span, started, ran)
-}
-
-/// [`call`] for a hook that never waits (`SYNC_HOOKS`): `f` calls it, without a future.
-pub(crate) fn call_now<T: HookOutcome>(
-    id: &str,
-    hook: Hook,
-    report: &Reporter,
-    f: impl FnOnce() -> Result<T, ProcessorError>,
-) -> Result<Option<T>, Halt> {
-    let span = hook_span(id, hook);
-    let started = (!span.is_disabled()).then(std::time::Instant::now);
-    let ran = match started {
-        Some(_) => span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(f))),
-        None => std::panic::catch_unwind(AssertUnwindSafe(f)),
-    };
-    settle(id, hook, report, &span, started, ran)
-}
-
 /// The span of one hook call (`processor`, at `DEBUG`).
 #[inline]
-fn hook_span(id: &str, hook: Hook) -> tracing::Span {
+pub(crate) fn hook_span(id: &str, hook: Hook) -> tracing::Span {
     tracing::debug_span!(
         "processor",
         id,
@@ -201,7 +157,7 @@ fn hook_span(id: &str, hook: Hook) -> tracing::Span {
 /// Inlined into every call site: what a hook that returned a result pays is the check of its
 /// span, of the warnings and of the result. The rest is out of line and not generic.
 #[inline(always)]
-fn settle<T: HookOutcome>(
+pub(crate) fn settle<T: HookOutcome>(
     id: &str,
     hook: Hook,
     report: &Reporter,
@@ -326,6 +282,16 @@ impl HookOutcome for Option<serde_json::Value> {
     }
 }
 
+impl HookOutcome for StreamAction {
+    fn outcome(&self) -> &'static str {
+        match self {
+            StreamAction::Pass => "pass",
+            StreamAction::Drop => "dropped",
+            _ => "replaced",
+        }
+    }
+}
+
 impl HookOutcome for ApiErrorAction {
     fn outcome(&self) -> &'static str {
         match self {
@@ -336,12 +302,10 @@ impl HookOutcome for ApiErrorAction {
 }
 
 /// What a run asks of a processor once, when its list is bound, rather than at every hook
-/// call: the hooks it has, the ones it runs without a future, and the ones that read the
-/// messages.
+/// call: the hooks it has, and the ones that read the messages.
 #[derive(Clone, Copy)]
 pub(crate) struct Asked {
     hooks: Hooks,
-    sync: Hooks,
     reads: Hooks,
 }
 
@@ -349,7 +313,6 @@ impl Asked {
     pub(crate) fn of(p: &dyn DynProcessor) -> Self {
         Asked {
             hooks: p.dyn_hooks(),
-            sync: p.dyn_sync_hooks(),
             reads: p.dyn_reads_messages(),
         }
     }
@@ -376,8 +339,6 @@ pub(crate) struct HookEntry<'p> {
     pub(crate) p: &'p dyn DynProcessor,
     pub(crate) id: &'p str,
     pub(crate) slot: usize,
-    /// Whether the hook runs without a future.
-    pub(crate) sync: bool,
     /// Whether the hook reads the messages.
     pub(crate) reads: bool,
 }
@@ -402,7 +363,6 @@ impl<'p> Chain<'p> {
                 p: e.p,
                 id: e.id,
                 slot: e.slot,
-                sync: e.asked.sync.contains(hook),
                 reads: e.asked.reads.contains(hook),
             })
     }

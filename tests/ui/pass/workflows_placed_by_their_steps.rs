@@ -1,7 +1,7 @@
 // A workflow goes where its steps' processors go, known from its type; branches given as
 // shared processors are known at run time (the agent checks them when a call starts).
 use processors::prelude::*;
-use processors::processor::WorkflowInput;
+use processors::workflow::WorkflowInput;
 
 #[processor(input)]
 fn trim(messages: Vec<Message>) -> Vec<Message> {

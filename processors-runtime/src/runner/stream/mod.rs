@@ -1,18 +1,27 @@
-//! The stream driver: runs each chunk through the output stream chain and hands what passes to
-//! the consumer, accounting what the step produced.
+//! The stream driver: runs each chunk through the output stream chain (`chain`) and hands what
+//! passes to the consumer through the run's outbox (`outbox`), accounting what the step
+//! produced.
 //!
 //! Plain chunks (text, reasoning, tool-call deltas) of a chain whose hooks never wait are
 //! pulled from the model and processed without suspending the run ([`pump`]); the rest take
 //! the general path ([`StreamDriver::emit`]).
 
-use super::outbox::{AHEAD, Outbox};
+pub(crate) mod chain;
+pub(crate) mod outbox;
+
+pub use chain::{BoundStream, StreamChain};
+pub(crate) use chain::{
+    BoundTo, CHUNK_TARGET, Flow, StreamCx, StreamStats, Streaming, for_each_tuple, is_sync,
+    stream_one,
+};
+
 use super::{Halt, HookError, Scope};
 use crate::chunk::{Chunk, ChunkKind};
 use crate::message::{Part, Text, ToolCall};
 use crate::model::{ApiError, ModelStream};
-use crate::processor::{
-    CHUNK_TARGET, DynPipeline, Flow, FutureSlot, Hook, Pipeline, StreamCx, StreamStats,
-};
+use crate::processor::future_slot::FutureSlot;
+use crate::processor::{DynPipeline, Hook, Pipeline};
+use outbox::{AHEAD, Outbox};
 
 /// The tracing target of the per-step stream hook summaries.
 pub(crate) const STREAM_TARGET: &str = "processors::stream";
@@ -220,7 +229,7 @@ pub(crate) struct StreamDriver<'a, O: Pipeline> {
     /// in the request's map whenever the pump stops for anything else ([`pump_bound`]).
     bound: Option<Option<O::Bound<'a>>>,
     /// The same for a list given for the call.
-    dyn_bound: Option<Option<<DynPipeline as Pipeline>::Bound<'a>>>,
+    dyn_bound: Option<Option<<DynPipeline as StreamChain>::Bound<'a>>>,
     /// How many chunks still run unbound before the states are bound.
     unbound_left: usize,
     stats: StreamStats,

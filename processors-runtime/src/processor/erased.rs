@@ -1,0 +1,129 @@
+//! The erased call of each hook: how the runner calls a processor it holds behind
+//! `dyn DynProcessor`, with the state behind `dyn Any`.
+//!
+//! One call per hook, generated from the hook table. The implementation for a [`Processor`]
+//! downcasts the state to the processor's own, then either polls the hook's future once where
+//! it stands, when [`Processor::SYNC_HOOKS`] says the hook never waits ([`Called::Ready`]: no
+//! future is kept), or places the future in the caller's [`FutureSlot`], memory reused from
+//! call to call ([`Called::Waiting`]). The trait is the crate's own: it is a supertrait of
+//! [`DynProcessor`] that no code outside the crate can name.
+
+use super::future_slot::{FutureSlot, InSlot};
+use super::table::for_each_hook;
+use super::*;
+use crate::runner::stream::{BoundStream, BoundTo};
+use std::any::Any;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+/// What a hook's erased call gives.
+pub enum Called<'a, T> {
+    /// The hook never waits: its result, from its future polled once in place.
+    Ready(Result<T, ProcessorError>),
+    /// The hook may wait: its future, in the caller's slot, to await.
+    Waiting(InSlot<'a, Result<T, ProcessorError>>),
+}
+
+/// Polls a future once, where it stands: its output, or `None` when it waited.
+#[inline(always)]
+pub(crate) fn ready_now<F: Future>(future: F) -> Option<F::Output> {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
+    }
+}
+
+/// The result of `p`'s hook `hook` whose future is `future`, for a hook that
+/// [`SYNC_HOOKS`](Processor::SYNC_HOOKS) says never waits; an error if it waited.
+#[inline(always)]
+pub(crate) fn result_now<P: Processor + ?Sized, T>(
+    p: &P,
+    hook: Hook,
+    future: impl Future<Output = Result<T, ProcessorError>>,
+) -> Result<T, ProcessorError> {
+    ready_now(future).unwrap_or_else(|| Err(error::waited(p.id(), hook)))
+}
+
+/// The error of a processor that got a state of another type than its own.
+pub(crate) fn state_mismatch<P: Processor + ?Sized>(p: &P) -> ProcessorError {
+    ProcessorError::msg(format!(
+        "processor `{}` got a state of another type than `{}`",
+        p.id(),
+        std::any::type_name::<P::State>()
+    ))
+}
+
+/// Declares, from the hook table, each hook's erased call.
+macro_rules! erased_decls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty, context: $context:ident,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        #[doc = concat!("[`Processor::", stringify!($method), "`], with the state behind `dyn Any`.")]
+        fn $dyn_method<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+            slot: &'a mut FutureSlot,
+        ) -> Called<'a, $outcome>;
+    )* };
+}
+
+/// Implements, from the hook table, each hook's erased call for a [`Processor`].
+macro_rules! erased_impls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty, context: $context:ident,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        #[inline]
+        fn $dyn_method<'a>(
+            &'a self,
+            args: $args<'a, dyn Any + Send>,
+            slot: &'a mut FutureSlot,
+        ) -> Called<'a, $outcome> {
+            let Some(args) = args.__map_state(|s| s.downcast_mut::<P::State>()) else {
+                return Called::Ready(Err(state_mismatch(self)));
+            };
+            match P::SYNC_HOOKS.contains(Hook::$hook) {
+                true => Called::Ready(result_now(self, Hook::$hook, self.$method(args))),
+                false => Called::Waiting(slot.put(self.$method(args))),
+            }
+        }
+    )* };
+}
+
+/// The calls the runner makes on a processor behind `dyn`: one per hook, and the binding of
+/// a stream processor's state for a run of chunks.
+pub trait Erased {
+    for_each_hook!(erased_decls);
+
+    /// Binds `state` (taken from this processor's slot) to the processor's stream hook, for a
+    /// run of chunks of a chain whose hooks never wait; gives it back when it is not the
+    /// processor's type or the stream hook may wait.
+    fn dyn_bind_stream<'p>(
+        &'p self,
+        state: Box<dyn Any + Send>,
+    ) -> Result<Box<dyn BoundStream + 'p>, Box<dyn Any + Send>>;
+}
+
+impl<P: Processor> Erased for P {
+    for_each_hook!(erased_impls);
+
+    fn dyn_bind_stream<'p>(
+        &'p self,
+        state: Box<dyn Any + Send>,
+    ) -> Result<Box<dyn BoundStream + 'p>, Box<dyn Any + Send>> {
+        if !P::SYNC_HOOKS.contains(Hook::OutputStream) {
+            return Err(state);
+        }
+        let state = state.downcast::<P::State>()?;
+        Ok(Box::new(BoundTo { p: self, state }))
+    }
+}

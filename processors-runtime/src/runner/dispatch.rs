@@ -1,0 +1,233 @@
+//! The dispatcher: how every hook but the stream hook is called, on an agent's lists and
+//! inside workflows alike.
+//!
+//! Each hook runs on a *context* ([`HookCx`], one type per hook, in `runner::hooks`): what the
+//! hook reads and what its processors may change (the message list, the request context, the
+//! step's settings, the request, the tool result, …). The context builds each processor's
+//! arguments and applies what it returns. [`dispatch`] makes one call: the arguments from the
+//! context, the processor's erased call (polled in place for a hook that never waits, awaited
+//! in the run's slot for one that may wait), the guards every call has (its tracing span, its
+//! panic caught, its warning reported, its abort or failure turned into a [`Halt`]), then the
+//! outcome applied to the context. [`run`] does that for each processor of a list that has the
+//! hook, in order; a workflow runs its steps through [`dispatch`] on the context of the hook
+//! that called it, so a processor inside a workflow is called exactly as in a list.
+//!
+//! What binds a context to its hook (the outcome, the argument type, the erased call) is
+//! generated from the hook table ([`Dispatch`]).
+
+use super::{Halt, HookEntry, HookOutcome, settle};
+use crate::message::Message;
+use crate::processor::erased::Called;
+use crate::processor::future_slot::FutureSlot;
+use crate::processor::report::Reporter;
+use crate::processor::state::StateMap;
+use crate::processor::table::for_each_hook;
+use crate::processor::*;
+use crate::runner::HookError;
+use crate::workflow::WorkflowInput;
+use futures::FutureExt;
+use std::any::Any;
+use std::ops::{Deref, DerefMut};
+use std::panic::AssertUnwindSafe;
+use tracing::Instrument;
+
+/// What binds a hook's context to the hook: generated from the hook table.
+pub(crate) trait Dispatch: Send {
+    /// The hook.
+    const HOOK: Hook;
+    /// What a processor of the hook returns.
+    type Outcome: HookOutcome + Send;
+    /// The hook's arguments, with the state behind `dyn Any`.
+    type Args<'a>: Send
+    where
+        Self: 'a;
+    /// The processor's erased call of the hook.
+    fn call<'a>(
+        p: &'a dyn DynProcessor,
+        args: Self::Args<'a>,
+        slot: &'a mut FutureSlot,
+    ) -> Called<'a, Self::Outcome>
+    where
+        Self: 'a;
+}
+
+/// Implements [`Dispatch`] for each hook's context, from the hook table.
+macro_rules! dispatch_impls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty, context: $context:ident,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        impl Dispatch for super::hooks::$context<'_> {
+            const HOOK: Hook = Hook::$hook;
+            type Outcome = $outcome;
+            type Args<'a> = $args<'a, dyn Any + Send> where Self: 'a;
+            #[inline]
+            fn call<'a>(
+                p: &'a dyn DynProcessor,
+                args: Self::Args<'a>,
+                slot: &'a mut FutureSlot,
+            ) -> Called<'a, $outcome>
+            where
+                Self: 'a,
+            {
+                p.$dyn_method(args, slot)
+            }
+        }
+    )* };
+}
+
+for_each_hook!(dispatch_impls);
+
+/// What a hook runs on, besides the processor and its state: builds each processor's
+/// arguments and applies what it returns. Written once per hook (`runner::hooks`); lists and
+/// workflows use the same.
+pub(crate) trait HookCx: Dispatch + Sized {
+    /// The arguments of one processor's call: its `state`, and copies of the messages when
+    /// it `reads` them ([`Processor::READS_MESSAGES`]).
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        reads: bool,
+        report: &'a Reporter,
+    ) -> Self::Args<'a>;
+
+    /// Applies what the processor `id` returned. `Ok(true)` ends the hook's run: no later
+    /// processor is asked (an error processor asked for a retry).
+    fn apply(&mut self, outcome: Self::Outcome, id: &str) -> Result<bool, HookError>;
+
+    /// Calls `f` with what a workflow's branch condition sees of the hook.
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R;
+
+    /// Applies a workflow's `map` step: the hook's messages through `f`, as if a processor
+    /// had returned them (hooks on messages only; the others pass).
+    fn map(
+        &mut self,
+        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
+    ) -> Result<(), HookError> {
+        let _ = f;
+        Ok(())
+    }
+
+    /// A copy of what the hook may change, for a parallel branch of a workflow.
+    fn fork(&self) -> Self;
+
+    /// Takes a branch's copy as the hook's own (the selected branch of a parallel step).
+    fn adopt(&mut self, branch: Self);
+}
+
+/// Calls one processor's hook on `cx`, and applies its outcome. `Ok(true)`: the hook's run
+/// ends here ([`HookCx::apply`]).
+///
+/// The call runs in a tracing span (`processor`, at `DEBUG`, with the processor's id and the
+/// hook; it records the outcome and the duration when a subscriber listens), with its panic
+/// caught. A warning is reported and the call changes nothing; an abort or a failure halts.
+pub(crate) async fn dispatch<H: HookCx>(
+    p: &dyn DynProcessor,
+    reads: bool,
+    cx: &mut H,
+    state: &mut (dyn Any + Send),
+    report: &Reporter,
+    slot: &mut FutureSlot,
+) -> Result<bool, Halt> {
+    let id = p.dyn_id();
+    let span = super::hook_span(id, H::HOOK);
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
+    let ran = {
+        let args = cx.args(state, reads, report);
+        // A hook that never waits runs inside its erased call: the call is guarded too.
+        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| H::call(p, args, slot)));
+        let called = match started {
+            Some(_) => span.in_scope(call),
+            None => call(),
+        };
+        match called {
+            Ok(Called::Ready(result)) => Ok(result),
+            Ok(Called::Waiting(future)) => match started {
+                // Wrapped in its span only when a subscriber listens: a disabled span's
+                // wrapper does nothing but copy the future.
+                Some(_) => {
+                    AssertUnwindSafe(future.instrument(span.clone()))
+                        .catch_unwind()
+                        .await
+                }
+                None => AssertUnwindSafe(future).catch_unwind().await,
+            },
+            Err(panic) => Err(panic),
+        }
+    };
+    match settle(id, H::HOOK, report, &span, started, ran)? {
+        Some(outcome) => Ok(cx.apply(outcome, id)?),
+        None => Ok(false),
+    }
+}
+
+/// Runs `H`'s hook over the processors `entries` (those of a list that have the hook, in
+/// order) on `cx`. Returns the id of the processor that ended the run ([`HookCx::apply`]).
+pub(crate) async fn run<'p, H: HookCx>(
+    entries: impl Iterator<Item = HookEntry<'p>>,
+    cx: &mut H,
+    states: &mut StateMap,
+    report: &Reporter,
+    slot: &mut FutureSlot,
+) -> Result<Option<&'p str>, Halt> {
+    for e in entries {
+        if dispatch(e.p, e.reads, cx, states.get_mut(e.slot), report, slot).await? {
+            return Ok(Some(e.id));
+        }
+    }
+    Ok(None)
+}
+
+/// Where a part of a hook's context that processors may change lives: in the run (the hook's
+/// own, borrowed), or in a parallel branch's copy.
+pub(crate) enum Place<'r, T> {
+    /// The run's own.
+    Run(&'r mut T),
+    /// A copy of a parallel branch, or of a hook's argument that the hook only lends.
+    Copy(T),
+}
+
+impl<'r, T: Clone> Place<'r, T> {
+    /// A copy, for a parallel branch.
+    pub(crate) fn fork(&self) -> Place<'r, T> {
+        Place::Copy((**self).clone())
+    }
+
+    /// Takes a branch's copy as its value.
+    pub(crate) fn adopt(&mut self, branch: Place<'_, T>) {
+        **self = branch.into_inner();
+    }
+
+    /// The value (a copy of it, if it is the run's).
+    pub(crate) fn into_inner(self) -> T {
+        match self {
+            Place::Run(r) => r.clone(),
+            Place::Copy(v) => v,
+        }
+    }
+}
+
+impl<T> Deref for Place<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        match self {
+            Place::Run(r) => r,
+            Place::Copy(v) => v,
+        }
+    }
+}
+
+impl<T> DerefMut for Place<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        match self {
+            Place::Run(r) => r,
+            Place::Copy(v) => v,
+        }
+    }
+}
