@@ -5,13 +5,14 @@
 //! downcasts the state to the processor's own, then either polls the hook's future once where
 //! it stands, when [`Processor::SYNC_HOOKS`] says the hook never waits ([`Called::Ready`]: no
 //! future is kept), or places the future in the caller's [`FutureSlot`], memory reused from
-//! call to call ([`Called::Waiting`]). The trait is the crate's own: it is a supertrait of
+//! call to call ([`Called::Waiting`]); a caller that knows the hook never waits gives no slot. The trait is the crate's own: it is a supertrait of
 //! [`DynProcessor`] that no code outside the crate can name.
 
 use super::future_slot::{FutureSlot, InSlot};
 use super::table::for_each_hook;
 use super::*;
-use crate::runner::stream::{BoundStream, BoundTo};
+use crate::chunk::Chunk;
+use crate::runner::stream::{BoundStream, BoundTo, Flow, StreamCx, step_now};
 use std::any::Any;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -41,7 +42,17 @@ pub(crate) fn result_now<P: Processor + ?Sized, T>(
     hook: Hook,
     future: impl Future<Output = Result<T, ProcessorError>>,
 ) -> Result<T, ProcessorError> {
-    ready_now(future).unwrap_or_else(|| Err(error::waited(p.id(), hook)))
+    match ready_now(future) {
+        Some(result) => result,
+        None => waited(p, hook),
+    }
+}
+
+/// The error of a hook that was to be ready at once and waited.
+#[cold]
+#[inline(never)]
+fn waited<P: Processor + ?Sized, T>(p: &P, hook: Hook) -> Result<T, ProcessorError> {
+    Err(error::waited(p.id(), hook))
 }
 
 /// The error of a processor that got a state of another type than its own.
@@ -67,7 +78,7 @@ macro_rules! erased_decls {
         fn $dyn_method<'a>(
             &'a self,
             args: $args<'a, dyn Any + Send>,
-            slot: &'a mut FutureSlot,
+            slot: Option<&'a mut FutureSlot>,
         ) -> Called<'a, $outcome>;
     )* };
 }
@@ -86,14 +97,15 @@ macro_rules! erased_impls {
         fn $dyn_method<'a>(
             &'a self,
             args: $args<'a, dyn Any + Send>,
-            slot: &'a mut FutureSlot,
+            slot: Option<&'a mut FutureSlot>,
         ) -> Called<'a, $outcome> {
             let Some(args) = args.__map_state(|s| s.downcast_mut::<P::State>()) else {
                 return Called::Ready(Err(state_mismatch(self)));
             };
-            match P::SYNC_HOOKS.contains(Hook::$hook) {
-                true => Called::Ready(result_now(self, Hook::$hook, self.$method(args))),
-                false => Called::Waiting(slot.put(self.$method(args))),
+            match (P::SYNC_HOOKS.contains(Hook::$hook), slot) {
+                (true, _) => Called::Ready(result_now(self, Hook::$hook, self.$method(args))),
+                (false, Some(slot)) => Called::Waiting(slot.put(self.$method(args))),
+                (false, None) => Called::Ready(Err(error::waited(self.id(), Hook::$hook))),
             }
         }
     )* };
@@ -103,6 +115,20 @@ macro_rules! erased_impls {
 /// a stream processor's state for a run of chunks.
 pub trait Erased {
     for_each_hook!(erased_decls);
+
+    // The stream chain's two specialisations: a chunk through a processor behind `dyn` costs
+    // one call, compiled for its type.
+
+    /// One step of a stream chain whose hooks never wait, for this processor at `pos`:
+    /// whether it takes the chunk, its arguments, its hook and what the result does to the
+    /// chunk. With `measure`, the call is counted and timed.
+    fn dyn_stream_step(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow;
 
     /// Binds `state` (taken from this processor's slot) to the processor's stream hook, for a
     /// run of chunks of a chain whose hooks never wait; gives it back when it is not the
@@ -115,6 +141,20 @@ pub trait Erased {
 
 impl<P: Processor> Erased for P {
     for_each_hook!(erased_impls);
+
+    #[inline]
+    fn dyn_stream_step(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+        measure: bool,
+    ) -> Flow {
+        match measure {
+            true => step_now::<true, Self>(self, cx, chunk, pos),
+            false => step_now::<false, Self>(self, cx, chunk, pos),
+        }
+    }
 
     fn dyn_bind_stream<'p>(
         &'p self,

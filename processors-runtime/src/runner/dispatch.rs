@@ -16,7 +16,9 @@
 //! generated from the hook table ([`Dispatch`]).
 
 use super::{Halt, HookEntry, HookOutcome, settle};
-use crate::message::Message;
+use crate::chunk::Chunk;
+use crate::message::{Message, MessageList, ToolCall};
+use crate::model::{ApiError, ModelRequest};
 use crate::processor::erased::Called;
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
@@ -24,12 +26,15 @@ use crate::processor::state::StateMap;
 use crate::processor::table::for_each_hook;
 use crate::processor::*;
 use crate::runner::HookError;
-use crate::workflow::WorkflowInput;
 use futures::FutureExt;
+use serde_json::Value;
 use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use tracing::Instrument;
+
+/// A workflow's `map` step: messages in, messages out.
+pub(crate) type MapFn = dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync;
 
 /// What binds a hook's context to the hook: generated from the hook table.
 pub(crate) trait Dispatch: Send {
@@ -45,7 +50,7 @@ pub(crate) trait Dispatch: Send {
     fn call<'a>(
         p: &'a dyn DynProcessor,
         args: Self::Args<'a>,
-        slot: &'a mut FutureSlot,
+        slot: Option<&'a mut FutureSlot>,
     ) -> Called<'a, Self::Outcome>
     where
         Self: 'a;
@@ -69,7 +74,7 @@ macro_rules! dispatch_impls {
             fn call<'a>(
                 p: &'a dyn DynProcessor,
                 args: Self::Args<'a>,
-                slot: &'a mut FutureSlot,
+                slot: Option<&'a mut FutureSlot>,
             ) -> Called<'a, $outcome>
             where
                 Self: 'a,
@@ -102,13 +107,10 @@ pub(crate) trait HookCx: Dispatch + Sized {
     /// Calls `f` with what a workflow's branch condition sees of the hook.
     fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R;
 
-    /// Applies a workflow's `map` step: the hook's messages through `f`, as if a processor
-    /// had returned them (hooks on messages only; the others pass).
-    fn map(
-        &mut self,
-        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
-    ) -> Result<(), HookError> {
-        let _ = f;
+    /// Applies a `map` step of the workflow `id`: the hook's messages through `f`, as if a
+    /// processor had returned them (hooks on messages only; the others pass).
+    fn map(&mut self, f: &MapFn, id: &str) -> Result<(), HookError> {
+        let _ = (f, id);
         Ok(())
     }
 
@@ -119,27 +121,80 @@ pub(crate) trait HookCx: Dispatch + Sized {
     fn adopt(&mut self, branch: Self);
 }
 
+/// What a workflow's branch condition sees: what the hook being run works on (each hook's
+/// context shows it, [`HookCx::with_input`]).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum WorkflowInput<'a> {
+    /// The messages of `process_input` (the input), `process_output_step` (the step's
+    /// messages) or `process_output_result` (the response).
+    Messages(&'a [Message]),
+    /// The streamed chunk, in `process_output_stream`.
+    Chunk(&'a Chunk),
+    /// The conversation, in `process_input_step`.
+    Conversation(&'a MessageList),
+    /// The request about to be sent, in `process_llm_request`.
+    Request(&'a ModelRequest),
+    /// The model's response, in `process_llm_response`.
+    Response(&'a LlmResponse),
+    /// A tool's call and result, in `process_tool_result`.
+    ToolResult {
+        /// The call.
+        call: &'a ToolCall,
+        /// The result, as the processors before left it.
+        result: &'a Value,
+    },
+    /// The provider's error, in `process_api_error`.
+    Error(&'a ApiError),
+}
+
+/// A processor as the dispatcher calls it for one hook, with what was asked of it once.
+#[derive(Clone, Copy)]
+pub(crate) struct Callee<'p> {
+    pub(crate) p: &'p dyn DynProcessor,
+    pub(crate) id: &'p str,
+    /// Whether the hook never waits ([`Processor::SYNC_HOOKS`]).
+    pub(crate) sync: bool,
+    /// Whether the hook reads the messages ([`Processor::READS_MESSAGES`]).
+    pub(crate) reads: bool,
+}
+
+impl<'p> Callee<'p> {
+    /// `p`, for `hook`.
+    pub(crate) fn of(p: &'p dyn DynProcessor, hook: Hook) -> Self {
+        Callee {
+            p,
+            id: p.dyn_id(),
+            sync: p.dyn_sync_hooks().contains(hook),
+            reads: p.dyn_reads_messages().contains(hook),
+        }
+    }
+}
+
 /// Calls one processor's hook on `cx`, and applies its outcome. `Ok(true)`: the hook's run
 /// ends here ([`HookCx::apply`]).
 ///
 /// The call runs in a tracing span (`processor`, at `DEBUG`, with the processor's id and the
 /// hook; it records the outcome and the duration when a subscriber listens), with its panic
 /// caught. A warning is reported and the call changes nothing; an abort or a failure halts.
+/// A hook that never waits is called without a future of its own ([`dispatch_now`]).
 pub(crate) async fn dispatch<H: HookCx>(
-    p: &dyn DynProcessor,
-    reads: bool,
+    c: Callee<'_>,
     cx: &mut H,
     state: &mut (dyn Any + Send),
     report: &Reporter,
     slot: &mut FutureSlot,
 ) -> Result<bool, Halt> {
-    let id = p.dyn_id();
-    let span = super::hook_span(id, H::HOOK);
+    if c.sync {
+        return dispatch_now(c, cx, state, report);
+    }
+    let span = super::hook_span(c.id, H::HOOK);
     let started = (!span.is_disabled()).then(std::time::Instant::now);
     let ran = {
-        let args = cx.args(state, reads, report);
-        // A hook that never waits runs inside its erased call: the call is guarded too.
-        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| H::call(p, args, slot)));
+        let args = cx.args(state, c.reads, report);
+        // A hook whose future turns out ready at once runs inside its erased call: the call
+        // is guarded too.
+        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| H::call(c.p, args, Some(slot))));
         let called = match started {
             Some(_) => span.in_scope(call),
             None => call(),
@@ -159,9 +214,45 @@ pub(crate) async fn dispatch<H: HookCx>(
             Err(panic) => Err(panic),
         }
     };
-    match settle(id, H::HOOK, report, &span, started, ran)? {
-        Some(outcome) => Ok(cx.apply(outcome, id)?),
-        None => Ok(false),
+    let outcome = settle(c.id, H::HOOK, report, &span, started, ran)?;
+    apply(cx, outcome, c.id)
+}
+
+/// [`dispatch`] for a hook that never waits: its erased call polls its future once, in
+/// place, and gives its result.
+#[inline(always)]
+pub(crate) fn dispatch_now<H: HookCx>(
+    c: Callee<'_>,
+    cx: &mut H,
+    state: &mut (dyn Any + Send),
+    report: &Reporter,
+) -> Result<bool, Halt> {
+    let span = super::hook_span(c.id, H::HOOK);
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
+    let ran = {
+        let args = cx.args(state, c.reads, report);
+        let call = || {
+            std::panic::catch_unwind(AssertUnwindSafe(|| match H::call(c.p, args, None) {
+                Called::Ready(result) => result,
+                // Not listed in `SYNC_HOOKS` after all: the future would have to be kept.
+                Called::Waiting(_) => Err(crate::processor::error::waited(c.id, H::HOOK)),
+            }))
+        };
+        match started {
+            Some(_) => span.in_scope(call),
+            None => call(),
+        }
+    };
+    let outcome = settle(c.id, H::HOOK, report, &span, started, ran)?;
+    apply(cx, outcome, c.id)
+}
+
+/// Applies a call's outcome to `cx`, unless it changes nothing.
+#[inline(always)]
+fn apply<H: HookCx>(cx: &mut H, outcome: Option<H::Outcome>, id: &str) -> Result<bool, Halt> {
+    match outcome {
+        Some(outcome) if !outcome.is_pass() => Ok(cx.apply(outcome, id)?),
+        _ => Ok(false),
     }
 }
 
@@ -175,7 +266,19 @@ pub(crate) async fn run<'p, H: HookCx>(
     slot: &mut FutureSlot,
 ) -> Result<Option<&'p str>, Halt> {
     for e in entries {
-        if dispatch(e.p, e.reads, cx, states.get_mut(e.slot), report, slot).await? {
+        let state = states.get_mut(e.slot);
+        let c = Callee {
+            p: e.p,
+            id: e.id,
+            sync: e.sync,
+            reads: e.reads,
+        };
+        // A hook that never waits is called here, without a future of its own.
+        let stop = match c.sync {
+            true => dispatch_now(c, cx, state, report)?,
+            false => dispatch(c, cx, state, report, slot).await?,
+        };
+        if stop {
             return Ok(Some(e.id));
         }
     }

@@ -4,7 +4,7 @@
 //! context from its run and hands it to the dispatcher, a workflow builds one from the
 //! arguments of the hook that called it.
 
-use super::dispatch::{HookCx, Place, run};
+use super::dispatch::{HookCx, MapFn, Place, WorkflowInput, run};
 pub(crate) use super::stream::StreamCx;
 use super::{Chain, Halt, HookEntry, HookError, Scope, ids};
 use crate::chunk::{FinishReason, Usage};
@@ -18,7 +18,6 @@ use crate::processor::{
     StepConfig, StepOverrides, ToolResultArgs,
 };
 use crate::step::{RunSummary, StepResult};
-use crate::workflow::WorkflowInput;
 use serde_json::Value;
 use std::any::Any;
 
@@ -28,17 +27,6 @@ use std::any::Any;
 #[inline(always)]
 fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
-}
-
-/// A map step's messages, reconciled with the view they came from, as a returned set is.
-fn map_view(
-    list: &mut MessageList,
-    view: Vec<String>,
-    messages: Vec<Message>,
-    f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
-    source: MessageSource,
-) -> Result<(), crate::message::ReconcileError> {
-    list.reconcile(&view, f(messages), source)
 }
 
 /// `process_input`: the new input. Each processor sees it as the ones before it left it;
@@ -52,6 +40,7 @@ pub(crate) struct InputCx<'r> {
 }
 
 impl HookCx for InputCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -69,6 +58,7 @@ impl HookCx for InputCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, outcome: InputOutcome, id: &str) -> Result<bool, HookError> {
         self.changed |= !matches!(outcome, InputOutcome::Unchanged);
         let list = &mut *self.list;
@@ -95,15 +85,12 @@ impl HookCx for InputCx<'_> {
         f(&WorkflowInput::Messages(&messages))
     }
 
-    fn map(
-        &mut self,
-        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
-    ) -> Result<(), HookError> {
-        let messages = self.list.input().cloned().collect();
+    fn map(&mut self, f: &MapFn, id: &str) -> Result<(), HookError> {
+        let mapped = f(self.list.input().cloned().collect());
         let view = ids(self.list.input());
         self.changed = true;
-        map_view(&mut self.list, view, messages, f, MessageSource::Input)
-            .map_err(|e| HookError::invalid("map", Hook::Input, e))
+        (self.list.reconcile(&view, mapped, MessageSource::Input))
+            .map_err(|e| HookError::invalid(id, Hook::Input, e))
     }
 
     fn fork(&self) -> Self {
@@ -163,6 +150,7 @@ impl InputStepCx<'_> {
 }
 
 impl HookCx for InputStepCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -183,6 +171,7 @@ impl HookCx for InputStepCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, o: StepOverrides, id: &str) -> Result<bool, HookError> {
         let invalid = |reason: String| HookError::invalid(id, Hook::InputStep, reason);
         let (config, n) = (&mut *self.config, &mut self.named);
@@ -285,6 +274,7 @@ impl LlmRequestCx<'_> {
 }
 
 impl HookCx for LlmRequestCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -301,6 +291,7 @@ impl HookCx for LlmRequestCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, action: LlmRequestAction, _id: &str) -> Result<bool, HookError> {
         match action {
             LlmRequestAction::Continue => {}
@@ -349,6 +340,7 @@ pub(crate) struct LlmResponseCx<'r> {
 }
 
 impl HookCx for LlmResponseCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -367,6 +359,7 @@ impl HookCx for LlmResponseCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, (): (), _id: &str) -> Result<bool, HookError> {
         Ok(false)
     }
@@ -430,6 +423,7 @@ impl OutputStepCx<'_> {
 }
 
 impl HookCx for OutputStepCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -454,6 +448,7 @@ impl HookCx for OutputStepCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, outcome: OutputOutcome, id: &str) -> Result<bool, HookError> {
         if let OutputOutcome::Messages(ms) = outcome {
             self.replace(ms)
@@ -466,13 +461,10 @@ impl HookCx for OutputStepCx<'_> {
         f(&WorkflowInput::Messages(&self.messages()))
     }
 
-    fn map(
-        &mut self,
-        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
-    ) -> Result<(), HookError> {
+    fn map(&mut self, f: &MapFn, id: &str) -> Result<(), HookError> {
         let mapped = f(self.messages());
         self.replace(mapped)
-            .map_err(|e| HookError::invalid("map", Hook::OutputStep, e))
+            .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))
     }
 
     fn fork(&self) -> Self {
@@ -503,6 +495,7 @@ pub(crate) struct ToolResultCx<'r> {
 }
 
 impl HookCx for ToolResultCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -518,6 +511,7 @@ impl HookCx for ToolResultCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, changed: Option<Value>, _id: &str) -> Result<bool, HookError> {
         if let Some(changed) = changed {
             *self.result = changed;
@@ -572,6 +566,7 @@ impl OutputResultCx<'_> {
 }
 
 impl HookCx for OutputResultCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -589,6 +584,7 @@ impl HookCx for OutputResultCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, outcome: OutputOutcome, id: &str) -> Result<bool, HookError> {
         if let OutputOutcome::Messages(ms) = outcome {
             self.replace(ms)
@@ -602,13 +598,10 @@ impl HookCx for OutputResultCx<'_> {
         f(&WorkflowInput::Messages(&messages))
     }
 
-    fn map(
-        &mut self,
-        f: &(dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync),
-    ) -> Result<(), HookError> {
+    fn map(&mut self, f: &MapFn, id: &str) -> Result<(), HookError> {
         let mapped = f(self.list.response().cloned().collect());
         self.replace(mapped)
-            .map_err(|e| HookError::invalid("map", Hook::OutputResult, e))
+            .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))
     }
 
     fn fork(&self) -> Self {
@@ -642,6 +635,7 @@ pub(crate) struct ApiErrorCx<'r> {
 }
 
 impl HookCx for ApiErrorCx<'_> {
+    #[inline]
     fn args<'a>(
         &'a mut self,
         state: &'a mut (dyn Any + Send),
@@ -660,6 +654,7 @@ impl HookCx for ApiErrorCx<'_> {
         }
     }
 
+    #[inline]
     fn apply(&mut self, action: ApiErrorAction, _id: &str) -> Result<bool, HookError> {
         Ok(action == ApiErrorAction::Retry)
     }

@@ -228,6 +228,9 @@ fn halt(
 pub(crate) trait HookOutcome {
     /// `pass` when it changed nothing.
     fn outcome(&self) -> &'static str;
+
+    /// Whether it changes nothing: then there is nothing to apply.
+    fn is_pass(&self) -> bool;
 }
 
 impl HookOutcome for InputOutcome {
@@ -236,6 +239,10 @@ impl HookOutcome for InputOutcome {
             InputOutcome::Unchanged => "pass",
             _ => "replaced",
         }
+    }
+
+    fn is_pass(&self) -> bool {
+        matches!(self, InputOutcome::Unchanged)
     }
 }
 
@@ -246,6 +253,10 @@ impl HookOutcome for OutputOutcome {
             OutputOutcome::Messages(_) => "replaced",
         }
     }
+
+    fn is_pass(&self) -> bool {
+        matches!(self, OutputOutcome::Unchanged)
+    }
 }
 
 impl HookOutcome for StepOverrides {
@@ -254,6 +265,10 @@ impl HookOutcome for StepOverrides {
             true => "pass",
             false => "replaced",
         }
+    }
+
+    fn is_pass(&self) -> bool {
+        self.is_empty()
     }
 }
 
@@ -265,11 +280,19 @@ impl HookOutcome for LlmRequestAction {
             LlmRequestAction::Respond(_) => "responded",
         }
     }
+
+    fn is_pass(&self) -> bool {
+        matches!(self, LlmRequestAction::Continue)
+    }
 }
 
 impl HookOutcome for () {
     fn outcome(&self) -> &'static str {
         "pass"
+    }
+
+    fn is_pass(&self) -> bool {
+        true
     }
 }
 
@@ -279,6 +302,10 @@ impl HookOutcome for Option<serde_json::Value> {
             None => "pass",
             Some(_) => "replaced",
         }
+    }
+
+    fn is_pass(&self) -> bool {
+        self.is_none()
     }
 }
 
@@ -290,6 +317,10 @@ impl HookOutcome for StreamAction {
             _ => "replaced",
         }
     }
+
+    fn is_pass(&self) -> bool {
+        matches!(self, StreamAction::Pass)
+    }
 }
 
 impl HookOutcome for ApiErrorAction {
@@ -299,13 +330,18 @@ impl HookOutcome for ApiErrorAction {
             _ => "pass",
         }
     }
+
+    fn is_pass(&self) -> bool {
+        *self == ApiErrorAction::Unhandled
+    }
 }
 
 /// What a run asks of a processor once, when its list is bound, rather than at every hook
-/// call: the hooks it has, and the ones that read the messages.
+/// call: the hooks it has, the ones that never wait, and the ones that read the messages.
 #[derive(Clone, Copy)]
 pub(crate) struct Asked {
     hooks: Hooks,
+    sync: Hooks,
     reads: Hooks,
 }
 
@@ -313,6 +349,7 @@ impl Asked {
     pub(crate) fn of(p: &dyn DynProcessor) -> Self {
         Asked {
             hooks: p.dyn_hooks(),
+            sync: p.dyn_sync_hooks(),
             reads: p.dyn_reads_messages(),
         }
     }
@@ -339,6 +376,8 @@ pub(crate) struct HookEntry<'p> {
     pub(crate) p: &'p dyn DynProcessor,
     pub(crate) id: &'p str,
     pub(crate) slot: usize,
+    /// Whether the hook never waits ([`Processor::SYNC_HOOKS`](crate::processor::Processor::SYNC_HOOKS)).
+    pub(crate) sync: bool,
     /// Whether the hook reads the messages.
     pub(crate) reads: bool,
 }
@@ -363,6 +402,7 @@ impl<'p> Chain<'p> {
                 p: e.p,
                 id: e.id,
                 slot: e.slot,
+                sync: e.asked.sync.contains(hook),
                 reads: e.asked.reads.contains(hook),
             })
     }

@@ -4,48 +4,20 @@
 
 mod run;
 
+pub use crate::runner::dispatch::WorkflowInput;
+
 use crate::chunk::Chunk;
-use crate::message::ToolCall;
-use crate::message::{Message, MessageList};
-use crate::model::{ApiError, ModelRequest};
+use crate::message::Message;
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::state::StateMap;
 use crate::processor::{
-    ErrorProcessor, Hooks, InputProcessor, LlmResponse, OutputProcessor, Processor, ProcessorRef,
-    boxed,
+    ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Processor, ProcessorRef, boxed,
 };
-use serde_json::Value;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// What a branch condition sees: what the hook being run works on.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub enum WorkflowInput<'a> {
-    /// The messages of `process_input` (the input), `process_output_step` (the step's
-    /// messages) or `process_output_result` (the response).
-    Messages(&'a [Message]),
-    /// The streamed chunk, in `process_output_stream`.
-    Chunk(&'a Chunk),
-    /// The conversation, in `process_input_step`.
-    Conversation(&'a MessageList),
-    /// The request about to be sent, in `process_llm_request`.
-    Request(&'a ModelRequest),
-    /// The model's response, in `process_llm_response`.
-    Response(&'a LlmResponse),
-    /// A tool's call and result, in `process_tool_result`.
-    ToolResult {
-        /// The call.
-        call: &'a ToolCall,
-        /// The result, as the processors before left it.
-        result: &'a Value,
-    },
-    /// The provider's error, in `process_api_error`.
-    Error(&'a ApiError),
-}
-
 pub(crate) type Condition = Arc<dyn Fn(&WorkflowInput<'_>) -> bool + Send + Sync>;
-pub(crate) type MapFn = Arc<dyn Fn(Vec<Message>) -> Vec<Message> + Send + Sync>;
+type MapFn = Arc<crate::runner::dispatch::MapFn>;
 
 /// A step; processors are named by their position in [`Workflow::processors`].
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use crate::processor::{
     OutputStepArgs, OutputStreamArgs, Processor, ProcessorError, StepOverrides, StreamAction,
     ToolResultArgs,
 };
-use crate::runner::dispatch::{HookCx, Place, dispatch};
+use crate::runner::dispatch::{Callee, HookCx, Place, dispatch};
 use crate::runner::hooks::{
     ApiErrorCx, InputCx, InputStepCx, LlmRequestCx, LlmResponseCx, Named, OutputResultCx,
     OutputStepCx, ToolResultCx,
@@ -65,7 +65,7 @@ impl<W> Workflow<W> {
                     self.run_parallel(branches, *select, cx, ws, report).await?
                 }
                 Step::Map(f) => {
-                    cx.map(&**f)?;
+                    cx.map(&**f, &self.id)?;
                     false
                 }
             };
@@ -90,9 +90,8 @@ impl<W> Workflow<W> {
         if !p.dyn_hooks().contains(H::HOOK) {
             return Ok(false);
         }
-        let reads = p.dyn_reads_messages().contains(H::HOOK);
         let state = ws.states.get_mut(slot);
-        dispatch(&**p, reads, cx, state, report, &mut ws.hooks).await
+        dispatch(Callee::of(&**p, H::HOOK), cx, state, report, &mut ws.hooks).await
     }
 
     /// Runs parallel branches, each on its own copy of what the hook may change, at most
@@ -162,9 +161,9 @@ impl<W> Workflow<W> {
             jobs.push(async move {
                 let r = match p {
                     Some(p) => {
-                        let reads = p.dyn_reads_messages().contains(H::HOOK);
+                        let c = Callee::of(&**p, H::HOOK);
                         let mut slot = FutureSlot::new();
-                        dispatch(&**p, reads, &mut copy, &mut **state, report, &mut slot).await
+                        dispatch(c, &mut copy, &mut **state, report, &mut slot).await
                     }
                     None => Ok(false),
                 };

@@ -2,7 +2,7 @@
 //! the stream, output-step processors, tools) until the model stops, with retries, then the
 //! output result. Each hook runs through the runner's dispatcher (`crate::runner::hooks`); the
 //! model call and its stream are in `model.rs`; a step's answer, a rejected step and how a run
-//! that stops early ends (in one place, [`Run::end`]) are in `answer.rs`.
+//! that stops early ends (in one place, [`Run::end`]) are in `outcome.rs`.
 
 use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
@@ -109,11 +109,11 @@ macro_rules! emit {
     }};
 }
 
-mod answer;
 mod model;
+mod outcome;
 
-pub use answer::FEEDBACK_TAG;
-use answer::{attach_data, step_text};
+pub use outcome::FEEDBACK_TAG;
+use outcome::{attach_data, step_text};
 
 /// A run of the agent on `input`: set up when this is called, driven when the future is
 /// polled. The future holds each argument once (an `async fn` would hold its arguments, then
@@ -251,72 +251,8 @@ impl Run {
         emit!(driver, self.s, self.out, ChunkKind::Start, true);
         self.carried.append(&mut driver.acc.data);
 
-        let may_reject = limits.max_retries.is_some()
-            && (lists.step.has(Hook::InputStep) || lists.output.has(Hook::OutputStep));
-        // Accepted steps: retries do not count against `max_steps`.
-        let mut accepted: u32 = 0;
-        let mut last_reason = FinishReason::Stop;
-        while accepted < limits.max_steps {
-            // A step's system edits last one step.
-            self.s.list.replace_all_system(originals.clone());
-            // A rejected step leaves the list as it found it.
-            let before = may_reject.then(|| self.s.list.clone());
-            let span = tracing::info_span!(
-                "agent.step",
-                step = self.next_number(),
-                retry_count = self.s.retry_count,
-                finish_reason = tracing::field::Empty,
-            );
-            driver.measure_step();
-            let stepped = in_span!(self.step(agent, lists, limits, driver), span);
-            // The step the attempt ended as (provider-error retries before it were steps of
-            // their own; a rejected step is recorded by `reject`).
-            let number = match &stepped {
-                Ok(_) => self.next_number().saturating_sub(1),
-                Err(_) => self.next_number(),
-            };
-            span.record("step", number);
-            span.in_scope(|| driver.trace_step(number));
-            // Warnings the step's stream hooks reported through the request context.
-            self.s.report.flush();
-            let reason = match stepped {
-                Ok(reason) => {
-                    span.record("finish_reason", reason.as_str());
-                    reason
-                }
-                Err(Stop::Rejected(tw)) if self.retry_granted(&tw, limits.max_retries) => {
-                    span.record("finish_reason", FinishReason::Retry.as_str());
-                    tracing::info!(
-                        parent: &span,
-                        processor = %tw.processor_id,
-                        reason = %tw.reason,
-                        retry_count = self.s.retry_count + 1,
-                        "step rejected; retrying with the reason as feedback"
-                    );
-                    Box::pin(self.reject(tw, before, driver).instrument(span)).await?;
-                    continue;
-                }
-                Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
-                Err(stop) => return Err(stop),
-            };
-            last_reason = reason;
-            accepted += 1;
-            if reason != FinishReason::ToolCalls {
-                break;
-            }
-        }
+        let last_reason = self.steps(agent, lists, limits, driver, originals).await?;
 
-        self.finish(lists, driver, last_reason).await
-    }
-
-    /// The end of a run whose steps are done: the end of the stream, then
-    /// `process_output_result`, then the result.
-    async fn finish<O: Pipeline>(
-        &mut self,
-        lists: &Lists<'_>,
-        driver: &mut StreamDriver<'_, O>,
-        last_reason: FinishReason,
-    ) -> Result<GenerateResult, Stop> {
         // The end of the stream, then process_output_result (memory last: it saves). The
         // client gets the finish once what the run persists is saved.
         driver.acc = StepAcc::default();
@@ -373,6 +309,74 @@ impl Run {
             response_messages: self.s.list.take_response(),
             warnings: std::mem::take(&mut self.warnings),
         })
+    }
+
+    /// The steps, until the model stops or `max_steps` steps are accepted: a rejected step
+    /// is retried with feedback while the limit allows. Returns why the model last stopped.
+    async fn steps<I: Pipeline, O: Pipeline, E: Pipeline>(
+        &mut self,
+        agent: &AgentInner<I, O, E>,
+        lists: &Lists<'_>,
+        limits: &Limits,
+        driver: &mut StreamDriver<'_, O>,
+        originals: Vec<Message>,
+    ) -> Result<FinishReason, Stop> {
+        let may_reject = limits.max_retries.is_some()
+            && (lists.step.has(Hook::InputStep) || lists.output.has(Hook::OutputStep));
+        // Accepted steps: retries do not count against `max_steps`.
+        let mut accepted: u32 = 0;
+        let mut last_reason = FinishReason::Stop;
+        while accepted < limits.max_steps {
+            // A step's system edits last one step.
+            self.s.list.replace_all_system(originals.clone());
+            // A rejected step leaves the list as it found it.
+            let before = may_reject.then(|| self.s.list.clone());
+            let span = tracing::info_span!(
+                "agent.step",
+                step = self.next_number(),
+                retry_count = self.s.retry_count,
+                finish_reason = tracing::field::Empty,
+            );
+            driver.measure_step();
+            let stepped = in_span!(self.step(agent, lists, limits, driver), span);
+            // The step the attempt ended as (provider-error retries before it were steps of
+            // their own; a rejected step is recorded by `reject`).
+            let number = match &stepped {
+                Ok(_) => self.next_number().saturating_sub(1),
+                Err(_) => self.next_number(),
+            };
+            span.record("step", number);
+            span.in_scope(|| driver.trace_step(number));
+            // Warnings the step's stream hooks reported through the request context.
+            self.s.report.flush();
+            let reason = match stepped {
+                Ok(reason) => {
+                    span.record("finish_reason", reason.as_str());
+                    reason
+                }
+                Err(Stop::Rejected(tw)) if self.retry_granted(&tw, limits.max_retries) => {
+                    span.record("finish_reason", FinishReason::Retry.as_str());
+                    tracing::info!(
+                        parent: &span,
+                        processor = %tw.processor_id,
+                        reason = %tw.reason,
+                        retry_count = self.s.retry_count + 1,
+                        "step rejected; retrying with the reason as feedback"
+                    );
+                    Box::pin(self.reject(tw, before, driver).instrument(span)).await?;
+                    continue;
+                }
+                Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
+                Err(stop) => return Err(stop),
+            };
+            last_reason = reason;
+            accepted += 1;
+            if reason != FinishReason::ToolCalls {
+                break;
+            }
+        }
+
+        Ok(last_reason)
     }
 
     /// The number of the next step: each attempt (a model call, or an input-step rejection)

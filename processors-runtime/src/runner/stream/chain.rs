@@ -249,6 +249,17 @@ impl StreamOutcome {
 /// How the stream chain calls one processor: directly for a processor of a tuple, through its
 /// erased call for one behind a pointer.
 pub(crate) trait StreamCall: Send + Sync {
+    /// One step of the chain for a processor whose stream hook never waits ([`step_now`]);
+    /// behind `dyn`, one virtual call does the whole step, compiled for the processor's type.
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        step_now::<MEASURE, Self>(self, cx, chunk, pos)
+    }
     fn call_hooks(&self) -> Hooks;
     fn call_id(&self) -> &str;
     fn call_data_parts(&self) -> bool;
@@ -318,7 +329,7 @@ fn call_erased<'a>(
     args: OutputStreamArgs<'a, dyn Any + Send>,
     slot: &'a mut FutureSlot,
 ) -> impl Future<Output = Result<StreamAction, ProcessorError>> + Send + 'a {
-    let called = p.dyn_process_output_stream(args, slot);
+    let called = p.dyn_process_output_stream(args, Some(slot));
     async move {
         match called {
             Called::Ready(result) => result,
@@ -333,13 +344,22 @@ fn call_erased_now(
     p: &dyn DynProcessor,
     args: OutputStreamArgs<'_, dyn Any + Send>,
 ) -> Result<StreamAction, ProcessorError> {
-    match p.dyn_process_output_stream(args, &mut FutureSlot::new()) {
+    match p.dyn_process_output_stream(args, None) {
         Called::Ready(result) => result,
         Called::Waiting(_) => Err(error::waited(p.dyn_id(), Hook::OutputStream)),
     }
 }
 
 impl<'x> StreamCall for dyn DynProcessor + 'x {
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        self.dyn_stream_step(cx, chunk, pos, MEASURE)
+    }
     fn call_hooks(&self) -> Hooks {
         self.dyn_hooks()
     }
@@ -395,6 +415,15 @@ impl Streaming {
 }
 
 impl StreamCall for Streaming {
+    #[inline(always)]
+    fn call_step_now<const MEASURE: bool>(
+        &self,
+        cx: &mut StreamCx<'_>,
+        chunk: &mut Chunk,
+        pos: usize,
+    ) -> Flow {
+        self.p.dyn_stream_step(cx, chunk, pos, MEASURE)
+    }
     fn call_hooks(&self) -> Hooks {
         Hooks::OUTPUT_STREAM
     }
@@ -662,7 +691,7 @@ pub(crate) async fn stream_one<const MEASURE: bool, P: StreamCall + ?Sized>(
     pos: usize,
 ) -> Flow {
     if p.call_is_sync() {
-        return step_now::<MEASURE, P>(p, cx, chunk, pos);
+        return p.call_step_now::<MEASURE>(cx, chunk, pos);
     }
     let started = MEASURE.then(std::time::Instant::now);
     let before = (MEASURE && traces_chunks(cx)).then(|| describe(chunk));
@@ -919,7 +948,7 @@ impl StreamChain for DynPipeline {
         start: usize,
     ) -> Flow {
         for s in self.streaming.iter().filter(|s| s.pos >= start) {
-            match step_now::<MEASURE, _>(s, cx, chunk, s.pos) {
+            match s.call_step_now::<MEASURE>(cx, chunk, s.pos) {
                 Flow::Continue => {}
                 other => return other,
             }

@@ -12,7 +12,7 @@ pub(crate) mod outbox;
 pub use chain::{BoundStream, StreamChain};
 pub(crate) use chain::{
     BoundTo, CHUNK_TARGET, Flow, StreamCx, StreamStats, Streaming, for_each_tuple, is_sync,
-    stream_one,
+    step_now, stream_one,
 };
 
 use super::{Halt, HookError, Scope};
