@@ -290,14 +290,23 @@ pub(crate) async fn run<'p, H: HookCx>(
 pub(crate) enum Place<'r, T> {
     /// The run's own.
     Run(&'r mut T),
-    /// A copy of a parallel branch, or of a hook's argument that the hook only lends.
-    Copy(T),
+    /// A copy of a parallel branch, or of a hook's argument that the hook only lends (inside
+    /// a workflow). Boxed: the run's futures hold contexts across their calls, and a context
+    /// of the run's own places is then two words per place.
+    Copy(Box<T>),
+}
+
+impl<T> Place<'_, T> {
+    /// A place of its own for `value`.
+    pub(crate) fn copy(value: T) -> Self {
+        Place::Copy(Box::new(value))
+    }
 }
 
 impl<'r, T: Clone> Place<'r, T> {
     /// A copy, for a parallel branch.
     pub(crate) fn fork(&self) -> Place<'r, T> {
-        Place::Copy((**self).clone())
+        Place::copy((**self).clone())
     }
 
     /// Takes a branch's copy as its value.
@@ -309,7 +318,7 @@ impl<'r, T: Clone> Place<'r, T> {
     pub(crate) fn into_inner(self) -> T {
         match self {
             Place::Run(r) => r.clone(),
-            Place::Copy(v) => v,
+            Place::Copy(v) => *v,
         }
     }
 }

@@ -323,7 +323,7 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
         let mut cx = InputStepCx {
             step_number: args.step_number,
             steps: args.steps,
-            config: Place::Copy(args.config.clone()),
+            config: Place::copy(args.config.clone()),
             list: Place::Run(args.message_list),
             cx: Place::Run(args.request_context),
             retry_count: args.retry_count,
@@ -339,7 +339,7 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
     ) -> Result<LlmRequestAction, ProcessorError> {
         let mut cx = LlmRequestCx {
             step_number: args.step_number,
-            request: Place::Copy(args.request.clone()),
+            request: Place::copy(args.request.clone()),
             model: args.model,
             cx: Place::Run(args.request_context),
             answer: None,
@@ -406,7 +406,7 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
     ) -> Result<Option<Value>, ProcessorError> {
         let mut cx = ToolResultCx {
             tool_call: args.tool_call,
-            result: Place::Copy(args.result.clone()),
+            result: Place::copy(args.result.clone()),
             cx: Place::Run(args.request_context),
             changed: false,
         };
@@ -419,7 +419,7 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
         args: OutputResultArgs<'_, WorkflowState>,
     ) -> Result<OutputOutcome, ProcessorError> {
         let mut cx = OutputResultCx {
-            summary: Place::Copy(args.result.clone()),
+            summary: Place::copy(args.result.clone()),
             list: Place::Run(args.message_list),
             cx: Place::Run(args.request_context),
             retry_count: args.retry_count,
