@@ -19,7 +19,7 @@ mod from_fn;
 #[allow(unsafe_code)]
 pub(crate) mod future_slot;
 mod hooks;
-mod pipeline;
+pub(crate) mod pipeline;
 pub(crate) mod report;
 mod shared;
 pub(crate) mod state;

@@ -3,7 +3,7 @@
 //! (`runner::stream::chain`); every other hook goes through the dispatcher (`runner::dispatch`).
 
 use super::*;
-use crate::runner::stream::{StreamChain, Streaming};
+use crate::runner::stream::StreamChain;
 
 /// An ordered list of processors: a tuple of [`Processor`]s (statically dispatched) or a
 /// [`DynPipeline`] (built at run time).
@@ -31,6 +31,30 @@ impl Pipeline for () {
     fn collect<'a>(&'a self, _: &mut Vec<&'a dyn DynProcessor>) {}
 }
 
+/// Calls `$gen!(0 A, 1 B, …)` for each tuple length a processor list may have (1 to 16).
+macro_rules! for_each_tuple {
+    ($gen:ident) => {
+        $gen!(0 A);
+        $gen!(0 A, 1 B);
+        $gen!(0 A, 1 B, 2 C);
+        $gen!(0 A, 1 B, 2 C, 3 D);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
+        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
+    };
+}
+
+pub(crate) use for_each_tuple;
+
 macro_rules! tuple_pipeline {
     ($($idx:tt $T:ident),+) => {
         impl<$($T: Processor),+> Pipeline for ($($T,)+) {
@@ -42,7 +66,7 @@ macro_rules! tuple_pipeline {
     };
 }
 
-crate::runner::stream::for_each_tuple!(tuple_pipeline);
+for_each_tuple!(tuple_pipeline);
 
 /// A processor list built at run time: processors of any types, each behind an
 /// `Arc<dyn DynProcessor>` (see [`DynProcessor`] for a list made from configuration).
@@ -123,5 +147,28 @@ impl FromIterator<ProcessorRef> for DynPipeline {
 impl Pipeline for DynPipeline {
     fn collect<'a>(&'a self, out: &mut Vec<&'a dyn DynProcessor>) {
         out.extend(self.processors.iter().map(|p| &**p));
+    }
+}
+
+/// A stream processor of a [`DynPipeline`], with its position and what the chain asks of it,
+/// asked once when it joined the list: the stream chain asks nothing of it per chunk.
+#[derive(Clone)]
+pub(crate) struct Streaming {
+    pub(crate) pos: usize,
+    pub(crate) p: ProcessorRef,
+    pub(crate) data_parts: bool,
+    pub(crate) history: bool,
+    pub(crate) sync: bool,
+}
+
+impl Streaming {
+    pub(crate) fn new(pos: usize, p: ProcessorRef) -> Self {
+        Streaming {
+            pos,
+            data_parts: p.dyn_process_data_parts(),
+            history: p.dyn_keeps_stream_history(),
+            sync: p.dyn_sync_hooks().contains(Hook::OutputStream),
+            p,
+        }
     }
 }

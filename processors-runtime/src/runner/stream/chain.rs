@@ -12,11 +12,12 @@ use crate::context::RequestContext;
 use crate::message::MessageList;
 use crate::processor::erased::{Called, result_now, state_mismatch};
 use crate::processor::future_slot::FutureSlot;
+use crate::processor::pipeline::{Streaming, for_each_tuple};
 use crate::processor::report::{Reporter, ViolationKind};
 use crate::processor::state::StateMap;
 use crate::processor::{
     Abort, DynPipeline, DynProcessor, Hook, Hooks, OutputStreamArgs, Processor, ProcessorError,
-    ProcessorRef, StreamAction, error,
+    StreamAction, error,
 };
 use crate::tripwire::TripWire;
 use std::any::Any;
@@ -391,29 +392,6 @@ impl<'x> StreamCall for dyn DynProcessor + 'x {
     }
 }
 
-/// A stream processor of a [`DynPipeline`], with its position and what the chain asks of it,
-/// asked once when it joined the list: a chunk costs the erased call alone.
-#[derive(Clone)]
-pub(crate) struct Streaming {
-    pub(crate) pos: usize,
-    pub(crate) p: ProcessorRef,
-    data_parts: bool,
-    history: bool,
-    sync: bool,
-}
-
-impl Streaming {
-    pub(crate) fn new(pos: usize, p: ProcessorRef) -> Self {
-        Streaming {
-            pos,
-            data_parts: p.dyn_process_data_parts(),
-            history: p.dyn_keeps_stream_history(),
-            sync: p.dyn_sync_hooks().contains(Hook::OutputStream),
-            p,
-        }
-    }
-}
-
 impl StreamCall for Streaming {
     #[inline(always)]
     fn call_step_now<const MEASURE: bool>(
@@ -736,30 +714,6 @@ pub(crate) fn is_sync<P: StreamCall + ?Sized>(p: &P) -> bool {
     !p.call_hooks().contains(Hook::OutputStream) || p.call_is_sync()
 }
 
-/// Calls `$gen!(0 A, 1 B, …)` for each tuple length a processor list may have (1 to 16).
-macro_rules! for_each_tuple {
-    ($gen:ident) => {
-        $gen!(0 A);
-        $gen!(0 A, 1 B);
-        $gen!(0 A, 1 B, 2 C);
-        $gen!(0 A, 1 B, 2 C, 3 D);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O);
-        $gen!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H, 8 I, 9 J, 10 K, 11 L, 12 M, 13 N, 14 O, 15 P);
-    };
-}
-
-pub(crate) use for_each_tuple;
-
 impl StreamChain for () {
     type Bound<'p> = ();
     fn bind(&self, _: &mut StateMap, _: &[usize]) -> Option<()> {
@@ -975,7 +929,7 @@ impl StreamChain for DynPipeline {
 mod tests {
     use super::*;
     use crate::chunk::RunId;
-    use crate::processor::boxed;
+    use crate::processor::{ProcessorRef, boxed};
     use std::collections::VecDeque;
 
     /// A stream processor that never waits: counts chunks, and by the chunk's text writes a

@@ -11,8 +11,7 @@ pub(crate) mod outbox;
 
 pub use chain::{BoundStream, StreamChain};
 pub(crate) use chain::{
-    BoundTo, CHUNK_TARGET, Flow, StreamCx, StreamStats, Streaming, for_each_tuple, is_sync,
-    step_now, stream_one,
+    BoundTo, CHUNK_TARGET, Flow, StreamCx, StreamStats, is_sync, step_now, stream_one,
 };
 
 use super::{Halt, HookError, Scope};
