@@ -85,7 +85,7 @@ pub trait Processor: Send + Sync + 'static {
 
     /// The hooks this value has: [`HOOKS`](Processor::HOOKS) for a type whose hooks are
     /// known statically. A processor made of others at run time (a
-    /// [`Workflow`]) declares every hook in `HOOKS` and narrows it
+    /// [`Workflow`](crate::workflow::Workflow)) declares every hook in `HOOKS` and narrows it
     /// here to what its parts have; the runner calls only these, and an agent refuses it in a
     /// list it has none for.
     #[inline(always)]

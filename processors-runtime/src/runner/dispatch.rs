@@ -122,7 +122,7 @@ pub(crate) trait HookCx: Dispatch + Sized {
 }
 
 /// What a workflow's branch condition sees: what the hook being run works on (each hook's
-/// context shows it, [`HookCx::with_input`]).
+/// context shows it: `HookCx::with_input`).
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum WorkflowInput<'a> {

@@ -5,7 +5,7 @@
 //! runs per chunk in the stream chain (`stream::chain`), which the stream driver (`stream`)
 //! feeds with the model's chunks and drains into the run's outbox. Each call runs in a tracing
 //! span with its panic caught; a warning is reported and an abort or a failure becomes a
-//! [`Halt`], which the agent loop (`agent::run`) turns into what it means for the run. The
+//! `Halt`, which the agent loop (`agent::run`) turns into what it means for the run. The
 //! semantics are those of `docs/semantics.md`; `docs/architecture.md` draws the layers.
 
 pub(crate) mod dispatch;
