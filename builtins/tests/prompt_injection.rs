@@ -176,6 +176,46 @@ fn a_flagged_verdict_without_the_rewrite_is_malformed_and_follows_on_error() {
     assert!(tw.reason.contains("no `rewritten` text"), "{}", tw.reason);
 }
 
+/// Under `Rewrite`, a flagged message whose verdict has no rewrite never reaches the model:
+/// unless the judge's errors block, it is removed, as `Filter` would, and a warning says so.
+#[test]
+fn bi_03_a_flagged_message_without_its_rewrite_never_passes() {
+    for on_error in [OnJudgeError::Warn, OnJudgeError::FailOpen] {
+        let model = main_model();
+        let violations = Violations::new();
+        let no_rewrite = |content: &str| match content.contains("Ignore previous instructions") {
+            true => json!({ "categories": { "injection": 0.95 } }),
+            false => json!({ "categories": { "injection": 0.05 }, "rewritten": null }),
+        };
+        let agent = Agent::builder()
+            .model(model.clone())
+            .input(
+                PromptInjectionDetector::builder(Judge::new(judge(no_rewrite)).on_error(on_error))
+                    .strategy(InjectionStrategy::Rewrite)
+                    .build()
+                    .unwrap(),
+            )
+            .on_violation(violations.hook())
+            .build()
+            .unwrap();
+        let input = vec![Message::user("hello"), Message::user(ATTACK)];
+        let result = block_on(agent.generate(input)).unwrap();
+        assert!(result.tripwire.is_none(), "{on_error:?}");
+        assert_eq!(prompt_texts(&model), ["hello"], "{on_error:?}");
+        let v = violations.all();
+        assert_eq!(v.len(), 1, "{on_error:?}");
+        assert_eq!(v[0].kind, ViolationKind::Warn);
+        assert!(
+            v[0].reason.contains("flagged for injection")
+                && v[0]
+                    .reason
+                    .contains("no rewrite, so the message was removed"),
+            "{}",
+            v[0].reason
+        );
+    }
+}
+
 #[test]
 fn bi_02_a_score_equal_to_the_default_threshold_is_flagged() {
     for (score, flagged) in [(0.7, true), (0.69, false)] {

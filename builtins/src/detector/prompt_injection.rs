@@ -2,8 +2,8 @@
 //! instructions, jailbreak it or exfiltrate data, and blocks, flags, drops or neutralises it.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, Reporting, Where, bullet_list, check_threshold,
-    flag, flagged_reason, judged_text, verdict, warning,
+    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
+    check_threshold, flag, flagged_reason, judged_text, verdict, warning,
 };
 use processors_macros::processor;
 use processors_runtime::context::RequestContext;
@@ -33,7 +33,10 @@ pub enum InjectionStrategy {
     /// Remove the message from the input.
     Filter,
     /// Replace the message's text with the judge's neutralised version of it (the judge is
-    /// asked for one; a flagged verdict without it is malformed).
+    /// asked for one). A flagged message never passes: without the rewrite, the verdict is
+    /// malformed, which ends the run under [`OnJudgeError::Block`](super::OnJudgeError::Block)
+    /// and otherwise removes the message, as [`Filter`](InjectionStrategy::Filter) would, with a
+    /// warning that says so.
     Rewrite,
 }
 
@@ -221,25 +224,39 @@ impl PromptInjectionDetector {
             at: Where::Input,
         };
         let mut warnings = Vec::new();
+        // Flagged messages removed for want of a rewrite.
+        let mut removed = Vec::new();
         for ((mut message, _), asked) in messages.into_iter().zip(answers) {
             let mut rewritten = None;
-            let record = rep.read(asked, Some(&message.id), &mut state.log, cx, |v, r| {
+            let mut record = rep.read(asked, Some(&message.id), &mut state.log, cx, |v, r| {
                 flag(v, &inner.categories, inner.threshold, r)?;
                 if inner.strategy == InjectionStrategy::Rewrite && !r.flagged.is_empty() {
-                    let text = verdict::opt_str(v, "rewritten")?.ok_or_else(|| {
-                        JudgeError::Malformed(
-                            "the message is flagged but the verdict has no `rewritten` text".into(),
-                        )
-                    })?;
-                    rewritten = Some(text.to_owned());
+                    rewritten = verdict::opt_str(v, "rewritten")?.map(str::to_owned);
                 }
                 Ok(())
             });
+            // A flagged verdict without the rewrite it was asked for is malformed; the message
+            // stays flagged, so that it does not pass.
+            if inner.strategy == InjectionStrategy::Rewrite
+                && !record.flagged.is_empty()
+                && rewritten.is_none()
+            {
+                let e = JudgeError::Malformed(
+                    "the message is flagged but the verdict has no `rewritten` text".into(),
+                );
+                record.error = Some(e.to_string());
+            }
             if record.error.is_some() {
                 match rep.failure(&[&record]) {
+                    Some(abort @ ProcessorError::Abort(_)) => return Err(abort),
+                    // A message the judge flagged never passes: when the judge gave no
+                    // rewrite, it is removed, as `Filter` would, and a warning says so.
+                    _ if !record.flagged.is_empty() => {
+                        list.remove(&[message.id.as_str()]);
+                        removed.push(record);
+                    }
                     Some(ProcessorError::Warning(_)) => warnings.push(record),
-                    Some(abort) => return Err(abort),
-                    None => {}
+                    _ => {}
                 }
                 continue;
             }
@@ -265,9 +282,31 @@ impl PromptInjectionDetector {
                 }
             }
         }
+        if !removed.is_empty() {
+            return Err(unrewritten(&rep, &removed, &warnings));
+        }
         match warning(&rep, &warnings) {
             Some(w) => Err(w),
             None => Ok(()),
         }
     }
+}
+
+/// The warning for flagged messages removed because the judge gave no rewrite (with the
+/// verdicts of any other failure, in its metadata).
+fn unrewritten(
+    rep: &Reporting<'_>,
+    removed: &[JudgeRecord],
+    others: &[JudgeRecord],
+) -> ProcessorError {
+    let refs: Vec<&JudgeRecord> = removed.iter().collect();
+    let reason = format!(
+        "{}; the judge gave no rewrite, so the message was removed",
+        flagged_reason(rep.at, &refs)
+    );
+    let all: Vec<&JudgeRecord> = removed.iter().chain(others).collect();
+    Abort::new()
+        .reason(reason)
+        .metadata(rep.metadata(&all))
+        .warn()
 }
