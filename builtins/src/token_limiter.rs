@@ -437,15 +437,68 @@ fn message_tokens(t: Tokenizer, m: &Message) -> usize {
         .map(|part| match part {
             Part::Text { text } => t.count(text),
             Part::ToolCall(call) => t.count(&call.tool_name) + t.count(&call.args.to_string()),
-            Part::ToolResult(result) => match &result.result {
-                Value::String(s) => t.count(s),
-                other => t.count(&other.to_string()),
-            },
+            Part::ToolResult(result) => result_tokens(t, &result.result),
             Part::File { .. } => TOKENS_PER_FILE,
             _ => 0,
         })
         .sum();
     TOKENS_PER_MESSAGE + parts
+}
+
+/// The tokens of a tool's result: its text, but a media object in it (`{data, mediaType}`,
+/// base64, as a tool returns a screenshot or a file) counts as a file part does, not as
+/// the text of its data.
+fn result_tokens(t: Tokenizer, result: &Value) -> usize {
+    if let Value::String(s) = result {
+        return t.count(s);
+    }
+    if !has_media(result) {
+        return t.count(&result.to_string());
+    }
+    let mut files = 0;
+    let rest = without_media(result, &mut files);
+    t.count(&rest.to_string()) + files * TOKENS_PER_FILE
+}
+
+/// Whether `v` is a media object: base64 `data` with its media type (`mediaType`, as tools
+/// return it, or `mimeType`).
+fn is_media(v: &Value) -> bool {
+    let Some(o) = v.as_object() else {
+        return false;
+    };
+    o.get("data").is_some_and(Value::is_string)
+        && ["mediaType", "mimeType", "media_type", "mime_type"]
+            .iter()
+            .any(|k| o.get(*k).is_some_and(Value::is_string))
+}
+
+/// Whether `v` holds a media object, at any depth.
+fn has_media(v: &Value) -> bool {
+    is_media(v)
+        || match v {
+            Value::Array(items) => items.iter().any(has_media),
+            Value::Object(o) => o.values().any(has_media),
+            _ => false,
+        }
+}
+
+/// `v` with each media object in it replaced by `null`, counted in `files`.
+fn without_media(v: &Value, files: &mut usize) -> Value {
+    if is_media(v) {
+        *files += 1;
+        return Value::Null;
+    }
+    match v {
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| without_media(i, files)).collect())
+        }
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), without_media(v, files)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// The tokens of the tools a prompt offers.
@@ -823,7 +876,7 @@ fn with_length(chunk: &Chunk) -> Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use processors_runtime::message::ToolCall;
+    use processors_runtime::message::{ToolCall, ToolResult};
 
     const TEXT: &str = "The quick brown fox jumps over the lazy dog. Überraschung: naïve café, \
         漢字かな交じり文, emoji 👍🏽 and numbers 1234567 — done.\n\nA second  paragraph,   with spaces.";
@@ -1010,6 +1063,41 @@ mod tests {
             "not sent, not counted"
         );
         assert!(message_tokens(t, &call("c")) > TOKENS_PER_MESSAGE);
+    }
+
+    /// A tool's result with a base64 image or file in it (`{data, mediaType}`) counts the
+    /// media as a file part, not as 40 KB of text.
+    #[test]
+    fn media_in_a_tool_result_costs_what_a_file_does() {
+        let t = Tokenizer::O200k;
+        let screenshot = json!({ "data": "iVBORw0KGgo".repeat(4_000), "mediaType": "image/png" });
+        let result = |value: Value| {
+            let result = ToolResult {
+                tool_call_id: "c".into(),
+                tool_name: "screenshot".into(),
+                result: value,
+                is_error: false,
+            };
+            Message::new(Role::Tool, vec![Part::ToolResult(result)])
+        };
+        let alone = message_tokens(t, &result(screenshot.clone()));
+        assert_eq!(
+            alone,
+            TOKENS_PER_MESSAGE + TOKENS_PER_FILE + t.count("null")
+        );
+        let nested = json!({
+            "url": "https://example.com",
+            "shots": [screenshot.clone(), { "data": "JVBERi0x", "mimeType": "application/pdf" }],
+        });
+        let cost = message_tokens(t, &result(nested));
+        assert!(cost >= TOKENS_PER_MESSAGE + 2 * TOKENS_PER_FILE, "{cost}");
+        assert!(
+            cost < TOKENS_PER_MESSAGE + 2 * TOKENS_PER_FILE + 40,
+            "{cost}"
+        );
+        // Data without a media type is text, and counted as text.
+        let text = json!({ "data": "word ".repeat(100) });
+        assert!(message_tokens(t, &result(text)) > 100);
     }
 
     #[test]
