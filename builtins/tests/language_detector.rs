@@ -214,3 +214,46 @@ fn a_detector_without_targets_is_refused() {
         .unwrap_err();
     assert_eq!(err, DetectorError::NoTargets);
 }
+
+/// A target given by its name is that language, not a code: `English` lets English through
+/// under `Block` and stops French, as `en` does; a judge answering a name is read as its code;
+/// a target that is neither a code nor a name is refused when the detector is built.
+#[test]
+fn a_target_named_by_its_name_is_that_language_and_an_unknown_one_is_refused() {
+    for target in ["English", "english", "en", "EN-gb"] {
+        for (text, language, blocked) in [
+            ("Where is my order, please?", "en", false),
+            ("Where is my order, please?", "English", false),
+            (FRENCH, "fr", true),
+        ] {
+            let model = ScriptedModel::new([Turn::text("ok")]);
+            let answer = json!({ "language": language, "confidence": 0.99 });
+            let detector = LanguageDetector::builder(Judge::new(judge(move |_| answer.clone())))
+                .target(target)
+                .strategy(LanguageStrategy::Block)
+                .build()
+                .unwrap();
+            let agent = Agent::builder()
+                .model(model.clone())
+                .input(detector)
+                .build()
+                .unwrap();
+            let result = block_on(agent.generate(text)).unwrap();
+            assert_eq!(
+                result.tripwire.is_some(),
+                blocked,
+                "{target}: {text} judged `{language}`"
+            );
+        }
+    }
+    for unknown in ["Klingon", "xx", ""] {
+        let built = LanguageDetector::builder(Judge::new(judge(languages)))
+            .target(unknown)
+            .build();
+        assert!(
+            matches!(&built, Err(DetectorError::UnknownLanguage(t)) if t == unknown),
+            "{unknown}: {:?}",
+            built.err()
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! [`LanguageDetector`]: asks a judge which language each input message is in, and records,
 //! translates, blocks or flags messages outside the target languages.
 
+use super::languages::LANGUAGES;
 use super::{
     DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, check_threshold,
     judged_text, verdict, warning,
@@ -41,17 +42,33 @@ pub struct LanguageDetectorBuilder {
     preserve_original: bool,
 }
 
-/// `en-US`, ` EN ` → `en`.
-fn primary(code: &str) -> String {
-    let code = code.trim().to_lowercase();
-    code.split(['-', '_']).next().unwrap_or_default().to_owned()
+/// A language's ISO 639-1 code, from its code (`en-US`, ` EN ` → `en`) or its name
+/// (`English`, `français` → `en`, `fr`): `None` for what is neither.
+fn code_of(language: &str) -> Option<String> {
+    let language = language.trim();
+    let code = language.to_lowercase();
+    let code = code.split(['-', '_']).next().unwrap_or_default();
+    if LANGUAGES.iter().any(|(c, _)| *c == code) {
+        return Some(code.to_owned());
+    }
+    let by_name = LANGUAGES
+        .iter()
+        .find(|(_, name)| name.to_lowercase() == language.to_lowercase());
+    by_name.map(|(c, _)| (*c).to_owned())
+}
+
+/// The language the judge answered, as a code when it is one it knows (a judge may answer
+/// `English` for `en`), else as it answered it, lower-cased.
+fn primary(language: &str) -> String {
+    code_of(language).unwrap_or_else(|| language.trim().to_lowercase())
 }
 
 impl LanguageDetectorBuilder {
     /// Adds a target language, as an ISO 639-1 code (`en`, `fr`; a region such as `en-US`
-    /// counts as its language).
-    pub fn target(mut self, code: impl AsRef<str>) -> Self {
-        self.targets.push(primary(code.as_ref()));
+    /// counts as its language) or by its name (`English`, `French`, `Français`). Anything else
+    /// is refused when the detector is built.
+    pub fn target(mut self, language: impl AsRef<str>) -> Self {
+        self.targets.push(language.as_ref().to_owned());
         self
     }
 
@@ -81,8 +98,11 @@ impl LanguageDetectorBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<LanguageDetector, DetectorError> {
+    pub fn build(mut self) -> Result<LanguageDetector, DetectorError> {
         let threshold = check_threshold(self.threshold)?;
+        self.targets = (self.targets.iter())
+            .map(|t| code_of(t).ok_or_else(|| DetectorError::UnknownLanguage(t.clone())))
+            .collect::<Result<_, _>>()?;
         let Some(first) = self.targets.first() else {
             return Err(DetectorError::NoTargets);
         };

@@ -92,6 +92,7 @@
 
 mod classifier;
 mod language;
+mod languages;
 mod moderation;
 mod pii;
 mod prompt_injection;
@@ -205,6 +206,11 @@ pub enum DetectorError {
     /// No target language.
     #[error("the language detector has no target languages; name at least one (`.target(\"en\")`)")]
     NoTargets,
+    /// A target that is neither an ISO 639-1 code nor a language's name.
+    #[error(
+        "`{0}` is not a language the detector knows: give an ISO 639-1 code (`en`, `fr`, `pt-BR`) or a language's English name (`English`, `French`)"
+    )]
+    UnknownLanguage(String),
     /// Every hook is off.
     #[error(
         "`on_input`, `on_stream` and `on_result` are all off, so the detector would do nothing; switch one on"
