@@ -74,6 +74,7 @@ pub enum BatchPartsError {
 
 /// Configures a [`BatchParts`]; [`build`](BatchPartsBuilder::build) checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
 pub struct BatchPartsBuilder {
     config: BatchParts,
 }

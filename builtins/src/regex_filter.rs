@@ -304,6 +304,7 @@ pub enum RegexFilterError {
 
 /// Configures a [`RegexFilter`]; [`build`](RegexFilterBuilder::build) checks everything.
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct RegexFilterBuilder {
     rules: Vec<Rule>,
     without: Vec<String>,

@@ -129,6 +129,7 @@ pub enum SystemPromptScrubberError {
 /// Configures a [`SystemPromptScrubber`]; [`build`](SystemPromptScrubberBuilder::build)
 /// checks it.
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct SystemPromptScrubberBuilder {
     min_span: usize,
     strategy: Strategy,

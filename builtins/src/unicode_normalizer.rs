@@ -78,6 +78,7 @@ pub enum UnicodeNormalizerError {
 
 /// Configures a [`UnicodeNormalizer`]; every step is on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
 pub struct UnicodeNormalizerBuilder {
     config: UnicodeNormalizer,
 }

@@ -26,6 +26,7 @@ pub struct Classification {
 
 /// Configures a [`Classifier`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct ClassifierBuilder {
     judge: Judge,
     classes: Vec<(String, String)>,

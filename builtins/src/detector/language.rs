@@ -33,6 +33,7 @@ pub enum LanguageStrategy {
 
 /// Configures a [`LanguageDetector`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct LanguageDetectorBuilder {
     judge: Judge,
     targets: Vec<String>,

@@ -31,6 +31,7 @@ pub const DEFAULT_CATEGORIES: [&str; 11] = [
 
 /// Configures a [`Moderation`]; [`build`](ModerationBuilder::build) checks it.
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct ModerationBuilder {
     judge: Judge,
     categories: Vec<String>,

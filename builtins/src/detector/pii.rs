@@ -72,6 +72,7 @@ impl Default for PiiStrategy {
 
 /// Configures a [`PiiDetector`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct PiiDetectorBuilder {
     judge: Judge,
     types: Vec<String>,

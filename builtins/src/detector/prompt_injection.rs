@@ -42,6 +42,7 @@ pub enum InjectionStrategy {
 
 /// Configures a [`PromptInjectionDetector`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct PromptInjectionDetectorBuilder {
     judge: Judge,
     categories: Vec<String>,

@@ -51,6 +51,7 @@ pub enum LeakStrategy {
 
 /// Configures a [`PromptLeakDetector`]; [`build`](PromptLeakDetectorBuilder::build) checks it.
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct PromptLeakDetectorBuilder {
     judge: Judge,
     threshold: f64,

@@ -41,6 +41,7 @@ impl std::fmt::Debug for RedisCache {
 
 /// Configures a [`RedisCache`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct RedisCacheBuilder {
     url: String,
     timeout: Duration,

@@ -100,6 +100,7 @@ impl std::fmt::Debug for PostgresStore {
 
 /// Configures a [`PostgresStore`].
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct PostgresStoreBuilder {
     url: String,
     schema: String,
