@@ -29,6 +29,26 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
 
+/// A context's [`HookCx::fork`] and [`HookCx::adopt`]: its `places` copied for a parallel
+/// branch and the selected branch's taken; what the processors change besides (`state`)
+/// copied and taken; what they cannot change (`fixed`) copied.
+macro_rules! branches {
+    (places: [$($place:ident),*], state: [$($state:ident),*], fixed: [$($fixed:ident),*]) => {
+        fn fork(&self) -> Self {
+            Self {
+                $($place: self.$place.fork(),)*
+                $($state: self.$state.clone(),)*
+                $($fixed: self.$fixed,)*
+            }
+        }
+
+        fn adopt(&mut self, branch: Self) {
+            $(self.$place.adopt(branch.$place);)*
+            $(self.$state = branch.$state;)*
+        }
+    };
+}
+
 /// `process_input`: the new input. Each processor sees it as the ones before it left it;
 /// returned messages are reconciled with it, a returned system set replaces the untagged one.
 pub(crate) struct InputCx<'r> {
@@ -93,20 +113,7 @@ impl HookCx for InputCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::Input, e))
     }
 
-    fn fork(&self) -> Self {
-        InputCx {
-            list: self.list.fork(),
-            cx: self.cx.fork(),
-            retry_count: self.retry_count,
-            changed: self.changed,
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.list.adopt(branch.list);
-        self.cx.adopt(branch.cx);
-        self.changed = branch.changed;
-    }
+    branches!(places: [list, cx], state: [changed], fixed: [retry_count]);
 }
 
 /// Which step settings the processors of a `process_input_step` run named.
@@ -227,24 +234,7 @@ impl HookCx for InputStepCx<'_> {
         f(&WorkflowInput::Conversation(&self.list))
     }
 
-    fn fork(&self) -> Self {
-        InputStepCx {
-            step_number: self.step_number,
-            steps: self.steps,
-            config: self.config.fork(),
-            list: self.list.fork(),
-            cx: self.cx.fork(),
-            retry_count: self.retry_count,
-            named: self.named,
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.config.adopt(branch.config);
-        self.list.adopt(branch.list);
-        self.cx.adopt(branch.cx);
-        self.named = branch.named;
-    }
+    branches!(places: [config, list, cx], state: [named], fixed: [step_number, steps, retry_count]);
 }
 
 /// `process_llm_request`: the request about to be sent. A returned prompt replaces the
@@ -310,23 +300,7 @@ impl HookCx for LlmRequestCx<'_> {
         f(&WorkflowInput::Request(&self.request))
     }
 
-    fn fork(&self) -> Self {
-        LlmRequestCx {
-            step_number: self.step_number,
-            request: self.request.fork(),
-            model: self.model,
-            cx: self.cx.fork(),
-            answer: self.answer.clone(),
-            prompt_changed: self.prompt_changed,
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.request.adopt(branch.request);
-        self.cx.adopt(branch.cx);
-        self.answer = branch.answer;
-        self.prompt_changed = branch.prompt_changed;
-    }
+    branches!(places: [request, cx], state: [answer, prompt_changed], fixed: [step_number, model]);
 }
 
 /// `process_llm_response`: the step's request and response; side effects only.
@@ -368,16 +342,7 @@ impl HookCx for LlmResponseCx<'_> {
         f(&WorkflowInput::Response(self.response))
     }
 
-    fn fork(&self) -> Self {
-        LlmResponseCx {
-            cx: self.cx.fork(),
-            ..*self
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.cx.adopt(branch.cx);
-    }
+    branches!(places: [cx], state: [], fixed: [step_number, request, response, delivered, from_cache]);
 }
 
 /// `process_output_step`: the step's messages (followed by id) and what the step produced.
@@ -467,21 +432,7 @@ impl HookCx for OutputStepCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))
     }
 
-    fn fork(&self) -> Self {
-        OutputStepCx {
-            step_ids: self.step_ids.fork(),
-            list: self.list.fork(),
-            cx: self.cx.fork(),
-            ..*self
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.step_ids.adopt(branch.step_ids);
-        self.list.adopt(branch.list);
-        self.cx.adopt(branch.cx);
-        self.changed = branch.changed;
-    }
+    branches!(places: [step_ids, list, cx], state: [changed], fixed: [step_number, text, finish_reason, usage, run_usage, tool_calls, steps, retry_count]);
 }
 
 /// `process_tool_result`: a tool's call and result. Each processor sees the result as the
@@ -527,20 +478,7 @@ impl HookCx for ToolResultCx<'_> {
         })
     }
 
-    fn fork(&self) -> Self {
-        ToolResultCx {
-            tool_call: self.tool_call,
-            result: self.result.fork(),
-            cx: self.cx.fork(),
-            changed: self.changed,
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.result.adopt(branch.result);
-        self.cx.adopt(branch.cx);
-        self.changed = branch.changed;
-    }
+    branches!(places: [result, cx], state: [changed], fixed: [tool_call]);
 }
 
 /// `process_output_result`: the response and the run's summary. Returned messages are
@@ -604,22 +542,7 @@ impl HookCx for OutputResultCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))
     }
 
-    fn fork(&self) -> Self {
-        OutputResultCx {
-            summary: self.summary.fork(),
-            list: self.list.fork(),
-            cx: self.cx.fork(),
-            retry_count: self.retry_count,
-            changed: self.changed,
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.summary.adopt(branch.summary);
-        self.list.adopt(branch.list);
-        self.cx.adopt(branch.cx);
-        self.changed = branch.changed;
-    }
+    branches!(places: [summary, list, cx], state: [changed], fixed: [retry_count]);
 }
 
 /// `process_api_error`: the provider's error. The first processor that asks for a retry
@@ -663,18 +586,7 @@ impl HookCx for ApiErrorCx<'_> {
         f(&WorkflowInput::Error(self.error))
     }
 
-    fn fork(&self) -> Self {
-        ApiErrorCx {
-            list: self.list.fork(),
-            cx: self.cx.fork(),
-            ..*self
-        }
-    }
-
-    fn adopt(&mut self, branch: Self) {
-        self.list.adopt(branch.list);
-        self.cx.adopt(branch.cx);
-    }
+    branches!(places: [list, cx], state: [], fixed: [error, step_number, steps, retry_count]);
 }
 
 /// The response text: the text of the response's assistant messages.
