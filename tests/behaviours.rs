@@ -991,7 +991,7 @@ on_every_path!(b19_tool_result_changed_before_history, |path| {
     let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [
         Probe::new("scrub").tool_result(|a| {
             assert_eq!(a.result["ok"], true);
-            Ok(Some(json!({"scrubbed": a.tool_call.tool_name})))
+            Ok(Some(json!({"scrubbed": a.tool_call.tool_name})).into())
         }),
     ]);
     let (chunks, r) = collect(&*agent, "hi", GenerateOptions::new()).await;

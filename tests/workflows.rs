@@ -379,14 +379,14 @@ on_every_path!(
         let m = model(tool_then_text("done"));
         let flow = Workflow::new("scrub")
         .then(Probe::new("tag").tool_result(|a| {
-            Ok(Some(json!({"tagged": a.tool_call.tool_name, "was": a.result["ok"]})))
+            Ok(Some(json!({"tagged": a.tool_call.tool_name, "was": a.result["ok"]})).into())
         }))
         .branch(
             |input| matches!(input, WorkflowInput::ToolResult { call, .. } if call.tool_name == "weather"),
             Probe::new("weather-only").tool_result(|a| {
                 let mut v = a.result.clone();
                 v["checked"] = json!(true);
-                Ok(Some(v))
+                Ok(Some(v).into())
             }),
         );
         let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [flow]);
@@ -569,10 +569,10 @@ on_every_path!(b64_parallel_keeps_the_selected_branchs_copy_alone, |path| {
     let m = model(tool_then_text("done"));
     let flow = Workflow::new("fan-out").parallel(
         [
-            boxed(Probe::new("left").tool_result(|_| Ok(Some(json!("left"))))),
+            boxed(Probe::new("left").tool_result(|_| Ok(json!("left").into()))),
             boxed(
                 Probe::new("right")
-                    .tool_result(|a| Ok(Some(json!({"from": "right", "saw": a.result["ok"]})))),
+                    .tool_result(|a| Ok(json!({"from": "right", "saw": a.result["ok"]}).into())),
             ),
         ],
         1,

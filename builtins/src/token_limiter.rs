@@ -1077,6 +1077,7 @@ mod tests {
                 tool_name: "screenshot".into(),
                 result: value,
                 is_error: false,
+                model_output: None,
             };
             Message::new(Role::Tool, vec![Part::ToolResult(result)])
         };

@@ -262,6 +262,7 @@ mod tests {
                 tool_name: tool.into(),
                 result: json!("r"),
                 is_error: false,
+                model_output: None,
             })],
         )
         .with_id(format!("r-{id}"))

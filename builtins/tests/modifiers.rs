@@ -148,6 +148,7 @@ fn the_window_never_begins_with_an_orphan_tool_result() {
             tool_name: "t".into(),
             result: json!("x".repeat(400)),
             is_error: false,
+            model_output: None,
         })],
     );
     let prompt = vec![

@@ -67,6 +67,7 @@ fn result(id: &str, text: &str) -> Part {
         tool_name: "weather".into(),
         result: json!(text),
         is_error: false,
+        model_output: None,
     })
 }
 

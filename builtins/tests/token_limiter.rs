@@ -153,6 +153,7 @@ fn a_tool_call_leaves_the_prompt_with_its_results() {
                 tool_name: "search".into(),
                 result: json!(long(0)),
                 is_error: false,
+                model_output: None,
             })],
         )
     };

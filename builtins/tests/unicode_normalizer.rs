@@ -145,6 +145,7 @@ fn only_text_parts_change() {
         tool_name: "echo".into(),
         result: json!("  Ｙ  "),
         is_error: false,
+        model_output: None,
     };
     let parts = vec![
         Part::Text {

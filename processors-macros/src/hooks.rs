@@ -1,4 +1,4 @@
-//! The nine hooks as the macros see them: one variant each, and everything generated code
+//! The ten hooks as the macros see them: one variant each, and everything generated code
 //! names for a hook derived from it.
 
 use proc_macro2::TokenStream;
@@ -52,19 +52,21 @@ pub enum Hook {
     LlmResponse,
     OutputStream,
     OutputStep,
+    ToolCall,
     ToolResult,
     OutputResult,
     ApiError,
 }
 
 impl Hook {
-    pub const ALL: [Hook; 9] = [
+    pub const ALL: [Hook; 10] = [
         Hook::Input,
         Hook::InputStep,
         Hook::LlmRequest,
         Hook::LlmResponse,
         Hook::OutputStream,
         Hook::OutputStep,
+        Hook::ToolCall,
         Hook::ToolResult,
         Hook::OutputResult,
         Hook::ApiError,
@@ -79,6 +81,7 @@ impl Hook {
             Hook::LlmResponse => "llm_response",
             Hook::OutputStream => "output_stream",
             Hook::OutputStep => "output_step",
+            Hook::ToolCall => "tool_call",
             Hook::ToolResult => "tool_result",
             Hook::OutputResult => "output_result",
             Hook::ApiError => "api_error",
@@ -94,6 +97,7 @@ impl Hook {
             Hook::LlmResponse => "process_llm_response",
             Hook::OutputStream => "process_output_stream",
             Hook::OutputStep => "process_output_step",
+            Hook::ToolCall => "process_tool_call",
             Hook::ToolResult => "process_tool_result",
             Hook::OutputResult => "process_output_result",
             Hook::ApiError => "process_api_error",
@@ -106,6 +110,7 @@ impl Hook {
             Hook::LlmResponse
             | Hook::OutputStream
             | Hook::OutputStep
+            | Hook::ToolCall
             | Hook::ToolResult
             | Hook::OutputResult => Side::Output,
             Hook::ApiError => Side::Error,
@@ -132,6 +137,7 @@ impl Hook {
             Hook::LlmResponse => "LlmResponse",
             Hook::OutputStream => "OutputStream",
             Hook::OutputStep => "OutputStep",
+            Hook::ToolCall => "ToolCall",
             Hook::ToolResult => "ToolResult",
             Hook::OutputResult => "OutputResult",
             Hook::ApiError => "ApiError",
@@ -173,7 +179,8 @@ impl Hook {
             Hook::LlmResponse => quote!(()),
             Hook::OutputStream => quote!(#p::StreamAction),
             Hook::OutputStep | Hook::OutputResult => quote!(#p::OutputOutcome),
-            Hook::ToolResult => quote!(::core::option::Option<#p::Value>),
+            Hook::ToolCall => quote!(#p::ToolCallAction),
+            Hook::ToolResult => quote!(#p::ToolResultAction),
             Hook::ApiError => quote!(#p::ApiErrorAction),
         }
     }

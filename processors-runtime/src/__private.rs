@@ -15,7 +15,7 @@ pub use crate::processor::{
     ApiErrorAction, ApiErrorArgs, ErrorProcessor, Hooks, InputArgs, InputOutcome, InputProcessor,
     InputStepArgs, LlmRequestAction, LlmRequestArgs, LlmResponseArgs, OutputOutcome,
     OutputProcessor, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor, StepOverrides,
-    StreamAction, ToolResultArgs,
+    StreamAction, ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
 };
 pub use serde_json::Value;
 

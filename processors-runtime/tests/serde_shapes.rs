@@ -36,6 +36,7 @@ fn every_kind() -> Vec<ChunkKind> {
             tool_name: "w".into(),
             result: json!(21),
             is_error: false,
+            model_output: None,
         })),
         ChunkKind::ToolError {
             tool_call_id: "c".into(),
@@ -195,6 +196,7 @@ fn messages_round_trip_with_every_part() {
                 tool_name: "w".into(),
                 result: json!(1),
                 is_error: true,
+                model_output: None,
             }),
             Part::File {
                 mime_type: "image/png".into(),

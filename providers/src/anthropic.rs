@@ -737,6 +737,7 @@ mod tests {
                         tool_name: "weather".into(),
                         result: json!("sunny"),
                         is_error: true,
+                        model_output: None,
                     })],
                 ),
                 Message::user("and tomorrow?"),

@@ -732,6 +732,7 @@ mod tests {
                     tool_name: "weather".into(),
                     result: json!({ "celsius": 3 }),
                     is_error: false,
+                    model_output: None,
                 })],
             ),
         ];

@@ -70,6 +70,7 @@ macro_rules! probe {
                 .with(Hooks::LLM_RESPONSE)
                 .with(Hooks::OUTPUT_STREAM)
                 .with(Hooks::OUTPUT_STEP)
+                .with(Hooks::TOOL_CALL)
                 .with(Hooks::TOOL_RESULT)
                 .with(Hooks::OUTPUT_RESULT)
                 .with(Hooks::API_ERROR);
@@ -101,7 +102,8 @@ probe! {
     llm_response: LlmResponseArgs => (), process_llm_response, ();
     stream: OutputStreamArgs => StreamAction, process_output_stream, StreamAction::Pass;
     output_step: OutputStepArgs => OutputOutcome, process_output_step, OutputOutcome::Unchanged;
-    tool_result: ToolResultArgs => Option<Value>, process_tool_result, None;
+    tool_call: ToolCallArgs => ToolCallAction, process_tool_call, ToolCallAction::Continue;
+    tool_result: ToolResultArgs => ToolResultAction, process_tool_result, ToolResultAction::Keep;
     output_result: OutputResultArgs => OutputOutcome, process_output_result, OutputOutcome::Unchanged;
     api_error: ApiErrorArgs => ApiErrorAction, process_api_error, ApiErrorAction::Unhandled;
 }

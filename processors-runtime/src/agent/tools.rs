@@ -3,7 +3,7 @@
 use crate::chunk::{ChunkKind, DataWriter};
 use crate::context::RequestContext;
 use crate::message::{Message, MessageSource, Part, Role, ToolCall, ToolResult};
-use crate::processor::Pipeline;
+use crate::processor::{Hook, Pipeline, ToolCallAction};
 use crate::runner::stream::StreamDriver;
 use crate::runner::stream::outbox::Outbox;
 use crate::runner::{Chain, Halt, Scope, hooks, panic_message};
@@ -14,12 +14,63 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use tracing::Instrument;
 
-/// Runs a step's tool calls in order. What a tool writes streams first; its result goes
-/// through `process_tool_result` and streams as a `tool-result` chunk (a failure as a
-/// `tool-error` chunk); the results enter history as one tool message, with the data written
-/// since the step's answer.
+/// What happens to a call the model made, as the `process_tool_call` processors decided.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Gate {
+    /// The tool runs.
+    Run,
+    /// The tool does not run: this is its result.
+    Respond(Value),
+    /// The tool does not run: the model reads this as its error.
+    Refuse(String),
+    /// The tool runs once a person approves the call.
+    Approval {
+        /// The processor that asked.
+        processor: String,
+        /// Why it asked.
+        reason: String,
+    },
+}
+
+/// `process_tool_call` on each of a step's calls, in order. A rewritten call is rewritten in
+/// place and in the step's answer in the message list, so that what runs is what is recorded.
+pub(crate) async fn gate(
+    calls: &mut [ToolCall],
+    offered: &[Arc<dyn Tool>],
+    output: &Chain<'_>,
+    s: &mut Scope,
+    step_number: u32,
+) -> Result<Vec<Gate>, Halt> {
+    let mut gates = Vec::with_capacity(calls.len());
+    for call in calls {
+        let tool = offered.iter().find(|t| t.name() == call.tool_name);
+        let decision = hooks::tool_call(output, s, call, tool.map(|t| &**t), step_number).await?;
+        if decision.rewritten
+            && let Some(recorded) = s.list.response_tool_call_mut(&call.tool_call_id)
+        {
+            recorded.args = call.args.clone();
+        }
+        gates.push(match decision.decided {
+            None => Gate::Run,
+            Some((ToolCallAction::Respond(v), _)) => Gate::Respond(v),
+            Some((ToolCallAction::Refuse(m), _)) => Gate::Refuse(m),
+            Some((ToolCallAction::RequireApproval(reason), processor)) => {
+                Gate::Approval { processor, reason }
+            }
+            // `Continue` and `Rewrite` do not decide a call.
+            Some((ToolCallAction::Continue | ToolCallAction::Rewrite(_), _)) => Gate::Run,
+        });
+    }
+    Ok(gates)
+}
+
+/// Runs a step's tool calls in order, each as its gate says (a call without one runs). What a
+/// tool writes streams first; its result, or its failure, goes through `process_tool_result`
+/// and streams as a `tool-result` chunk (a failure as a `tool-error` chunk); the results enter
+/// history as one tool message, with the data written since the step's answer.
 pub(crate) async fn execute<O: Pipeline>(
     calls: &[ToolCall],
+    gates: &[Gate],
     offered: &[Arc<dyn Tool>],
     output: &Chain<'_>,
     driver: &mut StreamDriver<'_, O>,
@@ -27,39 +78,42 @@ pub(crate) async fn execute<O: Pipeline>(
     out: &mut Outbox,
 ) -> Result<Vec<ToolResult>, Halt> {
     let mut results = Vec::with_capacity(calls.len());
-    for call in calls {
+    for (i, call) in calls.iter().enumerate() {
         let mut writes = Vec::new();
-        let outcome = invoke(call, offered, &s.cx, &mut writes).await;
+        let outcome = match gates.get(i).unwrap_or(&Gate::Run) {
+            Gate::Run => invoke(call, offered, &s.cx, &mut writes).await,
+            Gate::Respond(v) => Ok(v.clone()),
+            Gate::Refuse(m) => Err(m.clone()),
+            Gate::Approval { .. } => {
+                Err(format!("the call of `{}` was not approved", call.tool_name))
+            }
+        };
         for kind in writes {
             driver.emit(s, out, kind, true).await?;
         }
-        let id = || (call.tool_call_id.clone(), call.tool_name.clone());
-        let (kind, result) = match outcome {
-            Ok(value) => {
-                let (tool_call_id, tool_name) = id();
-                let result = ToolResult {
-                    tool_call_id,
-                    tool_name,
-                    result: hooks::tool_result(output, s, call, value).await?,
-                    is_error: false,
-                };
-                (ChunkKind::ToolResult(Box::new(result.clone())), result)
-            }
-            Err(error) => {
-                let (tool_call_id, tool_name) = id();
-                let kind = ChunkKind::ToolError {
-                    tool_call_id: tool_call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    error: error.clone(),
-                };
-                let result = ToolResult {
-                    tool_call_id,
-                    tool_name,
-                    result: Value::String(error),
-                    is_error: true,
-                };
-                (kind, result)
-            }
+        let (mut value, is_error) = match outcome {
+            Ok(v) => (v, false),
+            Err(e) => (Value::String(e), true),
+        };
+        let model_output = match output.has(Hook::ToolResult) {
+            true => hooks::tool_result(output, s, call, &mut value, is_error).await?,
+            false => None,
+        };
+        let result = ToolResult {
+            model_output,
+            is_error,
+            ..ToolResult::new(call.tool_call_id.clone(), call.tool_name.clone(), value)
+        };
+        let kind = match is_error {
+            false => ChunkKind::ToolResult(Box::new(result.clone())),
+            true => ChunkKind::ToolError {
+                tool_call_id: result.tool_call_id.clone(),
+                tool_name: result.tool_name.clone(),
+                error: match &result.result {
+                    Value::String(e) => e.clone(),
+                    other => other.to_string(),
+                },
+            },
         };
         driver.emit(s, out, kind, true).await?;
         results.push(result);

@@ -1,4 +1,4 @@
-use super::{Message, Role};
+use super::{Message, Part, Role, ToolCall};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -321,11 +321,38 @@ impl MessageList {
         Ok(())
     }
 
-    /// The prompt sent to a model: untagged system messages, tagged ones, then the conversation.
+    /// The prompt sent to a model: untagged system messages, tagged ones, then the
+    /// conversation, each tool result as the model reads it
+    /// ([`ToolResult::for_model`](super::ToolResult::for_model)).
     pub fn to_prompt(&self) -> Vec<Message> {
         self.all_system_messages()
             .chain(self.all())
-            .cloned()
+            .map(|m| {
+                let mut m = m.clone();
+                if m.role == Role::Tool {
+                    for part in &mut m.content.parts {
+                        if let Part::ToolResult(r) = part
+                            && let Some(copy) = r.model_output.take()
+                        {
+                            r.result = copy;
+                        }
+                    }
+                }
+                m
+            })
             .collect()
+    }
+
+    /// The call `tool_call_id` in the response's messages, newest first.
+    pub(crate) fn response_tool_call_mut(&mut self, tool_call_id: &str) -> Option<&mut ToolCall> {
+        self.entries
+            .iter_mut()
+            .rev()
+            .filter(|e| e.source == MessageSource::Response)
+            .flat_map(|e| e.message.content.parts.iter_mut())
+            .find_map(|p| match p {
+                Part::ToolCall(c) if c.tool_call_id == tool_call_id => Some(c),
+                _ => None,
+            })
     }
 }

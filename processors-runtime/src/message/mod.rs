@@ -88,6 +88,52 @@ pub struct ToolResult {
     /// Whether the tool failed (the result then holds the error).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// What the model reads instead of `result`, when a `process_tool_result` processor set
+    /// a copy for it ([`ToolResultAction::ForModel`](crate::processor::ToolResultAction)):
+    /// the prompt carries this, the history and the step keep `result` whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_output: Option<Value>,
+}
+
+impl ToolResult {
+    /// The result of the call `tool_call_id` of `tool_name`.
+    ///
+    /// ```
+    /// use processors_runtime::ToolResult;
+    /// let r = ToolResult::new("call-1", "weather", serde_json::json!({ "temp": 21 }));
+    /// assert!(!r.is_error);
+    /// assert_eq!(r.for_model(), &serde_json::json!({ "temp": 21 }));
+    /// ```
+    pub fn new(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        result: Value,
+    ) -> Self {
+        ToolResult {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            result,
+            is_error: false,
+            model_output: None,
+        }
+    }
+
+    /// The failure of the call `tool_call_id` of `tool_name`, with the error's message.
+    pub fn error(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ToolResult {
+            is_error: true,
+            ..ToolResult::new(tool_call_id, tool_name, Value::String(message.into()))
+        }
+    }
+
+    /// What the model reads: the copy set for it, or else the result.
+    pub fn for_model(&self) -> &Value {
+        self.model_output.as_ref().unwrap_or(&self.result)
+    }
 }
 
 /// A message's content: its parts in order, in format version 2.

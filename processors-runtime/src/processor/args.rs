@@ -250,6 +250,88 @@ impl From<Vec<Message>> for OutputOutcome {
     }
 }
 
+/// What `process_tool_call` returns for a call the model made.
+///
+/// The processors of the list see the call in order, each as the ones before it left it; any
+/// outcome but `Continue` and `Rewrite` decides the call, and the processors after it are not
+/// asked. A processor stops the run (or, with `retry`, asks for the step again with feedback)
+/// by returning an [`Abort`].
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub enum ToolCallAction {
+    /// Let the call run as it is.
+    #[default]
+    Continue,
+    /// Run the call with these arguments instead: the rewritten call is what runs, what the
+    /// processors after this one see, and what the step and the history record.
+    Rewrite(Value),
+    /// Do not run the tool: this is its result, as the model reads it.
+    Respond(Value),
+    /// Do not run the tool: the model reads this as the tool's error, and the loop goes on.
+    Refuse(String),
+    /// Do not run the tool until a person approves the call: the run pauses (see
+    /// `Agent::resume`), with this reason given to whoever decides.
+    RequireApproval(String),
+}
+
+impl ToolCallAction {
+    /// Whether the action decides the call (the processors after it are not asked).
+    pub fn decides(&self) -> bool {
+        !matches!(self, ToolCallAction::Continue | ToolCallAction::Rewrite(_))
+    }
+}
+
+impl From<()> for ToolCallAction {
+    fn from(_: ()) -> Self {
+        ToolCallAction::Continue
+    }
+}
+
+/// What `process_tool_result` returns for a tool's result.
+///
+/// The history keeps a tool's result and the model reads it; a processor may change both
+/// ([`Replace`](ToolResultAction::Replace)) or only what the model reads
+/// ([`ForModel`](ToolResultAction::ForModel)), as for a large result the model needs only a
+/// part of.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub enum ToolResultAction {
+    /// Nothing changes.
+    #[default]
+    Keep,
+    /// This is the result now, kept and read by the model. A copy for the model that an
+    /// earlier processor set is dropped: it was made from the result this one replaces.
+    Replace(Value),
+    /// The model reads this; the history keeps the result as it is
+    /// ([`ToolResult::model_output`](crate::message::ToolResult::model_output)).
+    ForModel(Value),
+    /// Both: this is the result now, and the model reads `for_model` instead.
+    ReplaceWithCopy {
+        /// The result, as kept.
+        result: Value,
+        /// What the model reads.
+        for_model: Value,
+    },
+}
+
+impl From<()> for ToolResultAction {
+    fn from(_: ()) -> Self {
+        ToolResultAction::Keep
+    }
+}
+
+impl From<Option<Value>> for ToolResultAction {
+    fn from(v: Option<Value>) -> Self {
+        v.map_or(ToolResultAction::Keep, ToolResultAction::Replace)
+    }
+}
+
+impl From<Value> for ToolResultAction {
+    fn from(v: Value) -> Self {
+        ToolResultAction::Replace(v)
+    }
+}
+
 /// What `process_api_error` returns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ApiErrorAction {

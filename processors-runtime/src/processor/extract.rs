@@ -13,6 +13,7 @@ use crate::context::RequestContext;
 use crate::message::{Message, MessageList, ToolCall};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::step::{RunSummary, StepResult};
+use crate::tool::Tool;
 use serde_json::Value;
 
 /// The step's number, from 0.
@@ -26,6 +27,11 @@ pub struct RetryCount(pub u32);
 /// Whether the step's response was replayed by a `process_llm_request` processor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FromCache(pub bool);
+
+/// Whether the tool call failed (its result is then the error's message), in
+/// `process_tool_result`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IsError(pub bool);
 
 /// The chunks of a step as they reached the client (what a response cache stores).
 #[derive(Debug, Clone, Copy)]
@@ -163,24 +169,9 @@ hook_return!(LlmRequestAction: LlmRequestAction, ());
 hook_return!((): ());
 hook_return!(StreamAction: StreamAction, (), Chunk, Option<Chunk>, Vec<Chunk>);
 hook_return!(OutputOutcome: OutputOutcome, (), Vec<Message>);
-hook_return!(Option<Value>: Option<Value>, Value);
+hook_return!(ToolCallAction: ToolCallAction, ());
+hook_return!(ToolResultAction: ToolResultAction, (), Option<Value>, Value);
 hook_return!(ApiErrorAction: ApiErrorAction, ());
-
-#[diagnostic::do_not_recommend]
-impl HookReturn<Option<Value>> for () {
-    #[inline]
-    fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
-        Ok(None)
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<E: Into<ProcessorError>> HookReturn<Option<Value>> for Result<(), E> {
-    #[inline]
-    fn into_hook_result(self) -> Result<Option<Value>, ProcessorError> {
-        self.map(|()| None).map_err(Into::into)
-    }
-}
 
 /// The state type every hook of one processor shares. Implemented only for the state type
 /// itself, so a hook whose `state` parameter names another type is an error at that type, and

@@ -80,9 +80,12 @@ hook_fn! {
     /// A processor whose `process_output_step` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
     output_step_fn => OutputStepFn, process_output_step, OutputStepArgs, OutputOutcome, OUTPUT_STEP, OutputProcessor;
+    /// A processor whose `process_tool_call` is `f`; see [`output_stream_fn`] for
+    /// what the closure gets and may return.
+    tool_call_fn => ToolCallFn, process_tool_call, ToolCallArgs, ToolCallAction, TOOL_CALL, OutputProcessor;
     /// A processor whose `process_tool_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
-    tool_result_fn => ToolResultFn, process_tool_result, ToolResultArgs, Option<serde_json::Value>, TOOL_RESULT, OutputProcessor;
+    tool_result_fn => ToolResultFn, process_tool_result, ToolResultArgs, ToolResultAction, TOOL_RESULT, OutputProcessor;
     /// A processor whose `process_output_result` is `f`; see [`output_stream_fn`] for
     /// what the closure gets and may return.
     output_result_fn => OutputResultFn, process_output_result, OutputResultArgs, OutputOutcome, OUTPUT_RESULT, OutputProcessor;

@@ -1,6 +1,6 @@
 use std::fmt;
 
-/// One of the nine points where a processor can plug into the agent loop.
+/// One of the ten points where a processor can plug into the agent loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Hook {
     /// `process_input`: once, before the loop.
@@ -15,7 +15,9 @@ pub enum Hook {
     OutputStream,
     /// `process_output_step`: after each model response, before tools run.
     OutputStep,
-    /// `process_tool_result`: after a tool succeeds.
+    /// `process_tool_call`: before each tool call the model made runs.
+    ToolCall,
+    /// `process_tool_result`: after a tool ran (or failed, or was answered for).
     ToolResult,
     /// `process_output_result`: once at the end.
     OutputResult,
@@ -25,13 +27,14 @@ pub enum Hook {
 
 impl Hook {
     /// Every hook, in the order of the loop.
-    pub const ALL: [Hook; 9] = [
+    pub const ALL: [Hook; 10] = [
         Hook::Input,
         Hook::InputStep,
         Hook::LlmRequest,
         Hook::LlmResponse,
         Hook::OutputStream,
         Hook::OutputStep,
+        Hook::ToolCall,
         Hook::ToolResult,
         Hook::OutputResult,
         Hook::ApiError,
@@ -46,6 +49,7 @@ impl Hook {
             Hook::LlmResponse => "process_llm_response",
             Hook::OutputStream => "process_output_stream",
             Hook::OutputStep => "process_output_step",
+            Hook::ToolCall => "process_tool_call",
             Hook::ToolResult => "process_tool_result",
             Hook::OutputResult => "process_output_result",
             Hook::ApiError => "process_api_error",
@@ -90,6 +94,8 @@ impl Hooks {
     pub const OUTPUT_STREAM: Hooks = Hooks(Hook::OutputStream.bit());
     /// `process_output_step`.
     pub const OUTPUT_STEP: Hooks = Hooks(Hook::OutputStep.bit());
+    /// `process_tool_call`.
+    pub const TOOL_CALL: Hooks = Hooks(Hook::ToolCall.bit());
     /// `process_tool_result`.
     pub const TOOL_RESULT: Hooks = Hooks(Hook::ToolResult.bit());
     /// `process_output_result`.
@@ -105,6 +111,7 @@ impl Hooks {
             | Self::LLM_RESPONSE.0
             | Self::OUTPUT_STREAM.0
             | Self::OUTPUT_STEP.0
+            | Self::TOOL_CALL.0
             | Self::TOOL_RESULT.0
             | Self::OUTPUT_RESULT.0
             | Self::API_ERROR.0,
@@ -114,6 +121,7 @@ impl Hooks {
     const OUTPUT_SIDE: u16 = Self::LLM_RESPONSE.0
         | Self::OUTPUT_STREAM.0
         | Self::OUTPUT_STEP.0
+        | Self::TOOL_CALL.0
         | Self::TOOL_RESULT.0
         | Self::OUTPUT_RESULT.0;
 
@@ -164,10 +172,11 @@ impl Hooks {
     }
 
     /// Whether a processor with these hooks can ask for a retry (`process_input_step`,
-    /// `process_output_step` or `process_api_error`).
+    /// `process_output_step`, `process_tool_call` or `process_api_error`).
     pub const fn can_retry(self) -> bool {
         self.contains(Hook::InputStep)
             || self.contains(Hook::OutputStep)
+            || self.contains(Hook::ToolCall)
             || self.contains(Hook::ApiError)
     }
 

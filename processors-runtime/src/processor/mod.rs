@@ -1,6 +1,6 @@
 //! The [`Processor`] trait, its hooks, and the lists processors are put in.
 //!
-//! A processor implements any of nine hooks; [`Processor::HOOKS`] says which. The hooks are
+//! A processor implements any of ten hooks; [`Processor::HOOKS`] says which. The hooks are
 //! declared once, in the hook table (`table.rs`), from which their argument types, the
 //! parameters `#[processor]` functions may ask for, and the erased call of each hook behind
 //! `dyn` are generated. Statically typed lists (tuples) call the hooks directly, with no boxing
@@ -31,8 +31,9 @@ pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use error::{Abort, ProcessorError};
 pub use from_fn::{
     ApiErrorFn, InputFn, InputStepFn, LlmRequestFn, LlmResponseFn, OutputResultFn, OutputStepFn,
-    OutputStreamFn, ToolResultFn, api_error_fn, input_fn, input_step_fn, llm_request_fn,
-    llm_response_fn, output_result_fn, output_step_fn, output_stream_fn, tool_result_fn,
+    OutputStreamFn, ToolCallFn, ToolResultFn, api_error_fn, input_fn, input_step_fn,
+    llm_request_fn, llm_response_fn, output_result_fn, output_step_fn, output_stream_fn,
+    tool_call_fn, tool_result_fn,
 };
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
@@ -184,15 +185,28 @@ pub trait Processor: Send + Sync + 'static {
         async { Ok(OutputOutcome::Unchanged) }
     }
 
-    /// After a tool succeeds, before its result enters history: `Some` replaces the result.
+    /// Before each tool call the model made runs: let it run, rewrite its arguments, answer
+    /// or refuse in the tool's place, ask for a person's approval, or abort.
+    ///
+    /// What it receives, with an example: [`ToolCallArgs`].
+    fn process_tool_call(
+        &self,
+        args: ToolCallArgs<'_, Self::State>,
+    ) -> impl Future<Output = Result<ToolCallAction, ProcessorError>> + Send {
+        let _ = args;
+        async { Ok(ToolCallAction::Continue) }
+    }
+
+    /// After a tool call ran or failed, before its result enters history: replace the result,
+    /// or only the model's copy of it.
     ///
     /// What it receives, with an example: [`ToolResultArgs`].
     fn process_tool_result(
         &self,
         args: ToolResultArgs<'_, Self::State>,
-    ) -> impl Future<Output = Result<Option<serde_json::Value>, ProcessorError>> + Send {
+    ) -> impl Future<Output = Result<ToolResultAction, ProcessorError>> + Send {
         let _ = args;
-        async { Ok(None) }
+        async { Ok(ToolResultAction::Keep) }
     }
 
     /// Once at the end, on the response messages.
@@ -254,7 +268,7 @@ pub trait InputProcessor: Processor {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an output processor",
     label = "this processor has no output hook",
-    note = "an output processor implements `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` or `process_llm_response`; a processor goes in the lists of the hooks it has: `input` for input hooks, `error` for `process_api_error`"
+    note = "an output processor implements `process_output_stream`, `process_output_step`, `process_tool_call`, `process_tool_result`, `process_output_result` or `process_llm_response`; a processor goes in the lists of the hooks it has: `input` for input hooks, `error` for `process_api_error`"
 )]
 pub trait OutputProcessor: Processor {
     /// The processor, checked to belong in `output` (`agent!` calls it on each entry).
@@ -349,7 +363,7 @@ pub mod placement {
             #[diagnostic::on_unimplemented(
                 message = $message,
                 label = $label,
-                note = "a processor goes in the lists of the hooks it has: `input` for `process_input`, `process_input_step` and `process_llm_request`; `output` for `process_output_stream`, `process_output_step`, `process_tool_result`, `process_output_result` and `process_llm_response`; `error` for `process_api_error`"
+                note = "a processor goes in the lists of the hooks it has: `input` for `process_input`, `process_input_step` and `process_llm_request`; `output` for `process_output_stream`, `process_output_step`, `process_tool_call`, `process_tool_result`, `process_output_result` and `process_llm_response`; `error` for `process_api_error`"
             )]
             pub trait $name<P: ?Sized> {}
         )* };

@@ -1,4 +1,4 @@
-//! The nine hooks, declared once: what each receives, what it returns, which parameter types a
+//! The ten hooks, declared once: what each receives, what it returns, which parameter types a
 //! `#[processor]` function of the hook may ask for, and what the runner dispatches it on.
 //!
 //! [`for_each_hook!`] hands the whole table to a generator macro. The argument structs
@@ -399,10 +399,96 @@ assert_eq!(model.calls(), 2);
                     Abort => |_p| Some(Abort::new());
                 }
             }
+            ToolCall {
+                method: process_tool_call, dyn_method: dyn_process_tool_call,
+                args: ToolCallArgs, parts: ToolCallParts, extractor: FromToolCall,
+                outcome: ToolCallAction,
+                context: ToolCallCx,
+                doc: "Arguments of `process_tool_call`.",
+                example: r##"
+Caps a search's `limit` and refuses to delete anything; the model reads the refusal as the
+tool's error and goes on:
+
+```
+# futures::executor::block_on(async {
+use processors_runtime::prelude::*;
+use serde_json::json;
+
+let search = tool("search", "Searches", json!({ "type": "object" }), |args| async move {
+    Ok(json!({ "limit": args["limit"] }))
+});
+let delete = tool("delete", "Deletes", json!({ "type": "object" }), |_| async {
+    Ok(json!("deleted"))
+});
+let guard = tool_call_fn("guard", |a: &mut ToolCallArgs<'_, ()>| {
+    match a.tool_call.tool_name.as_str() {
+        "delete" => ToolCallAction::Refuse("deleting is not allowed".into()),
+        "search" if a.tool_call.args["limit"].as_u64() > Some(100) => {
+            let mut args = a.tool_call.args.clone();
+            args["limit"] = json!(100);
+            ToolCallAction::Rewrite(args)
+        }
+        _ => ToolCallAction::Continue,
+    }
+});
+let model = ScriptedModel::new([
+    Turn::empty()
+        .tool_call("call-1", "search", json!({ "limit": 5000 }))
+        .tool_call("call-2", "delete", json!({})),
+    Turn::text("Done."),
+]);
+let agent = Agent::builder()
+    .model(model)
+    .tool(search)
+    .tool(delete)
+    .output(guard)
+    .build()
+    .unwrap();
+let result = agent.generate("Find and delete").await.unwrap();
+assert_eq!(result.tool_calls[0].args, json!({ "limit": 100 }));
+assert_eq!(result.tool_results[0].result, json!({ "limit": 100 }));
+assert!(result.tool_results[1].is_error);
+assert_eq!(result.tool_results[1].result, json!("deleting is not allowed"));
+# });
+```
+"##,
+                fields {
+                    /// The call, as the processors before this one left it.
+                    tool_call: &'a ToolCall,
+                    /// The tool the call names, when the step offers one by that name (its
+                    /// description and its JSON Schema are there to check the call against).
+                    tool: Option<&'a dyn Tool>,
+                    /// The step, from 0.
+                    step_number: u32,
+                    /// The steps finished before this one.
+                    steps: &'a [StepResult],
+                    /// The run's message list (read-only: the step's answer, with its calls, is
+                    /// its last message).
+                    message_list: &'a MessageList,
+                    /// The request's context: read what the caller set, and set typed values
+                    /// for the processors after this one.
+                    request_context: &'a mut RequestContext,
+                    /// Consecutive processor retries so far.
+                    retry_count: u32,
+                }
+                message: "`{Self}` is not a parameter that `process_tool_call` provides",
+                note: "`process_tool_call` provides: `&ToolCall`, `Option<&dyn Tool>`, `StepNumber`, `&[StepResult]`, `&MessageList`, `&RequestContext` or `&mut RequestContext`, `RetryCount`, `Abort`, and `state: &mut YourState`",
+                provide {
+                    &'a ToolCall => |p| p.tool_call;
+                    Option<&'a dyn Tool> => |p| p.tool;
+                    StepNumber => |p| p.step_number.map(StepNumber);
+                    &'a [StepResult] => |p| p.steps;
+                    &'a MessageList => |p| p.message_list;
+                    &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
+                    &'a mut RequestContext => |p| p.request_context.take();
+                    RetryCount => |p| p.retry_count.map(RetryCount);
+                    Abort => |_p| Some(Abort::new());
+                }
+            }
             ToolResult {
                 method: process_tool_result, dyn_method: dyn_process_tool_result,
                 args: ToolResultArgs, parts: ToolResultParts, extractor: FromToolResult,
-                outcome: Option<serde_json::Value>,
+                outcome: ToolResultAction,
                 context: ToolResultCx,
                 doc: "Arguments of `process_tool_result`.",
                 example: r##"
@@ -432,19 +518,27 @@ assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
 ```
 "##,
                 fields {
-                    /// The call.
+                    /// The call, as it ran.
                     tool_call: &'a ToolCall,
-                    /// The tool's result (as earlier processors left it).
+                    /// The tool's result as earlier processors left it (the error's message
+                    /// when `is_error`).
                     result: &'a Value,
+                    /// What the model reads instead of `result`, when an earlier processor
+                    /// set a copy for it ([`ToolResultAction::ForModel`]).
+                    model_output: Option<&'a Value>,
+                    /// Whether the call failed: the tool returned an error or panicked, no
+                    /// tool has its name, or a `process_tool_call` processor refused it.
+                    is_error: bool,
                     /// The request's context: read what the caller set, and set typed values
                     /// for the processors after this one.
                     request_context: &'a mut RequestContext,
                 }
                 message: "`{Self}` is not a parameter that `process_tool_result` provides",
-                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
+                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `IsError`, `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
                 provide {
                     &'a ToolCall => |p| p.tool_call;
                     &'a Value => |p| p.result;
+                    IsError => |p| p.is_error.map(IsError);
                     &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
                     &'a mut RequestContext => |p| p.request_context.take();
                     Abort => |_p| Some(Abort::new());

@@ -137,6 +137,8 @@ pub enum WorkflowInput<'a> {
     Request(&'a ModelRequest),
     /// The model's response, in `process_llm_response`.
     Response(&'a LlmResponse),
+    /// A tool call about to run, in `process_tool_call` (as the processors before left it).
+    ToolCall(&'a ToolCall),
     /// A tool's call and result, in `process_tool_result`.
     ToolResult {
         /// The call.

@@ -15,9 +15,10 @@ use crate::processor::report::Reporter;
 use crate::processor::{
     ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
     LlmRequestArgs, LlmResponse, LlmResponseArgs, OutputOutcome, OutputResultArgs, OutputStepArgs,
-    StepConfig, StepOverrides, ToolResultArgs,
+    StepConfig, StepOverrides, ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
 };
 use crate::step::{RunSummary, StepResult};
+use crate::tool::Tool;
 use serde_json::Value;
 use std::any::Any;
 
@@ -435,13 +436,77 @@ impl HookCx for OutputStepCx<'_> {
     branches!(places: [step_ids, list, cx], state: [changed], fixed: [step_number, text, finish_reason, usage, run_usage, tool_calls, steps, retry_count]);
 }
 
+/// `process_tool_call`: a call the model made, before it runs. Each processor sees the call
+/// as the ones before it left it (its arguments rewritten); the first that decides it
+/// (answers, refuses, asks for approval) ends the hook's run for the call.
+pub(crate) struct ToolCallCx<'r> {
+    pub(crate) call: Place<'r, ToolCall>,
+    pub(crate) tool: Option<&'r dyn Tool>,
+    pub(crate) step_number: u32,
+    pub(crate) steps: &'r [StepResult],
+    pub(crate) list: &'r MessageList,
+    pub(crate) cx: Place<'r, RequestContext>,
+    pub(crate) retry_count: u32,
+    /// Whether a processor rewrote the arguments.
+    pub(crate) rewritten: bool,
+    /// The decision, and the processor that made it.
+    pub(crate) decided: Option<(ToolCallAction, String)>,
+}
+
+impl HookCx for ToolCallCx<'_> {
+    #[inline]
+    fn args<'a>(
+        &'a mut self,
+        state: &'a mut (dyn Any + Send),
+        _reads: bool,
+        report: &'a Reporter,
+    ) -> ToolCallArgs<'a, dyn Any + Send> {
+        ToolCallArgs {
+            tool_call: &self.call,
+            tool: self.tool,
+            step_number: self.step_number,
+            steps: self.steps,
+            message_list: self.list,
+            state,
+            request_context: &mut self.cx,
+            retry_count: self.retry_count,
+            report,
+        }
+    }
+
+    #[inline]
+    fn apply(&mut self, action: ToolCallAction, id: &str) -> Result<bool, HookError> {
+        match action {
+            ToolCallAction::Continue => Ok(false),
+            ToolCallAction::Rewrite(args) => {
+                self.call.args = args;
+                self.rewritten = true;
+                Ok(false)
+            }
+            decided => {
+                self.decided = Some((decided, id.to_owned()));
+                Ok(true)
+            }
+        }
+    }
+
+    fn with_input<R>(&self, f: impl FnOnce(&WorkflowInput<'_>) -> R) -> R {
+        f(&WorkflowInput::ToolCall(&self.call))
+    }
+
+    branches!(places: [call, cx], state: [rewritten, decided], fixed: [tool, step_number, steps, list, retry_count]);
+}
+
 /// `process_tool_result`: a tool's call and result. Each processor sees the result as the
-/// ones before it left it.
+/// ones before it left it, and the model's copy of it when one was set.
 pub(crate) struct ToolResultCx<'r> {
     pub(crate) tool_call: &'r ToolCall,
     pub(crate) result: Place<'r, Value>,
+    /// What the model reads instead of the result, when a processor set it.
+    pub(crate) model_output: Option<Value>,
+    pub(crate) is_error: bool,
     pub(crate) cx: Place<'r, RequestContext>,
-    /// Whether a processor changed the result.
+    /// Whether a processor changed the result or its model copy.
     pub(crate) changed: bool,
 }
 
@@ -456,6 +521,8 @@ impl HookCx for ToolResultCx<'_> {
         ToolResultArgs {
             tool_call: self.tool_call,
             result: &self.result,
+            model_output: self.model_output.as_ref(),
+            is_error: self.is_error,
             state,
             request_context: &mut self.cx,
             report,
@@ -463,11 +530,20 @@ impl HookCx for ToolResultCx<'_> {
     }
 
     #[inline]
-    fn apply(&mut self, changed: Option<Value>, _id: &str) -> Result<bool, HookError> {
-        if let Some(changed) = changed {
-            *self.result = changed;
-            self.changed = true;
+    fn apply(&mut self, action: ToolResultAction, _id: &str) -> Result<bool, HookError> {
+        match action {
+            ToolResultAction::Keep => return Ok(false),
+            ToolResultAction::Replace(result) => {
+                *self.result = result;
+                self.model_output = None;
+            }
+            ToolResultAction::ForModel(copy) => self.model_output = Some(copy),
+            ToolResultAction::ReplaceWithCopy { result, for_model } => {
+                *self.result = result;
+                self.model_output = Some(for_model);
+            }
         }
+        self.changed = true;
         Ok(false)
     }
 
@@ -478,7 +554,7 @@ impl HookCx for ToolResultCx<'_> {
         })
     }
 
-    branches!(places: [result, cx], state: [changed], fixed: [tool_call]);
+    branches!(places: [result, cx], state: [model_output, changed], fixed: [tool_call, is_error]);
 }
 
 /// `process_output_result`: the response and the run's summary. Returned messages are
@@ -767,22 +843,62 @@ pub(crate) async fn output_step(
         .map(drop)
 }
 
-/// `process_tool_result` over `chain`: the result as the processors left it.
+/// What the `process_tool_call` processors decided for a call.
+pub(crate) struct ToolCallDecision {
+    /// Whether the arguments were rewritten (the call now holds the new ones).
+    pub(crate) rewritten: bool,
+    /// The deciding action (never `Continue` or `Rewrite`) and the processor that returned
+    /// it; `None`: the call runs.
+    pub(crate) decided: Option<(ToolCallAction, String)>,
+}
+
+/// `process_tool_call` over `chain`, on `call` (rewritten in place).
+pub(crate) async fn tool_call(
+    chain: &Chain<'_>,
+    s: &mut Scope,
+    call: &mut ToolCall,
+    tool: Option<&dyn Tool>,
+    step_number: u32,
+) -> Result<ToolCallDecision, Halt> {
+    let (p, runner) = s.split();
+    let mut cx = ToolCallCx {
+        call: Place::Run(call),
+        tool,
+        step_number,
+        steps: p.steps,
+        list: p.list,
+        cx: Place::Run(p.cx),
+        retry_count: p.retry_count,
+        rewritten: false,
+        decided: None,
+    };
+    runner.run(chain.with(Hook::ToolCall), &mut cx).await?;
+    Ok(ToolCallDecision {
+        rewritten: cx.rewritten,
+        decided: cx.decided,
+    })
+}
+
+/// `process_tool_result` over `chain`: the result as the processors left it, and the copy
+/// the model reads when one was set.
 pub(crate) async fn tool_result(
     chain: &Chain<'_>,
     s: &mut Scope,
     tool_call: &ToolCall,
-    mut result: Value,
-) -> Result<Value, Halt> {
+    result: &mut Value,
+    is_error: bool,
+) -> Result<Option<Value>, Halt> {
     let (p, runner) = s.split();
     let mut cx = ToolResultCx {
         tool_call,
-        result: Place::Run(&mut result),
+        result: Place::Run(result),
+        model_output: None,
+        is_error,
         cx: Place::Run(p.cx),
         changed: false,
     };
     runner.run(chain.with(Hook::ToolResult), &mut cx).await?;
-    Ok(result)
+    Ok(cx.model_output)
 }
 
 /// `process_output_result` over `chain`, on the response and `summary`.

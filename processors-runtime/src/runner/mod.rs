@@ -20,7 +20,7 @@ use crate::processor::report::Reporter;
 use crate::processor::state::{StateConflict, StateMap};
 use crate::processor::{
     ApiErrorAction, DynProcessor, Hook, Hooks, InputOutcome, LlmRequestAction, OutputOutcome,
-    ProcessorError, StepOverrides, StreamAction,
+    ProcessorError, StepOverrides, StreamAction, ToolCallAction, ToolResultAction,
 };
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
@@ -296,16 +296,34 @@ impl HookOutcome for () {
     }
 }
 
-impl HookOutcome for Option<serde_json::Value> {
+impl HookOutcome for ToolCallAction {
     fn outcome(&self) -> &'static str {
         match self {
-            None => "pass",
-            Some(_) => "replaced",
+            ToolCallAction::Continue => "pass",
+            ToolCallAction::Rewrite(_) => "rewritten",
+            ToolCallAction::Respond(_) => "responded",
+            ToolCallAction::Refuse(_) => "refused",
+            ToolCallAction::RequireApproval(_) => "approval",
         }
     }
 
     fn is_pass(&self) -> bool {
-        self.is_none()
+        matches!(self, ToolCallAction::Continue)
+    }
+}
+
+impl HookOutcome for ToolResultAction {
+    fn outcome(&self) -> &'static str {
+        match self {
+            ToolResultAction::Keep => "pass",
+            ToolResultAction::Replace(_) => "replaced",
+            ToolResultAction::ForModel(_) => "for-model",
+            ToolResultAction::ReplaceWithCopy { .. } => "replaced",
+        }
+    }
+
+    fn is_pass(&self) -> bool {
+        matches!(self, ToolResultAction::Keep)
     }
 }
 

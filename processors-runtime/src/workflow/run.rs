@@ -10,17 +10,16 @@ use crate::processor::{
     Abort, ApiErrorAction, ApiErrorArgs, Hooks, InputArgs, InputOutcome, InputStepArgs,
     LlmRequestAction, LlmRequestArgs, LlmResponseArgs, OutputOutcome, OutputResultArgs,
     OutputStepArgs, OutputStreamArgs, Processor, ProcessorError, StepOverrides, StreamAction,
-    ToolResultArgs,
+    ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
 };
 use crate::runner::dispatch::{Callee, HookCx, Place, dispatch};
 use crate::runner::hooks::{
     ApiErrorCx, InputCx, InputStepCx, LlmRequestCx, LlmResponseCx, Named, OutputResultCx,
-    OutputStepCx, ToolResultCx,
+    OutputStepCx, ToolCallCx, ToolResultCx,
 };
 use crate::runner::stream::{Flow, StreamCx, is_sync, stream_one};
 use crate::runner::{Halt, HookError, ids};
 use futures::StreamExt;
-use serde_json::Value;
 use std::any::Any;
 
 impl<W> Workflow<W> {
@@ -400,18 +399,58 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
         })
     }
 
+    async fn process_tool_call(
+        &self,
+        args: ToolCallArgs<'_, WorkflowState>,
+    ) -> Result<ToolCallAction, ProcessorError> {
+        let mut cx = ToolCallCx {
+            call: Place::copy(args.tool_call.clone()),
+            tool: args.tool,
+            step_number: args.step_number,
+            steps: args.steps,
+            list: args.message_list,
+            cx: Place::Run(args.request_context),
+            retry_count: args.retry_count,
+            rewritten: false,
+            decided: None,
+        };
+        self.drive(&mut cx, args.state, args.report).await?;
+        // A decision inside the workflow is the workflow's; a rewrite is returned as the
+        // arguments now are.
+        Ok(match (cx.decided, cx.rewritten) {
+            (Some((decided, _)), _) => decided,
+            (None, true) => ToolCallAction::Rewrite(cx.call.into_inner().args),
+            (None, false) => ToolCallAction::Continue,
+        })
+    }
+
     async fn process_tool_result(
         &self,
         args: ToolResultArgs<'_, WorkflowState>,
-    ) -> Result<Option<Value>, ProcessorError> {
+    ) -> Result<ToolResultAction, ProcessorError> {
         let mut cx = ToolResultCx {
             tool_call: args.tool_call,
             result: Place::copy(args.result.clone()),
+            model_output: args.model_output.cloned(),
+            is_error: args.is_error,
             cx: Place::Run(args.request_context),
             changed: false,
         };
         self.drive(&mut cx, args.state, args.report).await?;
-        Ok(cx.changed.then(|| cx.result.into_inner()))
+        if !cx.changed {
+            return Ok(ToolResultAction::Keep);
+        }
+        let replaced = *cx.result != *args.result;
+        Ok(match (replaced, cx.model_output) {
+            (true, Some(for_model)) => ToolResultAction::ReplaceWithCopy {
+                result: cx.result.into_inner(),
+                for_model,
+            },
+            (true, None) => ToolResultAction::Replace(cx.result.into_inner()),
+            (false, Some(for_model)) => ToolResultAction::ForModel(for_model),
+            // A replacement by an equal value dropped the model's copy.
+            (false, None) => ToolResultAction::Replace(cx.result.into_inner()),
+        })
     }
 
     async fn process_output_result(

@@ -322,7 +322,9 @@ impl Run {
         originals: Vec<Message>,
     ) -> Result<FinishReason, Stop> {
         let may_reject = limits.max_retries.is_some()
-            && (lists.step.has(Hook::InputStep) || lists.output.has(Hook::OutputStep));
+            && (lists.step.has(Hook::InputStep)
+                || lists.output.has(Hook::OutputStep)
+                || lists.output.has(Hook::ToolCall));
         // Accepted steps: retries do not count against `max_steps`.
         let mut accepted: u32 = 0;
         let mut last_reason = FinishReason::Stop;
@@ -439,6 +441,21 @@ impl Run {
                 .await
                 .map_err(rejecting)?;
         }
+        // The calls are decided before the step is accepted: a processor's abort there
+        // rejects the step as one in `process_output_step` does.
+        let runs_tools = reason == FinishReason::ToolCalls || !driver.acc.tool_calls.is_empty();
+        let gates = match runs_tools && lists.output.has(Hook::ToolCall) {
+            true => Box::pin(tools::gate(
+                &mut driver.acc.tool_calls,
+                &offered,
+                &lists.output,
+                &mut self.s,
+                step_number,
+            ))
+            .await
+            .map_err(rejecting)?,
+            false => Vec::new(),
+        };
         // Accepted: the feedback was about the rejected answer, this one ends it; the data
         // carried to it is saved with it.
         self.open = None;
@@ -447,11 +464,12 @@ impl Run {
         self.s.list.clear_tag(FEEDBACK_TAG);
 
         let calls = std::mem::take(&mut driver.acc.tool_calls);
-        let results = match reason == FinishReason::ToolCalls || !calls.is_empty() {
+        let results = match runs_tools {
             true => {
                 let (s, out) = (&mut self.s, &mut self.out);
                 Box::pin(tools::execute(
                     &calls,
+                    &gates,
                     &offered,
                     &lists.output,
                     driver,
