@@ -61,6 +61,16 @@ fn hide(call: &ToolCall, result: &Value) -> Value {
     }
 }
 
+/// Caps a search's limit and refuses deletions.
+#[processor(tool_call)]
+fn gate(call: &ToolCall, tool: Option<&dyn Tool>) -> ToolCallAction {
+    match (call.tool_name.as_str(), tool) {
+        ("delete", _) => ToolCallAction::Refuse("not allowed".to_owned()),
+        (_, None) => ToolCallAction::Respond(Value::Null),
+        _ => ToolCallAction::Continue,
+    }
+}
+
 /// A processor with several hooks and a per-value id.
 struct Guard {
     id: String,
@@ -94,7 +104,7 @@ fn an_agent_of_every_kind_of_entry_runs() {
         model: ScriptedModel::new([Turn::text("ok")]),
         memory: Memory::new(store),
         input: [memory, Look, (Guard { id: "guard".to_owned() })],
-        output: [(Shout), Arc::new(Count::new(8)), NotEmpty, Hide, memory],
+        output: [(Shout), Arc::new(Count::new(8)), NotEmpty, Gate, Hide, memory],
         error: [RetryAll],
         max_processor_retries: RETRIES,
         max_steps: STEPS,

@@ -48,9 +48,27 @@ fn on_output_step(text: &str, reason: FinishReason, calls: &[ToolCall]) {
     let _ = (text, reason, calls);
 }
 
+#[processor(tool_call)]
+fn on_tool_call(
+    call: &ToolCall,
+    tool: Option<&dyn Tool>,
+    step: StepNumber,
+    list: &MessageList,
+    cx: &mut RequestContext,
+    retries: RetryCount,
+    abort: Abort,
+) -> Result<ToolCallAction, ProcessorError> {
+    let _ = (tool, step, list.len(), cx, retries);
+    match call.tool_name.as_str() {
+        "drop_table" => Err(abort.reason("no").into()),
+        "rm" => Ok(ToolCallAction::Refuse("not here".to_owned())),
+        _ => Ok(ToolCallAction::Continue),
+    }
+}
+
 #[processor(tool_result)]
-fn on_tool_result(call: &ToolCall, result: &Value) -> Option<Value> {
-    let _ = call;
+fn on_tool_result(call: &ToolCall, result: &Value, failed: IsError) -> Option<Value> {
+    let _ = (call, failed);
     Some(result.clone())
 }
 
@@ -77,6 +95,7 @@ fn main() {
     output_side::<OnLlmResponse>();
     output_side::<OnOutputStream>();
     output_side::<OnOutputStep>();
+    output_side::<OnToolCall>();
     output_side::<OnToolResult>();
     output_side::<OnOutputResult>();
     error_side::<Ignore>();
