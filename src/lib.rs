@@ -4,9 +4,10 @@
 //!
 //! A **processor** is a small unit that plugs into an agent's loop at fixed points: before the
 //! model sees the conversation, before each model call, on every streamed chunk, after each
-//! model step, after tool results, once at the end, and when the provider rejects a request.
-//! Processors normalise and guard input, redact streamed output, retry bad answers with
-//! feedback, recover from provider errors, enforce budgets, cache responses and keep memory.
+//! model step, before each tool call and after its result, once at the end, and when the
+//! provider rejects a request. Processors normalise and guard input, redact streamed output,
+//! retry bad answers with feedback, recover from provider errors, enforce budgets, cache
+//! responses and keep memory.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -41,7 +42,8 @@
 //! - `input`: processors with an input hook (`process_input`, `process_input_step`,
 //!   `process_llm_request`);
 //! - `output`: processors with an output hook (`process_llm_response`, `process_output_stream`,
-//!   `process_output_step`, `process_tool_result`, `process_output_result`);
+//!   `process_output_step`, `process_tool_call`, `process_tool_result`,
+//!   `process_output_result`);
 //! - `error`: processors with `process_api_error`.
 //!
 //! A processor goes only in the lists of the hooks it has; the marker traits
@@ -50,7 +52,7 @@
 //! others. Within a list processors run strictly in order, one at a time; each sees what the
 //! ones before it left.
 //!
-//! # The nine hooks
+//! # The ten hooks
 //!
 //! | hook | runs | receives | may return |
 //! |---|---|---|---|
@@ -60,7 +62,8 @@
 //! | `process_llm_response` | after a step's chunks are collected, or replayed from a cache | [`LlmResponseArgs`](processor::LlmResponseArgs) | nothing (side effects: cache writes) |
 //! | `process_output_stream` | on every streamed chunk | [`OutputStreamArgs`](processor::OutputStreamArgs) | pass, replace, drop (or hold back), or several chunks for one |
 //! | `process_output_step` | after each model response, before tools run | [`OutputStepArgs`](processor::OutputStepArgs) | changed step messages, or an abort that asks for a retry |
-//! | `process_tool_result` | after a tool succeeds, before its result enters history | [`ToolResultArgs`](processor::ToolResultArgs) | a changed result |
+//! | `process_tool_call` | on each of a step's tool calls, after the step's `process_output_step` and before any of its tools runs | [`ToolCallArgs`](processor::ToolCallArgs) | a [`ToolCallAction`](processor::ToolCallAction): continue, rewritten arguments, a result in the tool's place, a refusal the model reads as the tool's error, or a request for a person's approval; an abort (with `retry`, the step again) |
+//! | `process_tool_result` | after each call, run or failed (`is_error`), before its result enters history | [`ToolResultArgs`](processor::ToolResultArgs) | a [`ToolResultAction`](processor::ToolResultAction): keep, a changed result, a copy for the model alone (history keeps the whole result), or both |
 //! | `process_output_result` | once at the end; sees text, usage, finish reason and steps | [`OutputResultArgs`](processor::OutputResultArgs) | changed response messages |
 //! | `process_api_error` | when the provider rejects a request (a 4xx such as 400 or 422) or the stream fails | [`ApiErrorArgs`](processor::ApiErrorArgs) | retry (after fixing the message list), or unhandled |
 //!
@@ -203,7 +206,7 @@
 //! | no key is given twice | `agent_duplicate_key.rs` |
 //! | `model` is given, and is a [`LanguageModel`](model::LanguageModel) | `agent_missing_model.rs`, `agent_model_not_a_model.rs` |
 //! | lists are in brackets, at most 16 entries each | `agent_list_without_brackets.rs`, `agent_list_longer_than_sixteen.rs` |
-//! | a processor goes only in a list it has a hook for; the error says where it belongs | `agent_output_processor_in_input.rs`, `agent_input_processor_in_output.rs`, `agent_error_processor_in_output.rs`, `agent_input_and_error_processor_in_output.rs`, `agent_stream_processor_in_error.rs` |
+//! | a processor goes only in a list it has a hook for; the error says where it belongs | `agent_output_processor_in_input.rs`, `agent_input_processor_in_output.rs`, `agent_error_processor_in_output.rs`, `agent_input_and_error_processor_in_output.rs`, `agent_stream_processor_in_error.rs`, `agent_tool_call_processor_in_input.rs` |
 //! | the same for built-ins, for workflows (from the processors of their steps) and for the builder | `agent_builtin_output_processor_in_input.rs`, `agent_builtin_input_processor_in_output.rs`, `agent_workflow_in_a_list_of_no_step.rs`, `builder_output_processor_in_input.rs` |
 //! | a `#[processor]` function is not an entry: its generated type is | `agent_function_instead_of_its_type.rs` |
 //! | `memory:` is a [`Memory`](memory::Memory) (or a pointer to one) | `agent_memory_key_not_memory.rs` |
@@ -285,13 +288,13 @@
 //!
 //! # Retries with feedback
 //!
-//! An abort with `retry(true)` from `process_output_step` (or `process_input_step`) rejects the
-//! step: with `max_processor_retries` set, the step runs again, the rejected answer left out of
-//! the prompt and the reason added as a feedback system message. The rejected attempt is
-//! recorded as a step with finish reason `retry`, and streamed as a `step-finish` with reason
-//! `retry`, so a client that showed its text knows it was rejected. When retries run out, the
-//! run ends with the trip wire; without `max_processor_retries`, a retry request is an abort
-//! (and a warning in the result).
+//! An abort with `retry(true)` from `process_output_step` (or `process_input_step`, or
+//! `process_tool_call`) rejects the step: with `max_processor_retries` set, the step runs
+//! again, the rejected answer left out of the prompt and the reason added as a feedback system
+//! message. The rejected attempt is recorded as a step with finish reason `retry`, and streamed
+//! as a `step-finish` with reason `retry`, so a client that showed its text knows it was
+//! rejected. When retries run out, the run ends with the trip wire; without
+//! `max_processor_retries`, a retry request is an abort (and a warning in the result).
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -484,7 +487,8 @@
 //! | `processLLMRequest`, `processLLMResponse` | `process_llm_request`, `process_llm_response` |
 //! | `processOutputStream` | `process_output_stream` |
 //! | `processOutputStep` | `process_output_step` |
-//! | `processToolResult` | `process_tool_result` |
+//! | `processToolResult` | `process_tool_result`, which also sees failed calls and can set a copy for the model alone ([`ToolResultAction`](processor::ToolResultAction)) |
+//! | (no processor hook before a tool call) | `process_tool_call`, before each tool call: rewrite, answer, refuse, abort, or ask for approval ([`ToolCallAction`](processor::ToolCallAction)) |
 //! | `processOutputResult` | `process_output_result` |
 //! | `processAPIError` returning `{ retry: true }` | `process_api_error` returning `ApiErrorAction::Retry` |
 //! | `abort(reason, { retry, metadata })`, the `TripWire` it throws | `Err(abort.reason(..).retry(true).metadata(..).into())`; the run's [`TripWire`] in `GenerateResult::tripwire` |
@@ -507,9 +511,11 @@
 //! | a model id `"openai/gpt-4o-mini"` | [`providers::resolve("openai/gpt-4o-mini")`](providers::resolve) |
 //! | `ModerationProcessor`, `PIIDetector`, `PromptInjectionDetector`, `LanguageDetector`, `UnicodeNormalizer`, `TokenLimiterProcessor`, `BatchPartsProcessor`, `StructuredOutputProcessor`, … | the same names in [`builtins`] (`Moderation`, `PiiDetector`, `TokenLimiter`, `BatchParts`, `StructuredOutput`, …) |
 //!
-//! Beyond Mastra: a retry can also be asked from `process_input_step`; a processor in a list it
-//! has no hook for, two processors with one id, misplaced memory and limits that cannot apply
-//! are compile errors; judges time out and run concurrently. `docs/semantics.md` and
+//! Beyond Mastra: a retry can also be asked from `process_input_step` and `process_tool_call`;
+//! `process_tool_call` decides each tool call before it runs; `process_tool_result` sees failed
+//! calls and can give the model a copy of a result apart from the one kept; a processor in a
+//! list it has no hook for, two processors with one id, misplaced memory and limits that cannot
+//! apply are compile errors; judges time out and run concurrently. `docs/semantics.md` and
 //! `docs/builtins.md` mark each such behaviour.
 //!
 #![forbid(unsafe_code)]

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use processors::agent::{Approval, ApprovalError};
 use processors::prelude::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -321,5 +322,306 @@ on_every_path!(
         assert_eq!(r.tool_results[0].result, json!("redacted"));
         assert_eq!(r.tool_results[0].model_output, None);
         assert_eq!(tool_message(&m, 1)[0].result, json!("redacted"));
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Approvals
+
+/// Asks for approval of every call of `refund`.
+fn ask_for_refunds() -> Probe {
+    Probe::new("ask-first").tool_call(|a| {
+        Ok(match a.tool_call.tool_name.as_str() {
+            "refund" => ToolCallAction::RequireApproval("refunds move money".into()),
+            _ => ToolCallAction::Continue,
+        })
+    })
+}
+
+/// A model that refunds order 7 and checks the weather in one step, then answers.
+fn refund_turns() -> ScriptedModel {
+    model([
+        Turn::empty()
+            .tool_call("call-1", "refund", json!({"order": 7}))
+            .tool_call("call-2", "weather", json!({"city": "Oslo"})),
+        Turn::text("Refunded."),
+    ])
+}
+
+fn thread() -> GenerateOptions {
+    GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"))
+}
+
+on_every_path!(
+    b75_a_call_that_needs_approval_pauses_the_run_before_any_tool_runs,
+    |path| {
+        let m = refund_turns();
+        let (refunds, weather) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let store = InMemoryStore::new();
+        let agent = build_agent!(path, model: m, tools: [counted("refund", &refunds), counted("weather", &weather)], memory: Memory::new(store.clone()), output: [ask_for_refunds()]);
+        let (chunks, r) = collect(&*agent, "Refund order 7", thread()).await;
+        let r = r.unwrap();
+        assert_eq!(r.finish_reason, FinishReason::AwaitingApproval);
+        assert!(r.tripwire.is_none());
+        assert_eq!(refunds.load(Ordering::SeqCst), 0);
+        assert_eq!(weather.load(Ordering::SeqCst), 0, "no call of the step ran");
+        assert_eq!(m.calls(), 1);
+        assert_eq!(r.pending_approvals.len(), 1);
+        let request = &r.pending_approvals[0];
+        assert_eq!(
+            (
+                request.run_id.as_str(),
+                request.tool_call_id.as_str(),
+                request.tool_name.as_str(),
+                request.processor_id.as_str(),
+                request.reason.as_str()
+            ),
+            (
+                r.run_id.as_str(),
+                "call-1",
+                "refund",
+                "ask-first",
+                "refunds move money"
+            )
+        );
+        assert_eq!(request.args, json!({"order": 7}));
+        let tail: Vec<String> = types(&chunks).into_iter().rev().take(2).collect();
+        assert_eq!(tail, ["finish", "tool-approval-request"]);
+        assert!(matches!(
+            chunks.last().unwrap().kind,
+            ChunkKind::Finish {
+                finish_reason: FinishReason::AwaitingApproval,
+                ..
+            }
+        ));
+        assert!(
+            store.list_messages("t", None).await.unwrap().is_empty(),
+            "nothing of the paused turn is saved"
+        );
+    }
+);
+
+on_every_path!(
+    b76_a_resumed_run_runs_the_calls_as_decided_and_goes_on,
+    |path| {
+        let m = model([
+            Turn::empty()
+                .tool_call("call-1", "refund", json!({"order": 7}))
+                .tool_call("call-2", "refund", json!({"order": 8}))
+                .tool_call("call-3", "refund", json!({"order": 9}))
+                .tool_call("call-4", "weather", json!({"city": "Oslo"})),
+            Turn::text("Two refunded."),
+        ]);
+        let (refunds, weather) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let store = InMemoryStore::new();
+        let agent = build_agent!(path, model: m, tools: [counted("refund", &refunds), counted("weather", &weather)], memory: Memory::new(store.clone()), output: [ask_for_refunds()]);
+        let paused = agent
+            .generate_with("Refund 7, 8 and 9".into(), thread())
+            .await
+            .unwrap();
+        assert_eq!(paused.pending_approvals.len(), 3);
+        let answer = Approval::new(&paused.run_id)
+            .approve("call-1")
+            .approve_with("call-2", json!({"order": 80}))
+            .deny("call-3", "order 9 was never paid");
+        let (chunks, r) = {
+            let mut stream = agent.resume_stream_with(answer, GenerateOptions::new());
+            let mut chunks = Vec::new();
+            while let Some(c) = futures::StreamExt::next(&mut stream).await {
+                chunks.push(c);
+            }
+            (chunks, stream.finish().await.unwrap())
+        };
+        assert_eq!(r.run_id, paused.run_id, "the same run");
+        assert_eq!(r.text, "Two refunded.");
+        assert_eq!(r.finish_reason, FinishReason::Stop);
+        assert_eq!(refunds.load(Ordering::SeqCst), 2);
+        assert_eq!(weather.load(Ordering::SeqCst), 1);
+        assert_eq!(types(&chunks)[0], "start");
+        assert_eq!(r.steps.len(), 2);
+        assert_eq!(r.steps[0].tool_calls[1].args, json!({"order": 80}));
+        let results = &r.steps[0].tool_results;
+        assert_eq!(results[1].result["echo"], json!({"order": 80}));
+        assert!(results[2].is_error);
+        assert_eq!(results[2].result, json!("order 9 was never paid"));
+        // The model read the decisions; the turn is saved once, whole, with the thread of
+        // the paused run.
+        let read = tool_message(&m, 1);
+        assert_eq!(read.len(), 4);
+        let saved = store.list_messages("t", None).await.unwrap();
+        assert_eq!(saved.len(), 4, "input, answer with calls, tool results, answer");
+        assert!(saved.iter().any(|msg| msg.content.parts.iter().any(
+            |p| matches!(p, Part::ToolCall(c) if c.tool_call_id == "call-2" && c.args == json!({"order": 80}))
+        )));
+    }
+);
+
+on_every_path!(b77_a_paused_run_is_resumed_once, |path| {
+    let m = refund_turns();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = build_agent!(path, model: m, tools: [counted("refund", &runs), echo_tool("weather")], output: [ask_for_refunds()]);
+    let paused = generate(&*agent, "Refund order 7").await;
+    let answer = Approval::new(&paused.run_id).approve("call-1");
+    let (first, second) = futures::join!(
+        agent.resume_with(answer.clone(), GenerateOptions::new()),
+        agent.resume_with(answer.clone(), GenerateOptions::new()),
+    );
+    let (won, lost) = match first.is_ok() {
+        true => (first, second),
+        false => (second, first),
+    };
+    assert_eq!(won.unwrap().text, "Refunded.");
+    assert!(matches!(
+        lost,
+        Err(AgentError::Approval(ApprovalError::Unknown { .. }))
+    ));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let again = agent.resume_with(answer, GenerateOptions::new()).await;
+    assert!(again.unwrap_err().to_string().contains("resumed already"));
+});
+
+on_every_path!(
+    b78_an_answer_that_misses_or_names_the_wrong_call_keeps_the_run,
+    |path| {
+        let m = refund_turns();
+        let agent = build_agent!(path, model: m, tools: [echo_tool("refund"), echo_tool("weather")], output: [ask_for_refunds()]);
+        let paused = generate(&*agent, "Refund order 7").await;
+        let run = paused.run_id.clone();
+        let missing = agent
+            .resume_with(Approval::new(&run), GenerateOptions::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            &missing,
+            AgentError::Approval(ApprovalError::Undecided { tool_call_id, .. }) if tool_call_id == "call-1"
+        ));
+        let wrong = agent
+            .resume_with(
+                Approval::new(&run).approve("call-1").approve("call-2"),
+                GenerateOptions::new(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            wrong.to_string(),
+            format!(
+                "the answer to run `{run}` decides the call `call-2`, which does not wait for approval; it waits for: call-1"
+            )
+        );
+        let unknown = agent
+            .resume_with(Approval::new("run-unknown").approve("call-1"), GenerateOptions::new())
+            .await;
+        assert!(matches!(
+            unknown,
+            Err(AgentError::Approval(ApprovalError::Unknown { .. }))
+        ));
+        let done = agent
+            .resume_with(Approval::new(&run).approve("call-1"), GenerateOptions::new())
+            .await
+            .unwrap();
+        assert_eq!(done.text, "Refunded.");
+    }
+);
+
+#[tokio::test]
+async fn b79_a_paused_run_expires_after_the_agents_approval_timeout() {
+    let agent = Agent::builder()
+        .model(refund_turns())
+        .tool(echo_tool("refund"))
+        .tool(echo_tool("weather"))
+        .output(ask_for_refunds())
+        .approval_timeout(std::time::Duration::ZERO)
+        .build()
+        .unwrap();
+    let paused = agent.generate("Refund order 7").await.unwrap();
+    let expired = agent
+        .resume(Approval::new(&paused.run_id).approve("call-1"))
+        .await;
+    assert!(matches!(
+        expired,
+        Err(AgentError::Approval(ApprovalError::Expired { .. }))
+    ));
+    // An expired run is gone.
+    let again = agent
+        .resume(Approval::new(&paused.run_id).approve("call-1"))
+        .await;
+    assert!(matches!(
+        again,
+        Err(AgentError::Approval(ApprovalError::Unknown { .. }))
+    ));
+}
+
+/// A store that keeps no paused runs (the default of `MemoryStore`'s approval methods).
+#[derive(Clone, Default)]
+struct NoPauses(InMemoryStore);
+
+impl processors::memory::MemoryStore for NoPauses {
+    fn get_thread<'a>(
+        &'a self,
+        thread_id: &'a str,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<processors::memory::Thread>, processors::memory::MemoryError>,
+    > {
+        self.0.get_thread(thread_id)
+    }
+    fn save_thread(
+        &self,
+        thread: processors::memory::Thread,
+    ) -> futures::future::BoxFuture<'_, Result<(), processors::memory::MemoryError>> {
+        self.0.save_thread(thread)
+    }
+    fn list_messages<'a>(
+        &'a self,
+        thread_id: &'a str,
+        limit: Option<usize>,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>>
+    {
+        self.0.list_messages(thread_id, limit)
+    }
+    fn list_messages_by_resource<'a>(
+        &'a self,
+        resource_id: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>>
+    {
+        self.0.list_messages_by_resource(resource_id)
+    }
+    fn save_messages(
+        &self,
+        messages: Vec<Message>,
+    ) -> futures::future::BoxFuture<'_, Result<(), processors::memory::MemoryError>> {
+        self.0.save_messages(messages)
+    }
+    fn delete_messages<'a>(
+        &'a self,
+        ids: &'a [String],
+    ) -> futures::future::BoxFuture<'a, Result<(), processors::memory::MemoryError>> {
+        self.0.delete_messages(ids)
+    }
+}
+
+on_every_path!(
+    b80_a_store_that_cannot_keep_the_paused_run_fails_the_run,
+    |path| {
+        let m = refund_turns();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let agent = build_agent!(path, model: m, tools: [counted("refund", &runs), echo_tool("weather")], memory: Memory::new(NoPauses::default()), output: [ask_for_refunds()]);
+        let (chunks, r) = collect(&*agent, "Refund order 7", thread()).await;
+        let error = r.unwrap_err();
+        assert!(matches!(
+            error,
+            AgentError::Approval(ApprovalError::Store { .. })
+        ));
+        assert!(error.to_string().contains("does not keep paused runs"));
+        assert_eq!(runs.load(Ordering::SeqCst), 0);
+        assert!(
+            matches!(&chunks.last().unwrap().kind, ChunkKind::Error { message } if message.contains("does not keep paused runs"))
+        );
+        assert!(
+            !chunks
+                .iter()
+                .any(|c| matches!(c.kind, ChunkKind::ToolApprovalRequest(_))),
+            "no request for a run that cannot be resumed"
+        );
     }
 );

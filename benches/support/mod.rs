@@ -280,6 +280,7 @@ pub async fn generate_adapter(model: &ScriptedModel, k: usize, chars: usize) -> 
         tripwire: None,
         response_messages: vec![answer],
         warnings: Vec::new(),
+        pending_approvals: Vec::new(),
     }
 }
 

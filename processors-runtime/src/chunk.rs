@@ -28,6 +28,9 @@ pub enum FinishReason {
     Retry,
     /// Anything else; a run ended by a tripwire finishes with this.
     Other,
+    /// The run paused: a tool call waits for a person's approval (a run's reason only; see
+    /// `Agent::resume`).
+    AwaitingApproval,
 }
 
 impl FinishReason {
@@ -42,6 +45,7 @@ impl FinishReason {
             FinishReason::Tripwire => "tripwire",
             FinishReason::Retry => "retry",
             FinishReason::Other => "other",
+            FinishReason::AwaitingApproval => "awaiting-approval",
         }
     }
 }
@@ -216,6 +220,9 @@ pub enum ChunkKind {
     },
     /// A processor aborted the run.
     Tripwire(TripWire),
+    /// A tool call waits for a person's approval: the run pauses after this (its `finish`
+    /// says `awaiting-approval`) until `Agent::resume` continues it.
+    ToolApprovalRequest(Box<crate::agent::ApprovalRequest>),
     /// A custom `data-<name>` chunk.
     Data {
         /// The name after `data-`.
@@ -248,6 +255,7 @@ impl ChunkKind {
             ChunkKind::Finish { .. } => Borrowed("finish"),
             ChunkKind::Error { .. } => Borrowed("error"),
             ChunkKind::Tripwire(_) => Borrowed("tripwire"),
+            ChunkKind::ToolApprovalRequest(_) => Borrowed("tool-approval-request"),
             ChunkKind::Data { name, .. } => std::borrow::Cow::Owned(format!("data-{name}")),
         }
     }

@@ -1,6 +1,7 @@
 //! The agent: a model, tools, memory and processor lists, run step by step.
 
 mod answer;
+mod approval;
 mod call;
 mod options;
 mod result;
@@ -12,6 +13,7 @@ pub use crate::processor::{Violation, ViolationKind};
 pub use crate::runner::HookError;
 pub use crate::step::{RunSummary, StepResult};
 pub use answer::{AnswerText, TextChange};
+pub use approval::{Approval, ApprovalError, ApprovalRequest, Decision};
 pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo};
 pub use result::{AgentError, GenerateResult};
 pub use run::FEEDBACK_TAG;
@@ -74,6 +76,10 @@ pub(crate) struct AgentInner<I, O, E> {
     pub provider_options: serde_json::Value,
     pub on_violation: Option<ViolationHandler>,
     pub resolvers: Resolvers,
+    /// Where runs paused for approval are kept: the memory's store, or one of the agent's own.
+    pub paused: Arc<dyn crate::memory::MemoryStore>,
+    /// How long a paused run waits for its answer.
+    pub approval_timeout: std::time::Duration,
     /// Where the agent's own lists' processors keep their states, found on the first call
     /// that runs them.
     pub layout: std::sync::OnceLock<Option<call::Layout>>,
@@ -154,6 +160,7 @@ impl Agent {
                 provider_options: serde_json::Value::Null,
                 on_violation: None,
                 resolvers: Resolvers::default(),
+                approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             },
             input: DynPipeline::new(),
             output: DynPipeline::new(),
@@ -207,6 +214,73 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
         inner.resolvers.apply(&mut options);
         AgentStream::new(move |slot| run::run(inner, input, options, Some(slot)))
     }
+
+    /// Continues a run paused for approval, with a decision for each waiting call, and runs
+    /// it to the end (or to its next pause).
+    ///
+    /// The paused run is taken from the store it was kept in (the agent's memory store, or
+    /// the agent's own when it has no memory), so an agent with a shared store resumes runs
+    /// paused in another process; a run is resumed once. The waiting calls run as decided
+    /// (an approved call with the arguments given, a denied one as the tool's error with the
+    /// reason), then the loop goes on. The processors' per-request states start afresh; the
+    /// request context is the call's, with the paused run's thread when it names none.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::agent::Approval;
+    /// use processors_runtime::prelude::*;
+    /// use serde_json::json;
+    ///
+    /// let refund = tool("refund", "Refunds an order", json!({ "type": "object" }), |_| async {
+    ///     Ok(json!("refunded"))
+    /// });
+    /// let ask = tool_call_fn("ask-first", |a: &mut ToolCallArgs<'_, ()>| {
+    ///     ToolCallAction::RequireApproval(format!("`{}` moves money", a.tool_call.tool_name))
+    /// });
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([
+    ///         Turn::empty().tool_call("call-1", "refund", json!({ "order": 7 })),
+    ///         Turn::text("Refunded."),
+    ///     ]))
+    ///     .tool(refund)
+    ///     .output(ask)
+    ///     .build()
+    ///     .unwrap();
+    /// let paused = agent.generate("Refund order 7").await.unwrap();
+    /// assert_eq!(paused.finish_reason, FinishReason::AwaitingApproval);
+    /// let request = &paused.pending_approvals[0];
+    /// assert_eq!(request.reason, "`refund` moves money");
+    ///
+    /// let answer = Approval::new(&paused.run_id).approve(&request.tool_call_id);
+    /// let done = agent.resume(answer).await.unwrap();
+    /// assert_eq!(done.text, "Refunded.");
+    /// assert_eq!(done.tool_results[0].result, json!("refunded"));
+    /// # });
+    /// ```
+    pub fn resume(
+        &self,
+        answer: Approval,
+    ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
+        self.resume_with(answer, GenerateOptions::default())
+    }
+
+    /// [`resume`](Self::resume) with per-call options.
+    pub fn resume_with(
+        &self,
+        answer: Approval,
+        mut options: GenerateOptions,
+    ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
+        self.inner.resolvers.apply(&mut options);
+        run::resume(self.inner.clone(), answer, options, None)
+    }
+
+    /// [`resume_with`](Self::resume_with) as a stream of chunks: a `start`, the waiting
+    /// calls' results, the paused step's `step-finish`, then the run as it goes on.
+    pub fn resume_stream_with(&self, answer: Approval, mut options: GenerateOptions) -> AgentStream {
+        let inner = self.inner.clone();
+        inner.resolvers.apply(&mut options);
+        AgentStream::new(move |slot| run::resume(inner, answer, options, Some(slot)))
+    }
 }
 
 /// An agent with its processor types erased, to keep agents of different types together.
@@ -221,6 +295,14 @@ pub trait AnyAgent: Send + Sync {
     ) -> BoxFuture<'_, Result<GenerateResult, AgentError>>;
     /// [`Agent::stream_with`].
     fn stream_with(&self, input: AgentInput, options: GenerateOptions) -> AgentStream;
+    /// [`Agent::resume_with`].
+    fn resume_with(
+        &self,
+        answer: Approval,
+        options: GenerateOptions,
+    ) -> BoxFuture<'_, Result<GenerateResult, AgentError>>;
+    /// [`Agent::resume_stream_with`].
+    fn resume_stream_with(&self, answer: Approval, options: GenerateOptions) -> AgentStream;
 }
 
 impl<I: Pipeline, O: Pipeline, E: Pipeline> AnyAgent for Agent<I, O, E> {
@@ -236,6 +318,16 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AnyAgent for Agent<I, O, E> {
     }
     fn stream_with(&self, input: AgentInput, options: GenerateOptions) -> AgentStream {
         Agent::stream_with(self, input, options)
+    }
+    fn resume_with(
+        &self,
+        answer: Approval,
+        options: GenerateOptions,
+    ) -> BoxFuture<'_, Result<GenerateResult, AgentError>> {
+        Box::pin(Agent::resume_with(self, answer, options))
+    }
+    fn resume_stream_with(&self, answer: Approval, options: GenerateOptions) -> AgentStream {
+        Agent::resume_stream_with(self, answer, options)
     }
 }
 
@@ -286,7 +378,11 @@ pub(crate) struct Settings {
     provider_options: serde_json::Value,
     on_violation: Option<ViolationHandler>,
     resolvers: Resolvers,
+    approval_timeout: std::time::Duration,
 }
+
+/// How long a run paused for approval waits for its answer, unless the agent says otherwise.
+pub const DEFAULT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
 #[must_use]
@@ -337,6 +433,14 @@ impl<I, O, E> AgentBuilder<I, O, E> {
     /// Lets processors retry a step up to `n` times in a row (and provider errors `n` times).
     pub fn max_processor_retries(mut self, n: u32) -> Self {
         self.settings.max_processor_retries = Some(n);
+        self
+    }
+
+    /// How long a run paused for approval waits for its answer ([`Agent::resume`]); after
+    /// that, resuming it fails with [`ApprovalError::Expired`]. A day by default
+    /// ([`DEFAULT_APPROVAL_TIMEOUT`]).
+    pub fn approval_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.settings.approval_timeout = timeout;
         self
     }
 
@@ -560,6 +664,10 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
 
     fn assemble(self, model: Arc<dyn LanguageModel>) -> Agent<I, O, E> {
         let s = self.settings;
+        let paused: Arc<dyn crate::memory::MemoryStore> = match &s.memory {
+            Some(m) => m.store().clone(),
+            None => Arc::new(crate::memory::InMemoryStore::new()),
+        };
         Agent {
             inner: Arc::new(AgentInner {
                 name: s.name,
@@ -577,6 +685,8 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> AgentBuilder<I, O, E> {
                 provider_options: s.provider_options,
                 on_violation: s.on_violation,
                 resolvers: s.resolvers,
+                paused,
+                approval_timeout: s.approval_timeout,
                 layout: std::sync::OnceLock::new(),
                 checked: std::sync::OnceLock::new(),
             }),

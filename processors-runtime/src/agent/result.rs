@@ -34,6 +34,10 @@ pub struct GenerateResult {
     pub response_messages: Vec<Message>,
     /// What the framework warned about during the run.
     pub warnings: Vec<String>,
+    /// The tool calls the run waits on, when it paused for approval (its finish reason is
+    /// then [`FinishReason::AwaitingApproval`]); resume it with
+    /// [`Agent::resume`](crate::Agent::resume).
+    pub pending_approvals: Vec<crate::agent::ApprovalRequest>,
 }
 
 /// Why a run failed (a trip wire is not a failure: it is reported in the result).
@@ -46,6 +50,9 @@ pub enum AgentError {
     /// A processor's hook failed, panicked or returned what the run cannot use.
     #[error(transparent)]
     Hook(#[from] HookError),
+    /// A paused run could not be resumed.
+    #[error(transparent)]
+    Approval(#[from] crate::agent::ApprovalError),
     /// The run's configuration cannot work (per-call lists that misplace memory or a
     /// processor, a step limit of 0).
     #[error("invalid run configuration: {0}")]

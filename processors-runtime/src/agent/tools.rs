@@ -15,14 +15,21 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// What happens to a call the model made, as the `process_tool_call` processors decided.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "gate", rename_all = "kebab-case")]
 pub(crate) enum Gate {
     /// The tool runs.
     Run,
     /// The tool does not run: this is its result.
-    Respond(Value),
+    Respond {
+        /// The result.
+        result: Value,
+    },
     /// The tool does not run: the model reads this as its error.
-    Refuse(String),
+    Refuse {
+        /// The error's message.
+        message: String,
+    },
     /// The tool runs once a person approves the call.
     Approval {
         /// The processor that asked.
@@ -52,8 +59,8 @@ pub(crate) async fn gate(
         }
         gates.push(match decision.decided {
             None => Gate::Run,
-            Some((ToolCallAction::Respond(v), _)) => Gate::Respond(v),
-            Some((ToolCallAction::Refuse(m), _)) => Gate::Refuse(m),
+            Some((ToolCallAction::Respond(result), _)) => Gate::Respond { result },
+            Some((ToolCallAction::Refuse(message), _)) => Gate::Refuse { message },
             Some((ToolCallAction::RequireApproval(reason), processor)) => {
                 Gate::Approval { processor, reason }
             }
@@ -82,8 +89,8 @@ pub(crate) async fn execute<O: Pipeline>(
         let mut writes = Vec::new();
         let outcome = match gates.get(i).unwrap_or(&Gate::Run) {
             Gate::Run => invoke(call, offered, &s.cx, &mut writes).await,
-            Gate::Respond(v) => Ok(v.clone()),
-            Gate::Refuse(m) => Err(m.clone()),
+            Gate::Respond { result } => Ok(result.clone()),
+            Gate::Refuse { message } => Err(message.clone()),
             Gate::Approval { .. } => {
                 Err(format!("the call of `{}` was not approved", call.tool_name))
             }

@@ -8,6 +8,7 @@ struct Data {
     messages: Vec<Message>,
     working: HashMap<String, String>,
     embeddings: Vec<MessageEmbedding>,
+    paused: HashMap<String, PausedRunRecord>,
 }
 
 impl Data {
@@ -183,5 +184,18 @@ impl MemoryStore for InMemoryStore {
             )
         });
         Box::pin(async move { Ok(found) })
+    }
+
+    fn save_paused_run(&self, record: PausedRunRecord) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.with(|d| d.paused.insert(record.run_id.clone(), record));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn take_paused_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRunRecord>, MemoryError>> {
+        let record = self.with(|d| d.paused.remove(run_id));
+        Box::pin(async move { Ok(record) })
     }
 }

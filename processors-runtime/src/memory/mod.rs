@@ -262,6 +262,49 @@ pub trait MemoryStore: Send + Sync + 'static {
         let _ = (resource_id, query, top_k);
         Box::pin(async { Err(no_embeddings()) })
     }
+
+    /// Keeps a paused run (a run whose tool calls wait for approval) under its run id,
+    /// replacing one kept under the same id.
+    ///
+    /// The default keeps none and fails with [`MemoryError::Backend`] saying so, as
+    /// [`take_paused_run`](Self::take_paused_run) does.
+    fn save_paused_run(&self, record: PausedRunRecord) -> BoxFuture<'_, Result<(), MemoryError>> {
+        let _ = record;
+        Box::pin(async { Err(no_paused_runs()) })
+    }
+
+    /// Takes the paused run kept under `run_id`: returns it and removes it, at once, so that
+    /// of two callers taking the same run one gets it and the other `None`. An expired record
+    /// is returned too (the caller tells it from its `expires_at`).
+    fn take_paused_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRunRecord>, MemoryError>> {
+        let _ = run_id;
+        Box::pin(async { Err(no_paused_runs()) })
+    }
+}
+
+/// What a store that keeps no paused runs fails with.
+fn no_paused_runs() -> MemoryError {
+    MemoryError::Backend(
+        "this memory store does not keep paused runs (tool calls waiting for approval); \
+         implement `MemoryStore::save_paused_run` and `take_paused_run`, or use a store that \
+         does (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
+            .into(),
+    )
+}
+
+/// A paused run as a store keeps it: its id, when it expires, and its state as JSON (opaque
+/// to the store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedRunRecord {
+    /// The run's id.
+    pub run_id: String,
+    /// When it expires, in milliseconds since the Unix epoch.
+    pub expires_at: u64,
+    /// The run's state, as JSON.
+    pub data: String,
 }
 
 /// What a store that keeps no embeddings fails with.

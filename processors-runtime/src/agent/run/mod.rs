@@ -4,9 +4,11 @@
 //! model call and its stream are in `model.rs`; a step's answer, a rejected step and how a run
 //! that stops early ends (in one place, [`Run::end`]) are in `outcome.rs`.
 
+use super::approval::{Approval, ApprovalError, PausedRun, PausedStep};
 use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
-use super::tools;
+use super::tools::{self, Gate};
+use crate::memory::MemoryStore;
 use super::*;
 use crate::chunk::{ChunkKind, FinishReason, RunId, Usage};
 use crate::message::{MessageList, MessageSource, Part, Text};
@@ -30,6 +32,35 @@ enum Stop {
     Rejected(TripWire),
     /// The run failed.
     Failed(AgentError),
+    /// A tool call waits for approval: the run pauses.
+    Paused(Box<Pause>),
+}
+
+/// Where a run paused: its step, and what the steps after it need.
+struct Pause {
+    step: PausedStep,
+    /// Steps accepted before the paused one.
+    accepted: u32,
+    /// The system messages every step starts from.
+    originals: Vec<Message>,
+}
+
+/// What a paused run needs from its agent to be kept.
+#[derive(Clone, Copy)]
+struct Pausing<'a> {
+    store: &'a Arc<dyn MemoryStore>,
+    timeout: std::time::Duration,
+    agent: &'a str,
+}
+
+impl<'a, I, O, E> From<&'a AgentInner<I, O, E>> for Pausing<'a> {
+    fn from(agent: &'a AgentInner<I, O, E>) -> Self {
+        Pausing {
+            store: &agent.paused,
+            timeout: agent.approval_timeout,
+            agent: &agent.name,
+        }
+    }
 }
 
 impl From<Halt> for Stop {
@@ -169,10 +200,133 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 Err(stop) => stop,
             }
         };
-        let result = Box::pin(run.end(stop).instrument(span.clone())).await;
+        let result = Box::pin(run.end(stop, Pausing::from(&*inner)).instrument(span.clone())).await;
         record_outcome(&span, &result);
         result
     }
+}
+
+/// A run paused for approval, continued with `answer`: taken from the store (once), its
+/// waiting calls decided, then driven on from its paused step.
+pub(crate) fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
+    inner: Arc<AgentInner<I, O, E>>,
+    answer: Approval,
+    mut options: GenerateOptions,
+    slot: Option<Arc<Handoff>>,
+) -> impl Future<Output = Result<GenerateResult, AgentError>> {
+    async move {
+        let paused = match take_paused(&inner, &answer).await {
+            Ok(p) => p,
+            Err(e) => {
+                // A stream that cannot resume says why, as a failed run does.
+                let mut out = Outbox::new(RunId::from(answer.run_id()), slot);
+                out.deliver(ChunkKind::Error {
+                    message: e.to_string(),
+                })
+                .await;
+                return Err(e.into());
+            }
+        };
+        let cx = &mut options.request_context;
+        if cx.thread_id().is_none()
+            && let (Some(thread), Some(resource)) = (&paused.thread_id, &paused.resource_id)
+        {
+            *cx = std::mem::take(cx).with_thread(thread.clone(), resource.clone());
+        }
+        let reports = options.request_context.begin_run();
+        let mut run = Run {
+            s: Scope {
+                states: StateMap::default(),
+                list: paused.list,
+                cx: std::mem::take(&mut options.request_context),
+                report: Reporter::new(inner.on_violation.clone(), Some(reports)),
+                steps: paused.steps,
+                retry_count: 0,
+                hooks: FutureSlot::new(),
+            },
+            out: Outbox::new(RunId::from(paused.run_id.as_str()), slot),
+            run_id: paused.run_id,
+            carried: paused.carried,
+            warnings: paused.warnings,
+            usage: paused.usage,
+            open: None,
+        };
+        let span = tracing::info_span!(
+            "agent.run",
+            agent = %inner.name,
+            run_id = %run.out.run_id,
+            resumed = true,
+            outcome = tracing::field::Empty,
+            steps = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+        );
+        let pause = Pause {
+            step: paused.step,
+            accepted: paused.accepted,
+            originals: paused.originals,
+        };
+        let stop = {
+            let ended = run.resume(&inner, &options, pause).instrument(span.clone()).await;
+            run.s.report.flush();
+            match ended {
+                Ok(result) => {
+                    let result = Ok(result);
+                    record_outcome(&span, &result);
+                    return result;
+                }
+                Err(stop) => stop,
+            }
+        };
+        let result = Box::pin(run.end(stop, Pausing::from(&*inner)).instrument(span.clone())).await;
+        record_outcome(&span, &result);
+        result
+    }
+}
+
+/// The paused run `answer` answers, taken from the agent's store, with the answer's
+/// decisions applied. What the answer gets wrong puts the run back for another answer.
+async fn take_paused<I, O, E>(
+    inner: &AgentInner<I, O, E>,
+    answer: &Approval,
+) -> Result<PausedRun, ApprovalError> {
+    let run_id = answer.run_id();
+    let store_error = |source| ApprovalError::Store {
+        run_id: run_id.to_owned(),
+        source,
+    };
+    let record = inner
+        .paused
+        .take_paused_run(run_id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| ApprovalError::Unknown {
+            run_id: run_id.to_owned(),
+        })?;
+    if record.expires_at <= crate::message::now_millis() {
+        return Err(ApprovalError::Expired {
+            run_id: run_id.to_owned(),
+            expired_at: record.expires_at,
+        });
+    }
+    let mut paused = PausedRun::from_record(&record)?;
+    let checked = match paused.agent == inner.name {
+        true => paused.decide(answer),
+        false => Err(ApprovalError::OtherAgent {
+            run_id: run_id.to_owned(),
+            owner: paused.agent.clone(),
+            agent: inner.name.clone(),
+        }),
+    };
+    if let Err(e) = checked {
+        inner
+            .paused
+            .save_paused_run(record)
+            .await
+            .map_err(store_error)?;
+        return Err(e);
+    }
+    Ok(paused)
 }
 
 /// Records how a run ended on its span, when a subscriber listens.
@@ -251,8 +405,95 @@ impl Run {
         emit!(driver, self.s, self.out, ChunkKind::Start, true);
         self.carried.append(&mut driver.acc.data);
 
-        let last_reason = self.steps(agent, lists, limits, driver, originals).await?;
+        let last_reason = self.steps(agent, lists, limits, driver, originals, 0).await?;
+        self.finish(lists, driver, last_reason).await
+    }
 
+    /// A paused run, on: its waiting calls run as decided, its step finishes, and the steps
+    /// go on while the model calls tools and `max_steps` allows; then the end.
+    async fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
+        &mut self,
+        agent: &AgentInner<I, O, E>,
+        options: &GenerateOptions,
+        pause: Pause,
+    ) -> Result<GenerateResult, Stop> {
+        let Call {
+            bound,
+            limits,
+            stream,
+            stream_slots,
+            active,
+        } = Call::prepare(agent, options, &mut self.s.states)?;
+        let lists = bound.lists();
+        let mut driver = StreamDriver::new(stream, stream_slots, active);
+        emit!(driver, self.s, self.out, ChunkKind::Start, true);
+        self.carried.append(&mut driver.acc.data);
+        let Pause {
+            step,
+            accepted,
+            originals,
+        } = pause;
+        let reason = self.finish_paused(agent, &lists, &mut driver, step).await?;
+        let accepted = accepted + 1;
+        let last_reason = match reason == FinishReason::ToolCalls && accepted < limits.max_steps {
+            true => {
+                self.steps(agent, &lists, &limits, &mut driver, originals, accepted)
+                    .await?
+            }
+            false => reason,
+        };
+        self.finish(&lists, &mut driver, last_reason).await
+    }
+
+    /// The paused step's end: its calls run as decided (each by the agent's tool of its
+    /// name), then its `step-finish`.
+    async fn finish_paused<I: Pipeline, O: Pipeline, E: Pipeline>(
+        &mut self,
+        agent: &AgentInner<I, O, E>,
+        lists: &Lists<'_>,
+        driver: &mut StreamDriver<'_, O>,
+        step: PausedStep,
+    ) -> Result<FinishReason, Stop> {
+        driver.acc.data = step.data;
+        let (s, out) = (&mut self.s, &mut self.out);
+        let results = Box::pin(tools::execute(
+            &step.calls,
+            &step.gates,
+            &agent.tools,
+            &lists.output,
+            driver,
+            s,
+            out,
+        ))
+        .await?;
+        self.carried.append(&mut driver.acc.data);
+        let step_finish = ChunkKind::StepFinish {
+            finish_reason: step.finish_reason,
+            usage: step.usage,
+            is_continued: step.finish_reason == FinishReason::ToolCalls,
+            retry: None,
+        };
+        emit!(driver, self.s, self.out, step_finish, true);
+        self.s.steps.push(StepResult {
+            step_number: step.step_number,
+            text: step.text,
+            finish_reason: step.finish_reason,
+            usage: step.usage,
+            tool_calls: step.calls,
+            tool_results: results,
+            tripwire: None,
+        });
+        Ok(step.finish_reason)
+    }
+
+    /// The end of a run whose steps are done: the `finish`, `process_output_result` (memory
+    /// last: it saves), and the result.
+    async fn finish<O: Pipeline>(
+        &mut self,
+        lists: &Lists<'_>,
+        driver: &mut StreamDriver<'_, O>,
+        last_reason: FinishReason,
+    ) -> Result<GenerateResult, Stop> {
         // The end of the stream, then process_output_result (memory last: it saves). The
         // client gets the finish once what the run persists is saved.
         driver.acc = StepAcc::default();
@@ -308,6 +549,7 @@ impl Run {
             // The list ends with the run.
             response_messages: self.s.list.take_response(),
             warnings: std::mem::take(&mut self.warnings),
+            pending_approvals: Vec::new(),
         })
     }
 
@@ -320,13 +562,13 @@ impl Run {
         limits: &Limits,
         driver: &mut StreamDriver<'_, O>,
         originals: Vec<Message>,
+        mut accepted: u32,
     ) -> Result<FinishReason, Stop> {
         let may_reject = limits.max_retries.is_some()
             && (lists.step.has(Hook::InputStep)
                 || lists.output.has(Hook::OutputStep)
                 || lists.output.has(Hook::ToolCall));
-        // Accepted steps: retries do not count against `max_steps`.
-        let mut accepted: u32 = 0;
+        // Accepted steps (`accepted` so far): retries do not count against `max_steps`.
         let mut last_reason = FinishReason::Stop;
         while accepted < limits.max_steps {
             // A step's system edits last one step.
@@ -369,6 +611,11 @@ impl Run {
                     continue;
                 }
                 Err(Stop::Rejected(tw)) => return Err(Stop::Tripwire(tw)),
+                Err(Stop::Paused(mut pause)) => {
+                    pause.accepted = accepted;
+                    pause.originals = originals;
+                    return Err(Stop::Paused(pause));
+                }
                 Err(stop) => return Err(stop),
             };
             last_reason = reason;
@@ -463,6 +710,26 @@ impl Run {
         self.s.retry_count = 0;
         self.s.list.clear_tag(FEEDBACK_TAG);
 
+        if gates.iter().any(|g| matches!(g, Gate::Approval { .. })) {
+            // No call of the step runs until a person answers: the run pauses here.
+            let text = match by_id {
+                true => step_text(&self.s.list, &step_ids),
+                false => answer,
+            };
+            return Err(Stop::Paused(Box::new(Pause {
+                step: PausedStep {
+                    step_number,
+                    finish_reason: reason,
+                    usage,
+                    text,
+                    calls: std::mem::take(&mut driver.acc.tool_calls),
+                    gates,
+                    data: std::mem::take(&mut driver.acc.data),
+                },
+                accepted: 0,
+                originals: Vec::new(),
+            })));
+        }
         let calls = std::mem::take(&mut driver.acc.tool_calls);
         let results = match runs_tools {
             true => {

@@ -1,7 +1,8 @@
 //! A step's answer and how a step ends: the answer added to the list, a rejected step rolled
 //! back with feedback for the next attempt, and how a run that stops early ends.
 
-use super::{Run, Stop};
+use super::{Pause, Pausing, Run, Stop};
+use crate::agent::approval::{ApprovalError, PAUSED_RUN_VERSION, PausedRun};
 use crate::agent::{AgentError, GenerateResult};
 use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
 use crate::message::{Message, MessageList, MessageSource, Part, Role, Text, concat_texts};
@@ -131,8 +132,16 @@ impl Run {
 
     /// Turns how the run stopped into its result: a trip wire streams one `tripwire` chunk and
     /// saves nothing; a failure streams one `error` chunk.
-    pub(super) async fn end(mut self, stop: Stop) -> Result<GenerateResult, AgentError> {
+    pub(super) async fn end(
+        mut self,
+        stop: Stop,
+        pausing: Pausing<'_>,
+    ) -> Result<GenerateResult, AgentError> {
         match stop {
+            Stop::Paused(pause) => match self.pause(*pause, pausing).await {
+                Ok(result) => Ok(result),
+                Err(error) => Box::pin(self.end(Stop::Failed(error.into()), pausing)).await,
+            },
             Stop::Tripwire(tw) | Stop::Rejected(tw) => {
                 // A finish held for the end does not reach the client: the run did not finish.
                 self.out.discard_held();
@@ -156,6 +165,7 @@ impl Run {
                     tripwire: Some(tw),
                     response_messages: Vec::new(),
                     warnings: self.warnings,
+                    pending_approvals: Vec::new(),
                 })
             }
             Stop::Failed(error) => {
@@ -166,6 +176,79 @@ impl Run {
                 Err(error)
             }
         }
+    }
+}
+
+impl Run {
+    /// Keeps the paused run in the store, then streams a `tool-approval-request` per waiting
+    /// call and a `finish` that says `awaiting-approval`. Nothing of the turn is saved to
+    /// memory: it is saved when the resumed run ends.
+    async fn pause(
+        &mut self,
+        pause: Pause,
+        pausing: Pausing<'_>,
+    ) -> Result<GenerateResult, ApprovalError> {
+        let paused = PausedRun {
+            version: PAUSED_RUN_VERSION,
+            run_id: self.run_id.clone(),
+            agent: pausing.agent.to_owned(),
+            thread_id: self.s.cx.thread_id().map(str::to_owned),
+            resource_id: self.s.cx.resource_id().map(str::to_owned),
+            list: self.s.list.clone(),
+            originals: pause.originals,
+            steps: self.s.steps.clone(),
+            accepted: pause.accepted,
+            usage: self.usage,
+            warnings: self.warnings.clone(),
+            carried: self.carried.clone(),
+            step: pause.step,
+        };
+        let timeout = u64::try_from(pausing.timeout.as_millis()).unwrap_or(u64::MAX);
+        let expires_at = crate::message::now_millis().saturating_add(timeout);
+        pausing
+            .store
+            .save_paused_run(paused.record(expires_at)?)
+            .await
+            .map_err(|source| ApprovalError::Store {
+                run_id: self.run_id.clone(),
+                source,
+            })?;
+        let requests = paused.requests();
+        tracing::info!(
+            waiting = requests.len(),
+            "tool calls wait for approval: the run pauses"
+        );
+        for request in &requests {
+            let chunk = ChunkKind::ToolApprovalRequest(Box::new(request.clone()));
+            self.out.deliver(chunk).await;
+        }
+        self.out
+            .deliver(ChunkKind::Finish {
+                finish_reason: FinishReason::AwaitingApproval,
+                usage: self.usage,
+            })
+            .await;
+        let steps = std::mem::take(&mut self.s.steps);
+        Ok(GenerateResult {
+            run_id: self.run_id.clone(),
+            text: crate::runner::hooks::response_text(&self.s.list),
+            tool_calls: steps
+                .iter()
+                .flat_map(|s| s.tool_calls.iter().cloned())
+                .collect(),
+            tool_results: steps
+                .iter()
+                .flat_map(|s| s.tool_results.iter().cloned())
+                .collect(),
+            steps,
+            finish_reason: FinishReason::AwaitingApproval,
+            usage: self.usage,
+            processor_usage: self.s.cx.processor_usage(),
+            tripwire: None,
+            response_messages: self.s.list.response().cloned().collect(),
+            warnings: std::mem::take(&mut self.warnings),
+            pending_approvals: requests,
+        })
     }
 }
 
