@@ -449,7 +449,11 @@ on_every_path!(
         let read = tool_message(&m, 1);
         assert_eq!(read.len(), 4);
         let saved = store.list_messages("t", None).await.unwrap();
-        assert_eq!(saved.len(), 4, "input, answer with calls, tool results, answer");
+        assert_eq!(
+            saved.len(),
+            4,
+            "input, answer with calls, tool results, answer"
+        );
         assert!(saved.iter().any(|msg| msg.content.parts.iter().any(
             |p| matches!(p, Part::ToolCall(c) if c.tool_call_id == "call-2" && c.args == json!({"order": 80}))
         )));
@@ -509,14 +513,20 @@ on_every_path!(
             )
         );
         let unknown = agent
-            .resume_with(Approval::new("run-unknown").approve("call-1"), GenerateOptions::new())
+            .resume_with(
+                Approval::new("run-unknown").approve("call-1"),
+                GenerateOptions::new(),
+            )
             .await;
         assert!(matches!(
             unknown,
             Err(AgentError::Approval(ApprovalError::Unknown { .. }))
         ));
         let done = agent
-            .resume_with(Approval::new(&run).approve("call-1"), GenerateOptions::new())
+            .resume_with(
+                Approval::new(&run).approve("call-1"),
+                GenerateOptions::new(),
+            )
             .await
             .unwrap();
         assert_eq!(done.text, "Refunded.");
@@ -575,15 +585,13 @@ impl processors::memory::MemoryStore for NoPauses {
         &'a self,
         thread_id: &'a str,
         limit: Option<usize>,
-    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>>
-    {
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>> {
         self.0.list_messages(thread_id, limit)
     }
     fn list_messages_by_resource<'a>(
         &'a self,
         resource_id: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>>
-    {
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Message>, processors::memory::MemoryError>> {
         self.0.list_messages_by_resource(resource_id)
     }
     fn save_messages(

@@ -11,9 +11,10 @@ mod services;
 
 use futures::executor::block_on;
 use processors_builtins::storage::SqliteStore;
+use processors_runtime::agent::{Approval, ApprovalError};
 use processors_runtime::memory::{
-    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread, WorkingMemoryScope,
-    working_memory_key,
+    MemoryError, MemoryStore, MessageEmbedding, PausedRunRecord, SimilarMessage, Thread,
+    WorkingMemoryScope, working_memory_key,
 };
 use processors_runtime::message::{Message, Part, ToolCall};
 use processors_runtime::prelude::*;
@@ -371,6 +372,73 @@ fn a_run_ended_by_a_trip_wire_saves_nothing(store: SharedStore) {
     );
 }
 
+fn a_paused_run_is_kept_and_taken_once(store: &dyn MemoryStore) {
+    let record = |data: &str| PausedRunRecord {
+        run_id: "run-1".into(),
+        expires_at: 1_700_000_000_000,
+        data: data.into(),
+    };
+    assert_eq!(block_on(store.take_paused_run("run-1")).unwrap(), None);
+    block_on(store.save_paused_run(record(r#"{"v": 1}"#))).unwrap();
+    // Kept again under the same id: replaced.
+    block_on(store.save_paused_run(record(r#"{"v": 2, "text": "it's \"quoted\""}"#))).unwrap();
+    assert_eq!(
+        block_on(store.take_paused_run("run-1")).unwrap(),
+        Some(record(r#"{"v": 2, "text": "it's \"quoted\""}"#))
+    );
+    assert_eq!(block_on(store.take_paused_run("run-1")).unwrap(), None);
+}
+
+fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent(store: SharedStore) {
+    let refund = || {
+        processors_runtime::tool::tool(
+            "refund",
+            "Refunds an order",
+            serde_json::json!({"type": "object"}),
+            |_| async { Ok(serde_json::json!("refunded")) },
+        )
+    };
+    let agent = |model: ScriptedModel| {
+        Agent::builder()
+            .model(model)
+            .memory(Memory::shared(store.0.clone()))
+            .tool(refund())
+            .output(tool_call_fn("ask", |_: &mut ToolCallArgs<'_, ()>| {
+                ToolCallAction::RequireApproval("refunds move money".into())
+            }))
+            .build()
+            .unwrap()
+    };
+    let first = agent(ScriptedModel::new([Turn::empty().tool_call(
+        "call-1",
+        "refund",
+        serde_json::json!({"order": 7}),
+    )]));
+    let cx = RequestContext::new().with_thread("t-1", "ada");
+    let paused =
+        block_on(first.generate_with("Refund 7", GenerateOptions::new().request_context(cx)))
+            .unwrap();
+    assert_eq!(paused.finish_reason, FinishReason::AwaitingApproval);
+    assert!(
+        block_on(store.0.list_messages("t-1", None))
+            .unwrap()
+            .is_empty()
+    );
+    // Another agent on the same store, as another process would be.
+    let second = agent(ScriptedModel::new([Turn::text("Refunded.")]));
+    let answer = Approval::new(&paused.run_id).approve("call-1");
+    let done = block_on(second.resume(answer.clone())).unwrap();
+    assert_eq!(done.text, "Refunded.");
+    assert_eq!(
+        texts(&block_on(store.0.list_messages("t-1", None)).unwrap()),
+        ["Refund 7", "", "", "Refunded."]
+    );
+    assert!(matches!(
+        block_on(first.resume(answer)),
+        Err(AgentError::Approval(ApprovalError::Unknown { .. }))
+    ));
+}
+
 /// A store behind the agent's memory.
 struct SharedStore(std::sync::Arc<dyn MemoryStore>);
 
@@ -465,6 +533,18 @@ macro_rules! conformance {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
                 super::memory_keeps_a_conversation_and_one_resource_never_sees_anothers(s);
+            }
+            #[test]
+            fn a_paused_run_is_kept_and_taken_once() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_paused_run_is_kept_and_taken_once(&*s.0);
+            }
+            #[test]
+            fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_run_paused_for_approval_resumes_from_the_store_in_another_agent(s);
             }
             #[test]
             fn a_run_ended_by_a_trip_wire_saves_nothing() {

@@ -4,14 +4,15 @@
 use deadpool_postgres::{Pool, Runtime};
 use futures::future::BoxFuture;
 use processors_runtime::memory::{
-    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread, top_k_similar,
+    MemoryError, MemoryStore, MessageEmbedding, PausedRunRecord, SimilarMessage, Thread,
+    top_k_similar,
 };
 use processors_runtime::message::Message;
 use std::sync::Arc;
 use tokio_postgres::NoTls;
 
 /// The schema version this build writes (the same numbering as the SQLite store's).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 3;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 4;
 
 /// The migrations, in order; `{s}` is the schema's quoted name.
 const MIGRATIONS: &[&str] = &[
@@ -50,6 +51,12 @@ const MIGRATIONS: &[&str] = &[
         vector REAL[] NOT NULL
     );
     CREATE INDEX ON {s}.message_embeddings (resource_id, seq);",
+    // 4: runs paused for approval, by run id, as JSON, until they are resumed or expire.
+    "CREATE TABLE {s}.paused_runs (
+        run_id TEXT PRIMARY KEY,
+        expires_at BIGINT NOT NULL,
+        body TEXT NOT NULL
+    );",
 ];
 
 /// A [`MemoryStore`] in PostgreSQL, for several processes (several machines) sharing
@@ -164,6 +171,8 @@ struct Sql {
     delete: String,
     get_working: String,
     set_working: String,
+    save_paused: String,
+    take_paused: String,
     embedding_owner: String,
     upsert_embedding: String,
     embeddings: String,
@@ -217,6 +226,14 @@ impl Sql {
                 "INSERT INTO {s}.working_memory (scope_key, body, updated_at) VALUES ($1, $2, $3)
                  ON CONFLICT (scope_key) DO UPDATE SET body = excluded.body,
                      updated_at = excluded.updated_at"
+            ),
+            save_paused: format!(
+                "INSERT INTO {s}.paused_runs (run_id, expires_at, body) VALUES ($1, $2, $3)
+                 ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,
+                     body = excluded.body"
+            ),
+            take_paused: format!(
+                "DELETE FROM {s}.paused_runs WHERE run_id = $1 RETURNING expires_at, body"
             ),
             quoted: s,
         }
@@ -465,6 +482,42 @@ impl MemoryStore for PostgresStore {
                 .await
                 .map_err(db)?;
             Ok(())
+        })
+    }
+
+    fn save_paused_run(&self, record: PausedRunRecord) -> BoxFuture<'_, Result<(), MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.save_paused)
+                .await
+                .map_err(db)?;
+            let expires_at = to_sql(record.expires_at);
+            client
+                .execute(&stmt, &[&record.run_id, &expires_at, &record.data])
+                .await
+                .map_err(db)?;
+            Ok(())
+        })
+    }
+
+    fn take_paused_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRunRecord>, MemoryError>> {
+        // One statement removes and returns the row: of two processes taking it, one gets it.
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.take_paused)
+                .await
+                .map_err(db)?;
+            let row = client.query_opt(&stmt, &[&run_id]).await.map_err(db)?;
+            Ok(row.map(|r| PausedRunRecord {
+                run_id: run_id.to_owned(),
+                expires_at: from_sql(r.get(0)),
+                data: r.get(1),
+            }))
         })
     }
 

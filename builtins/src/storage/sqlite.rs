@@ -3,7 +3,7 @@
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
 use processors_runtime::memory::{
-    MemoryError, MemoryStore, MessageEmbedding, SimilarMessage, Thread,
+    MemoryError, MemoryStore, MessageEmbedding, PausedRunRecord, SimilarMessage, Thread,
 };
 use processors_runtime::message::Message;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The schema version this build writes; [`SqliteStore::open`] migrates older databases to
 /// it and refuses newer ones.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, in order: the database at version `n` has run the first `n`.
 const MIGRATIONS: &[&str] = &[
@@ -55,6 +55,12 @@ const MIGRATIONS: &[&str] = &[
         vector BLOB NOT NULL
     );
     CREATE INDEX message_embeddings_by_resource ON message_embeddings (resource_id, seq);",
+    // 4: runs paused for approval, by run id, as JSON, until they are resumed or expire.
+    "CREATE TABLE paused_runs (
+        run_id TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );",
 ];
 
 /// How long a write waits for another connection's (another process's) write to end.
@@ -460,6 +466,45 @@ impl MemoryStore for SqliteStore {
             }
             tx.commit()?;
             Ok(())
+        })
+    }
+
+    fn save_paused_run(&self, record: PausedRunRecord) -> BoxFuture<'_, Result<(), MemoryError>> {
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO paused_runs (run_id, expires_at, body) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,
+                     body = excluded.body",
+            )?
+            .execute(params![
+                record.run_id,
+                to_sql(record.expires_at),
+                record.data
+            ])?;
+            Ok(())
+        })
+    }
+
+    fn take_paused_run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRunRecord>, MemoryError>> {
+        let run_id = run_id.to_owned();
+        // One statement removes and returns the row: of two connections taking it, one
+        // gets it.
+        self.run(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "DELETE FROM paused_runs WHERE run_id = ?1 RETURNING expires_at, body",
+                )?
+                .query_row([&run_id], |r| {
+                    Ok(PausedRunRecord {
+                        run_id: run_id.clone(),
+                        expires_at: from_sql(r.get(0)?),
+                        data: r.get(1)?,
+                    })
+                })
+                .optional()?)
         })
     }
 

@@ -261,7 +261,8 @@ impl PausedRun {
             run_id: record.run_id.clone(),
             reason,
         };
-        let run: PausedRun = serde_json::from_str(&record.data).map_err(|e| corrupt(e.to_string()))?;
+        let run: PausedRun =
+            serde_json::from_str(&record.data).map_err(|e| corrupt(e.to_string()))?;
         if run.version != PAUSED_RUN_VERSION {
             return Err(corrupt(format!(
                 "format version {} (this build reads {PAUSED_RUN_VERSION})",
@@ -282,14 +283,21 @@ impl PausedRun {
             .filter(|(_, g)| matches!(g, Gate::Approval { .. }))
             .map(|(c, _)| c.tool_call_id.as_str())
             .collect();
-        if let Some(other) = answer.decisions.keys().find(|id| !waiting.contains(&id.as_str())) {
+        if let Some(other) = answer
+            .decisions
+            .keys()
+            .find(|id| !waiting.contains(&id.as_str()))
+        {
             return Err(ApprovalError::NotWaiting {
                 run_id: self.run_id.clone(),
                 tool_call_id: other.clone(),
                 waiting: waiting.join(", "),
             });
         }
-        if let Some(undecided) = waiting.iter().find(|id| !answer.decisions.contains_key(**id)) {
+        if let Some(undecided) = waiting
+            .iter()
+            .find(|id| !answer.decisions.contains_key(**id))
+        {
             return Err(ApprovalError::Undecided {
                 run_id: self.run_id.clone(),
                 tool_call_id: (*undecided).to_owned(),

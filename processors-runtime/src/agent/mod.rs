@@ -276,7 +276,11 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
 
     /// [`resume_with`](Self::resume_with) as a stream of chunks: a `start`, the waiting
     /// calls' results, the paused step's `step-finish`, then the run as it goes on.
-    pub fn resume_stream_with(&self, answer: Approval, mut options: GenerateOptions) -> AgentStream {
+    pub fn resume_stream_with(
+        &self,
+        answer: Approval,
+        mut options: GenerateOptions,
+    ) -> AgentStream {
         let inner = self.inner.clone();
         inner.resolvers.apply(&mut options);
         AgentStream::new(move |slot| run::resume(inner, answer, options, Some(slot)))
@@ -382,7 +386,8 @@ pub(crate) struct Settings {
 }
 
 /// How long a run paused for approval waits for its answer, unless the agent says otherwise.
-pub const DEFAULT_APPROVAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+pub const DEFAULT_APPROVAL_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(24 * 60 * 60);
 
 /// Builds an [`Agent`]; see [`Agent::builder`].
 #[must_use]

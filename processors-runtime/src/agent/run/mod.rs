@@ -8,9 +8,9 @@ use super::approval::{Approval, ApprovalError, PausedRun, PausedStep};
 use super::call::{Call, Limits, Lists};
 use super::options::GenerateOptions;
 use super::tools::{self, Gate};
-use crate::memory::MemoryStore;
 use super::*;
 use crate::chunk::{ChunkKind, FinishReason, RunId, Usage};
+use crate::memory::MemoryStore;
 use crate::message::{MessageList, MessageSource, Part, Text};
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
@@ -200,7 +200,11 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
                 Err(stop) => stop,
             }
         };
-        let result = Box::pin(run.end(stop, Pausing::from(&*inner)).instrument(span.clone())).await;
+        let result = Box::pin(
+            run.end(stop, Pausing::from(&*inner))
+                .instrument(span.clone()),
+        )
+        .await;
         record_outcome(&span, &result);
         result
     }
@@ -267,7 +271,10 @@ pub(crate) fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
             originals: paused.originals,
         };
         let stop = {
-            let ended = run.resume(&inner, &options, pause).instrument(span.clone()).await;
+            let ended = run
+                .resume(&inner, &options, pause)
+                .instrument(span.clone())
+                .await;
             run.s.report.flush();
             match ended {
                 Ok(result) => {
@@ -278,7 +285,11 @@ pub(crate) fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
                 Err(stop) => stop,
             }
         };
-        let result = Box::pin(run.end(stop, Pausing::from(&*inner)).instrument(span.clone())).await;
+        let result = Box::pin(
+            run.end(stop, Pausing::from(&*inner))
+                .instrument(span.clone()),
+        )
+        .await;
         record_outcome(&span, &result);
         result
     }
@@ -405,7 +416,9 @@ impl Run {
         emit!(driver, self.s, self.out, ChunkKind::Start, true);
         self.carried.append(&mut driver.acc.data);
 
-        let last_reason = self.steps(agent, lists, limits, driver, originals, 0).await?;
+        let last_reason = self
+            .steps(agent, lists, limits, driver, originals, 0)
+            .await?;
         self.finish(lists, driver, last_reason).await
     }
 
