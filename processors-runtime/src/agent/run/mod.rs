@@ -212,13 +212,13 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
 
 /// A run paused for approval, continued with `answer`: taken from the store (once), its
 /// waiting calls decided, then driven on from its paused step.
-pub(crate) fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
+pub(crate) async fn resume<I: Pipeline, O: Pipeline, E: Pipeline>(
     inner: Arc<AgentInner<I, O, E>>,
     answer: Approval,
     mut options: GenerateOptions,
     slot: Option<Arc<Handoff>>,
-) -> impl Future<Output = Result<GenerateResult, AgentError>> {
-    async move {
+) -> Result<GenerateResult, AgentError> {
+    {
         let paused = match take_paused(&inner, &answer).await {
             Ok(p) => p,
             Err(e) => {
