@@ -79,7 +79,7 @@ impl LanguageModel for Clerk {
 fn ask_before_large_refunds(call: &ToolCall) -> ToolCallAction {
     match call.args["amount_eur"].as_u64() {
         Some(amount) if call.tool_name == "refund" && amount > 100 => {
-            ToolCallAction::RequireApproval(format!("a refund of {amount} EUR needs a person"))
+            ToolCallAction::approval(format!("a refund of {amount} EUR needs a person"))
         }
         _ => ToolCallAction::Continue,
     }

@@ -332,7 +332,7 @@ on_every_path!(
 fn ask_for_refunds() -> Probe {
     Probe::new("ask-first").tool_call(|a| {
         Ok(match a.tool_call.tool_name.as_str() {
-            "refund" => ToolCallAction::RequireApproval("refunds move money".into()),
+            "refund" => ToolCallAction::approval("refunds move money"),
             _ => ToolCallAction::Continue,
         })
     })
@@ -631,5 +631,93 @@ on_every_path!(
                 .any(|c| matches!(c.kind, ChunkKind::ToolApprovalRequest(_))),
             "no request for a run that cannot be resumed"
         );
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Inside workflows
+
+on_every_path!(
+    b81_inside_a_workflow_tool_calls_chain_branch_and_decide,
+    |path| {
+        let m = two_calls();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let log = Log::new();
+        let after = log.clone();
+        let flow = Workflow::new("gate")
+            .then(Probe::new("upper").tool_call(|a| {
+                let city = a.tool_call.args["city"].as_str().unwrap().to_uppercase();
+                Ok(ToolCallAction::Rewrite(json!({"city": city})))
+            }))
+            .branch(
+                |input| matches!(input, WorkflowInput::ToolCall(c) if c.args["city"] == "ROME"),
+                Probe::new("no-rome").tool_call(|_| Ok(ToolCallAction::Refuse("not Rome".into()))),
+            )
+            .then(Probe::new("tag").tool_call(|a| {
+                let mut args = a.tool_call.args.clone();
+                args["tagged"] = json!(true);
+                Ok(ToolCallAction::Rewrite(args))
+            }));
+        let agent = build_agent!(path, model: m, tools: [counted("weather", &runs)], output: [
+            flow,
+            Probe::new("after").tool_call(move |a| {
+                after.push(a.tool_call.args.to_string());
+                Ok(ToolCallAction::Continue)
+            }),
+        ]);
+        let r = generate(&*agent, "hi").await;
+        // Oslo: rewritten twice inside, seen so after; Rome: refused inside, so `tag` and
+        // `after` never saw it.
+        assert_eq!(log.entries(), [r#"{"city":"OSLO","tagged":true}"#]);
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            r.tool_calls[0].args,
+            json!({"city": "OSLO", "tagged": true})
+        );
+        assert_eq!(r.tool_results[1].result, json!("not Rome"));
+        assert!(r.tool_results[1].is_error);
+    }
+);
+
+on_every_path!(
+    b82_inside_a_workflow_a_tool_result_copy_for_the_model_comes_out,
+    |path| {
+        let m = model([
+            Turn::empty().tool_call("call-1", "weather", json!({"city": "Oslo"})),
+            Turn::text("done"),
+        ]);
+        let flow = Workflow::new("results")
+            .then(
+                Probe::new("redact").tool_result(|_| Ok(ToolResultAction::Replace(json!("kept")))),
+            )
+            .then(Probe::new("cut").tool_result(|_| Ok(ToolResultAction::ForModel(json!("read")))));
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], output: [flow]);
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(r.tool_results[0].result, json!("kept"));
+        assert_eq!(r.tool_results[0].model_output, Some(json!("read")));
+        assert_eq!(tool_message(&m, 1)[0].result, json!("read"));
+    }
+);
+
+on_every_path!(
+    b83_an_approval_asked_inside_a_workflow_pauses_the_run,
+    |path| {
+        let m = refund_turns();
+        let flow = Workflow::new("gate").then(ask_for_refunds());
+        let agent = build_agent!(path, model: m, tools: [echo_tool("refund"), echo_tool("weather")], output: [flow]);
+        let paused = generate(&*agent, "Refund order 7").await;
+        assert_eq!(paused.finish_reason, FinishReason::AwaitingApproval);
+        assert_eq!(
+            paused.pending_approvals[0].processor_id, "ask-first",
+            "the processor inside that asked"
+        );
+        let done = agent
+            .resume_with(
+                Approval::new(&paused.run_id).approve("call-1"),
+                GenerateOptions::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.text, "Refunded.");
     }
 );

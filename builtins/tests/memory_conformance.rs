@@ -404,7 +404,7 @@ fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent(store: Shar
             .memory(Memory::shared(store.0.clone()))
             .tool(refund())
             .output(tool_call_fn("ask", |_: &mut ToolCallArgs<'_, ()>| {
-                ToolCallAction::RequireApproval("refunds move money".into())
+                ToolCallAction::approval("refunds move money")
             }))
             .build()
             .unwrap()

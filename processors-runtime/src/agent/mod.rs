@@ -235,7 +235,7 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     ///     Ok(json!("refunded"))
     /// });
     /// let ask = tool_call_fn("ask-first", |a: &mut ToolCallArgs<'_, ()>| {
-    ///     ToolCallAction::RequireApproval(format!("`{}` moves money", a.tool_call.tool_name))
+    ///     ToolCallAction::approval(format!("`{}` moves money", a.tool_call.tool_name))
     /// });
     /// let agent = Agent::builder()
     ///     .model(ScriptedModel::new([

@@ -61,8 +61,11 @@ pub(crate) async fn gate(
             None => Gate::Run,
             Some((ToolCallAction::Respond(result), _)) => Gate::Respond { result },
             Some((ToolCallAction::Refuse(message), _)) => Gate::Refuse { message },
-            Some((ToolCallAction::RequireApproval(reason), processor)) => {
-                Gate::Approval { processor, reason }
+            Some((ToolCallAction::RequireApproval { reason, asked_by }, returned_by)) => {
+                Gate::Approval {
+                    processor: asked_by.unwrap_or(returned_by),
+                    reason,
+                }
             }
             // `Continue` and `Rewrite` do not decide a call.
             Some((ToolCallAction::Continue | ToolCallAction::Rewrite(_), _)) => Gate::Run,

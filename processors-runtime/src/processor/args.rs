@@ -270,11 +270,25 @@ pub enum ToolCallAction {
     /// Do not run the tool: the model reads this as the tool's error, and the loop goes on.
     Refuse(String),
     /// Do not run the tool until a person approves the call: the run pauses (see
-    /// `Agent::resume`), with this reason given to whoever decides.
-    RequireApproval(String),
+    /// `Agent::resume`). Made with [`ToolCallAction::approval`].
+    RequireApproval {
+        /// Why, for whoever decides.
+        reason: String,
+        /// The processor that asked, when it is not the one returning this: a workflow
+        /// passes on the decision of a processor inside it. `None`: the one returning it.
+        asked_by: Option<String>,
+    },
 }
 
 impl ToolCallAction {
+    /// Asks a person to approve the call first, saying why.
+    pub fn approval(reason: impl Into<String>) -> Self {
+        ToolCallAction::RequireApproval {
+            reason: reason.into(),
+            asked_by: None,
+        }
+    }
+
     /// Whether the action decides the call (the processors after it are not asked).
     pub fn decides(&self) -> bool {
         !matches!(self, ToolCallAction::Continue | ToolCallAction::Rewrite(_))

@@ -303,7 +303,7 @@ impl HookOutcome for ToolCallAction {
             ToolCallAction::Rewrite(_) => "rewritten",
             ToolCallAction::Respond(_) => "responded",
             ToolCallAction::Refuse(_) => "refused",
-            ToolCallAction::RequireApproval(_) => "approval",
+            ToolCallAction::RequireApproval { .. } => "approval",
         }
     }
 

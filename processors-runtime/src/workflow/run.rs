@@ -418,6 +418,13 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
         // A decision inside the workflow is the workflow's; a rewrite is returned as the
         // arguments now are.
         Ok(match (cx.decided, cx.rewritten) {
+            // An approval names the processor inside that asked, as an abort does.
+            (Some((ToolCallAction::RequireApproval { reason, asked_by }, id)), _) => {
+                ToolCallAction::RequireApproval {
+                    reason,
+                    asked_by: Some(asked_by.unwrap_or(id)),
+                }
+            }
             (Some((decided, _)), _) => decided,
             (None, true) => ToolCallAction::Rewrite(cx.call.into_inner().args),
             (None, false) => ToolCallAction::Continue,
