@@ -73,6 +73,12 @@
 //! and lets the data through. The exact rules the runner follows, and the behaviours the tests
 //! check, are in `docs/semantics.md`; what the built-in processors do, in `docs/builtins.md`.
 //!
+//! A `process_tool_call` processor may ask a person to approve a call
+//! ([`ToolCallAction::approval`](processor::ToolCallAction::approval)): the run pauses before
+//! any tool of its step runs, is kept in the agent's memory store, and
+//! [`Agent::resume`] continues it once, with an [`Approval`](agent::Approval), in this process
+//! or another.
+//!
 //! # Writing a processor with `#[processor]`
 //!
 //! [`#[processor(hook)]`](macro@processor) on a function generates a unit struct named after it
