@@ -1,9 +1,21 @@
 //! Messages and chunks round-trip through serde in the documented JSON shapes.
 
+use processors_runtime::agent::ApprovalRequest;
 use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, FinishReason, StepRetry, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::tripwire::TripWire;
 use serde_json::json;
+
+fn approval_request() -> ApprovalRequest {
+    ApprovalRequest {
+        run_id: "run-1".into(),
+        tool_call_id: "c".into(),
+        tool_name: "refund".into(),
+        args: json!({"order": 7}),
+        processor_id: "ask".into(),
+        reason: "moves money".into(),
+    }
+}
 
 fn every_kind() -> Vec<ChunkKind> {
     vec![
@@ -78,6 +90,11 @@ fn every_kind() -> Vec<ChunkKind> {
             metadata: Some(json!({"k": 1})),
             processor_id: "guard".into(),
         }),
+        ChunkKind::ToolApprovalRequest(Box::new(approval_request())),
+        ChunkKind::Finish {
+            finish_reason: FinishReason::AwaitingApproval,
+            usage: Usage::default(),
+        },
         ChunkKind::Data {
             name: "progress".into(),
             data: json!({"pct": 50}),
@@ -153,6 +170,21 @@ fn chunk_json_shapes() {
     assert_eq!(
         serde_json::to_value(&retried).unwrap(),
         json!({"reason": "no", "retry": true, "processorId": "g"})
+    );
+    let a = Chunk::new(
+        "r".into(),
+        ChunkKind::ToolApprovalRequest(Box::new(approval_request())),
+    );
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        json!({"type": "tool-approval-request", "runId": "r", "from": "AGENT", "payload": {
+            "runId": "run-1", "toolCallId": "c", "toolName": "refund", "args": {"order": 7},
+            "processorId": "ask", "reason": "moves money"
+        }})
+    );
+    assert_eq!(
+        serde_json::to_value(FinishReason::AwaitingApproval).unwrap(),
+        "awaiting-approval"
     );
     let s = Chunk::new("r".into(), ChunkKind::Start);
     let back: Chunk =
