@@ -631,6 +631,14 @@ on_every_path!(
                 .any(|c| matches!(c.kind, ChunkKind::ToolApprovalRequest(_))),
             "no request for a run that cannot be resumed"
         );
+        // Nor can a store that keeps none resume one: the failure is the store's, typed.
+        let resumed = agent
+            .resume_with(Approval::new("run-1").approve("call-1"), GenerateOptions::new())
+            .await;
+        assert!(matches!(
+            resumed,
+            Err(AgentError::Approval(ApprovalError::Store { .. }))
+        ));
     }
 );
 
