@@ -115,10 +115,11 @@
 
 mod engine;
 mod presets;
-pub(crate) mod siphash;
 
+pub use crate::redact::Redaction;
 pub use presets::{Preset, is_card_number, is_iban};
 
+use crate::redact::Redacted;
 use crate::stream_text::{Blocks, Fed, Scan};
 use engine::{Check, Engine};
 use processors_macros::processor;
@@ -146,20 +147,6 @@ impl Default for Strategy {
     fn default() -> Self {
         Strategy::Redact(Redaction::Placeholder)
     }
-}
-
-/// What a redacted match becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Redaction {
-    /// `****`.
-    Mask,
-    /// The rule's label and a short stable hash of the match: `[EMAIL:1f0c2a9b]`. Equal values
-    /// get equal tags in every process; set [`hash_key`](RegexFilterBuilder::hash_key) to a
-    /// secret so that a tag cannot be checked against a guess.
-    Hash,
-    /// The rule's placeholder: `[EMAIL]` by default ([`Rule::placeholder`]).
-    #[default]
-    Placeholder,
 }
 
 /// One pattern to look for.
@@ -435,7 +422,7 @@ impl RegexFilterBuilder {
                 (Some(m), Some((_, Some(len)))) => Some(m.max(len)),
                 _ => None,
             };
-            let label = rule.name.to_uppercase().replace('-', "_");
+            let label = crate::redact::label(&rule.name);
             compiled.push(CompiledRule {
                 placeholder: rule
                     .placeholder
@@ -794,14 +781,12 @@ impl Inner {
 
     /// Writes what a redacted match becomes.
     fn redact(&self, how: Redaction, rule: &CompiledRule, matched: &str, out: &mut String) {
-        match how {
-            Redaction::Mask => out.push_str("****"),
-            Redaction::Placeholder => out.push_str(&rule.placeholder),
-            Redaction::Hash => {
-                let tag = siphash::siphash24(&self.hash_key, matched.as_bytes()) >> 32;
-                out.push_str(&format!("[{}:{tag:08x}]", rule.label));
-            }
-        }
+        let what = Redacted {
+            kind: &rule.name,
+            label: &rule.label,
+            placeholder: &rule.placeholder,
+        };
+        how.write(matched, what, &self.hash_key, out);
     }
 
     /// Complete text with its matches handled: `None` when nothing changes; flagged matches

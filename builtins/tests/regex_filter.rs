@@ -239,7 +239,7 @@ fn warn_lets_the_text_through_and_reports_each_match_once() {
 }
 
 #[test]
-fn redactions_mask_hash_and_placeholder() {
+fn redactions_mask_preserve_format_remove_hash_and_placeholder() {
     let text = "write to jane@example.com and jane@example.com, not joe@example.com";
     let with = |how| {
         RegexFilter::builder()
@@ -254,7 +254,15 @@ fn redactions_mask_hash_and_placeholder() {
         with(Redaction::Placeholder),
         "write to [EMAIL] and [EMAIL], not [EMAIL]"
     );
-    assert_eq!(with(Redaction::Mask), "write to **** and ****, not ****");
+    assert_eq!(
+        with(Redaction::Mask),
+        "write to ****@*******.*** and ****@*******.***, not ***@*******.***"
+    );
+    assert_eq!(
+        with(Redaction::PreserveFormat),
+        "write to j**e@*******.com and j**e@*******.com, not j*e@*******.com"
+    );
+    assert_eq!(with(Redaction::Remove), "write to  and , not ");
     let hashed = with(Redaction::Hash);
     let tags: Vec<&str> = hashed
         .split(['[', ']'])

@@ -98,7 +98,6 @@ mod pii;
 mod prompt_injection;
 mod prompt_leak;
 mod structured;
-pub(crate) mod timeout;
 mod verdict;
 
 pub use classifier::{
@@ -372,7 +371,7 @@ impl Judge {
             }
             Ok(answer)
         };
-        let answer = match timeout::within(self.timeout, call).await {
+        let answer = match crate::timer::within(self.timeout, call).await {
             Some(v) => v,
             None => Err(JudgeError::Timeout(self.timeout)),
         };

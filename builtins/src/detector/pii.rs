@@ -5,7 +5,7 @@ use super::{
     DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
     check_threshold, judged_text, verdict, warning,
 };
-use crate::regex_filter::siphash::siphash24;
+use crate::redact::{Redacted, label};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
@@ -34,22 +34,7 @@ pub const DEFAULT_TYPES: [&str; 13] = [
     "iban",
 ];
 
-/// What a redacted value becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Redaction {
-    /// Letters and digits become `*`, the rest stays: `jane@example.com` →
-    /// `****@*******.***` (the default).
-    #[default]
-    Mask,
-    /// The kind and a short stable hash of the value: `[EMAIL:1f0c2a9b]`; equal values get
-    /// equal tags ([`hash_key`](PiiDetectorBuilder::hash_key) keeps them from being checked
-    /// against a guess).
-    Hash,
-    /// Nothing: the value is removed.
-    Remove,
-    /// The kind in capitals: `[EMAIL]`.
-    Placeholder,
-}
+pub use crate::redact::Redaction;
 
 /// What [`PiiDetector`] does with personal data it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -444,20 +429,15 @@ impl PiiDetector {
         for s in spans.iter().filter(|s| s.end <= cut) {
             out.push_str(&text[pos..s.start]);
             let value = &text[s.start..s.end];
-            let label = found[s.kind].kind.to_uppercase().replace('-', "_");
-            match how {
-                Redaction::Mask => out.extend(
-                    value
-                        .chars()
-                        .map(|c| if c.is_alphanumeric() { '*' } else { c }),
-                ),
-                Redaction::Hash => {
-                    let tag = siphash24(&self.inner.hash_key, value.as_bytes()) >> 32;
-                    out.push_str(&format!("[{label}:{tag:08x}]"));
-                }
-                Redaction::Remove => {}
-                Redaction::Placeholder => out.push_str(&format!("[{label}]")),
-            }
+            let kind = &found[s.kind].kind;
+            let label = label(kind);
+            let placeholder = format!("[{label}]");
+            let what = Redacted {
+                kind,
+                label: &label,
+                placeholder: &placeholder,
+            };
+            how.write(value, what, &self.inner.hash_key, &mut out);
             pos = s.end;
         }
         out.push_str(&text[pos..cut]);

@@ -6,7 +6,7 @@ use super::{
     DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, StreamWindow,
     Where, check_threshold, flagged_reason, judged_text, warning,
 };
-use crate::regex_filter::siphash::siphash24;
+use crate::redact::Redacted;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
@@ -492,19 +492,12 @@ impl PromptLeakDetector {
         let LeakStrategy::Redact(how) = self.inner.strategy else {
             return;
         };
-        match how {
-            Redaction::Mask => out.extend(
-                value
-                    .chars()
-                    .map(|c| if c.is_alphanumeric() { '*' } else { c }),
-            ),
-            Redaction::Hash => {
-                let tag = siphash24(&self.inner.hash_key, value.as_bytes()) >> 32;
-                out.push_str(&format!("[SYSTEM_PROMPT:{tag:08x}]"));
-            }
-            Redaction::Remove => {}
-            Redaction::Placeholder => out.push_str(&self.inner.placeholder),
-        }
+        let what = Redacted {
+            kind: "system-prompt",
+            label: "SYSTEM_PROMPT",
+            placeholder: &self.inner.placeholder,
+        };
+        how.write(value, what, &self.inner.hash_key, out);
     }
 
     /// `text` with the ranges redacted.

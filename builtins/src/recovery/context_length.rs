@@ -2,7 +2,7 @@
 //! the model's context window, and asks for the call again.
 
 use super::{StepAttempts, error_text, mentions_any};
-use crate::token_limiter::Tokenizer;
+use crate::tokenizer::Tokenizer;
 use processors_macros::processor;
 use processors_runtime::message::{Message, MessageList, Part, Role};
 use processors_runtime::model::ApiError;
@@ -200,7 +200,7 @@ impl ContextLengthHandler {
     ///
     /// ```
     /// use processors_builtins::recovery::{ContextLengthHandler, ContextLengthHandlerError};
-    /// use processors_builtins::token_limiter::Tokenizer;
+    /// use processors_builtins::tokenizer::Tokenizer;
     /// let handler = ContextLengthHandler::builder()
     ///     .fraction(0.25)
     ///     .max_attempts(4)

@@ -1,7 +1,7 @@
 //! [`StreamErrorRetry`]: calls the model again when its stream failed mid-answer.
 
 use super::StepAttempts;
-use crate::detector::timeout::sleep;
+use crate::timer::sleep;
 use processors_macros::processor;
 use processors_runtime::model::ApiError;
 use processors_runtime::processor::ApiErrorAction;
