@@ -71,7 +71,7 @@ pub use prefill::{
     PrefillErrorHandlerError, PrefillErrorHandlerState,
 };
 pub use stream_retry::{
-    Backoff, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryError,
+    Backoff, Jitter, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryError,
     StreamErrorRetryState,
 };
 
