@@ -91,6 +91,7 @@ mod timer;
 
 pub mod at_file;
 pub mod batch_parts;
+pub mod config;
 pub mod cost_guard;
 pub mod detector;
 pub mod ensure_final_response;
@@ -114,6 +115,7 @@ pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
+pub use config::Sites;
 pub use cost_guard::CostGuard;
 pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,

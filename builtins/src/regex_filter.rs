@@ -26,14 +26,14 @@
 //!
 //! # Where it works
 //!
-//! - `process_input` ([`on_input`](RegexFilterBuilder::on_input)): the text and reasoning
+//! - `process_input` ([`Sites::INPUT`]): the text and reasoning
 //!   parts of the new input messages, before the model sees them (and before memory saves
 //!   them). Tool calls, tool results and files are left alone.
-//! - `process_output_stream` ([`on_stream`](RegexFilterBuilder::on_stream)): text and
+//! - `process_output_stream` ([`Sites::STREAM`]): text and
 //!   reasoning deltas, as they stream. A match split across deltas is caught: the filter holds
 //!   back the end of a delta while a match may still be in progress there, and lets the rest
 //!   go at once (see [Holding back](#holding-back)).
-//! - `process_output_result` ([`on_result`](RegexFilterBuilder::on_result)): the text and
+//! - `process_output_result` ([`Sites::RESULT`]): the text and
 //!   reasoning parts of the answer, once at the end; what the stream already handled is found
 //!   handled, so this catches what did not stream through the filter (an answer replayed from
 //!   a cache) and is what `result.text` and memory get.
@@ -119,6 +119,7 @@ mod presets;
 pub use crate::redact::Redaction;
 pub use presets::{Preset, is_card_number, is_iban};
 
+use crate::config::Sites;
 use crate::redact::Redacted;
 use crate::stream_text::{Blocks, Fed, Scan};
 use engine::{Check, Engine};
@@ -282,11 +283,16 @@ pub enum RegexFilterError {
         "`max_hold` must be at least 1 byte; with nothing held, a match split across deltas would escape"
     )]
     ZeroMaxHold,
-    /// Every hook is switched off.
+    /// None of the sites the processor has is chosen.
     #[error(
-        "`on_input`, `on_stream` and `on_result` are all off, so the filter would do nothing; switch one on"
+        "the filter acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
     )]
-    NothingToDo,
+    NoSites {
+        /// The sites the processor has.
+        offered: Sites,
+        /// The sites chosen.
+        chosen: Sites,
+    },
 }
 
 /// Configures a [`RegexFilter`]; [`build`](RegexFilterBuilder::build) checks everything.
@@ -296,9 +302,7 @@ pub struct RegexFilterBuilder {
     rules: Vec<Rule>,
     without: Vec<String>,
     strategy: Strategy,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
     max_hold: usize,
     hash_key: [u8; 16],
 }
@@ -338,21 +342,10 @@ impl RegexFilterBuilder {
         self
     }
 
-    /// Whether `process_input` filters the new input messages (default: yes).
-    pub fn on_input(mut self, yes: bool) -> Self {
-        self.on_input = yes;
-        self
-    }
-
-    /// Whether `process_output_stream` filters streamed deltas (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether `process_output_result` filters the final answer (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
+    /// Where the filter acts (default [`Sites::ALL`]): the new input (`process_input`), the
+    /// streamed deltas (`process_output_stream`), the final answer (`process_output_result`).
+    pub fn sites(mut self, sites: Sites) -> Self {
+        self.sites = sites;
         self
     }
 
@@ -372,8 +365,11 @@ impl RegexFilterBuilder {
 
     /// Checks the configuration and compiles the rules.
     pub fn build(self) -> Result<RegexFilter, RegexFilterError> {
-        if !(self.on_input || self.on_stream || self.on_result) {
-            return Err(RegexFilterError::NothingToDo);
+        if self.sites.intersection(Sites::ALL).is_empty() {
+            return Err(RegexFilterError::NoSites {
+                offered: Sites::ALL,
+                chosen: self.sites,
+            });
         }
         if self.max_hold == 0 {
             return Err(RegexFilterError::ZeroMaxHold);
@@ -440,9 +436,7 @@ impl RegexFilterBuilder {
             inner: Arc::new(Inner {
                 engine,
                 rules: compiled,
-                on_input: self.on_input,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
+                sites: self.sites,
                 max_hold: self.max_hold,
                 hash_key: self.hash_key,
             }),
@@ -475,9 +469,7 @@ pub struct RegexFilter {
 struct Inner {
     engine: Engine,
     rules: Vec<CompiledRule>,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
     max_hold: usize,
     hash_key: [u8; 16],
 }
@@ -497,9 +489,7 @@ impl RegexFilter {
             rules: Vec::new(),
             without: Vec::new(),
             strategy: Strategy::default(),
-            on_input: true,
-            on_stream: true,
-            on_result: true,
+            sites: Sites::ALL,
             max_hold: DEFAULT_MAX_HOLD,
             hash_key: [0; 16],
         }
@@ -533,9 +523,7 @@ impl fmt::Debug for RegexFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegexFilter")
             .field("rules", &self.rule_names().collect::<Vec<_>>())
-            .field("on_input", &self.inner.on_input)
-            .field("on_stream", &self.inner.on_stream)
-            .field("on_result", &self.inner.on_result)
+            .field("sites", &self.inner.sites)
             .field("max_hold", &self.inner.max_hold)
             .finish()
     }
@@ -546,7 +534,7 @@ impl RegexFilter {
     /// Filters the text of the new input messages, editing them in the list (so that a
     /// warning does not undo a redaction).
     fn process_input(&self, list: &mut MessageList) -> Result<(), ProcessorError> {
-        if !self.inner.on_input {
+        if !self.inner.sites.input() {
             return Ok(());
         }
         let mut flags = Flags::default();
@@ -572,7 +560,7 @@ impl RegexFilter {
         chunk: &Chunk,
         state: &mut RegexFilterState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         let RegexFilterState {
@@ -606,7 +594,7 @@ impl RegexFilter {
     ) -> Result<OutputOutcome, ProcessorError> {
         let mut flags = Flags::default();
         let mut changed = false;
-        if self.inner.on_result {
+        if self.inner.sites.result() {
             for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
                 if let Some(new) = self.inner.filter_message(m, &mut flags, Where::Result)? {
                     *m = new;

@@ -8,12 +8,14 @@ mod judges;
 use common::*;
 use futures::executor::block_on;
 use judges::*;
+use processors_builtins::Sites;
 use processors_builtins::detector::{
     DetectorError, Judge, JudgeLedger, Moderation, OnJudgeError, Strategy,
 };
 use processors_macros::agent;
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
+use std::num::NonZeroUsize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -360,7 +362,7 @@ fn bi_06_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_conte
         ])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -383,7 +385,7 @@ fn bi_06_stream_block_stops_before_any_of_the_flagged_window_reaches_the_client(
         ])]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -405,7 +407,7 @@ fn text_flagged_across_two_deltas_is_caught_by_the_overlapping_window() {
         .model(ScriptedModel::new([Turn::deltas(["I will k", "ill you"])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -426,7 +428,7 @@ fn a_filtered_window_is_not_the_context_of_the_next_one() {
         ])]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -456,7 +458,7 @@ fn stream_retry_drops_the_flagged_window_and_retries_the_step_with_feedback() {
         .model(model.clone())
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Retry)
                 .build()
                 .unwrap(),
@@ -496,7 +498,7 @@ fn step_retry_judges_the_answer_when_the_stream_did_not() {
         .model(model.clone())
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Retry)
                 .build()
                 .unwrap(),
@@ -540,7 +542,7 @@ fn stream_warn_passes_the_text_and_reports_once() {
     let agent = agent! {
         crate: processors_runtime,
         model: ScriptedModel::new([Turn::deltas(["kill ", "the ", "lights"])]),
-        output: [Moderation::builder(Judge::new(judge(violence))).chunk_window(2).strategy(Strategy::Warn).build().unwrap()],
+        output: [Moderation::builder(Judge::new(judge(violence))).chunk_window(NonZeroUsize::new(2).unwrap()).strategy(Strategy::Warn).build().unwrap()],
         on_violation: violations.hook(),
     };
     let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
@@ -559,7 +561,7 @@ fn the_result_is_judged_when_the_stream_was_not_and_filter_drops_the_answer() {
         .model(ScriptedModel::new([Turn::deltas(["go ", "kill ", "it"])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -583,7 +585,7 @@ fn result_block_reports_the_verdict() {
         .model(ScriptedModel::new([Turn::text("kill")]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .build()
                 .unwrap(),
         )
@@ -619,7 +621,7 @@ fn bi_08_judge_usage_is_recorded_apart_from_the_main_models() {
         .input(moderation(judge(violence), Strategy::Block))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -695,21 +697,20 @@ fn bad_configurations_are_refused_at_build() {
             .unwrap_err(),
         DetectorError::NoCategories
     );
+    let nowhere = Moderation::builder(j())
+        .sites(Sites::NONE)
+        .build()
+        .unwrap_err();
     assert_eq!(
-        Moderation::builder(j())
-            .chunk_window(0)
-            .build()
-            .unwrap_err(),
-        DetectorError::ZeroWindow
+        nowhere,
+        DetectorError::NoSites {
+            offered: Sites::ALL,
+            chosen: Sites::NONE
+        }
     );
-    assert_eq!(
-        Moderation::builder(j())
-            .on_input(false)
-            .on_stream(false)
-            .on_result(false)
-            .build()
-            .unwrap_err(),
-        DetectorError::NothingToDo
+    assert!(
+        nowhere.to_string().contains("choose at least one"),
+        "{nowhere}"
     );
 }
 
@@ -739,7 +740,7 @@ fn a_result_filtered_and_a_judging_warning_of_another_message_both_reach_the_run
         .tool(noop)
         .output(
             Moderation::builder(Judge::new(judge))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),

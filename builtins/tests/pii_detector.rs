@@ -7,9 +7,11 @@ mod judges;
 use common::*;
 use futures::executor::block_on;
 use judges::*;
+use processors_builtins::Sites;
 use processors_builtins::detector::{Judge, OnJudgeError, PiiDetector, PiiStrategy, Redaction};
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
+use std::num::NonZeroUsize;
 
 const EMAIL: &str = "jane.doe@example.com";
 const PHONE: &str = "+1 415 555 0100";
@@ -140,7 +142,7 @@ fn bi_07_a_value_split_across_deltas_is_redacted_and_no_piece_of_it_streams() {
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
                 .strategy(PiiStrategy::Redact(Redaction::Placeholder))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(12)
                 .build()
                 .unwrap(),
@@ -181,7 +183,7 @@ fn without_hold_back_the_split_value_would_leak() {
         ])]))
         .output(
             PiiDetector::builder(Judge::new(judge(finder)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(0)
                 .build()
                 .unwrap(),
@@ -203,7 +205,7 @@ fn stream_block_ends_before_the_value_reaches_the_client() {
         .output(
             PiiDetector::builder(Judge::new(judge(finder)))
                 .strategy(PiiStrategy::Block)
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -248,7 +250,7 @@ fn stream_warn_reports_a_value_once_although_it_is_judged_twice() {
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
                 .strategy(PiiStrategy::Warn)
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(30)
                 .build()
                 .unwrap(),
@@ -280,7 +282,7 @@ fn the_result_is_checked_when_the_stream_was_not() {
         ])]))
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(PiiStrategy::Redact(Redaction::Placeholder))
                 .build()
                 .unwrap(),

@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use futures::executor::block_on;
+use processors_builtins::Sites;
 use processors_builtins::regex_filter::{
     Preset, Redaction, RegexFilter, RegexFilterError, Rule, Strategy,
 };
@@ -370,7 +371,7 @@ fn switches_choose_the_hooks() {
         .output(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .build()
                 .unwrap(),
         )
@@ -388,7 +389,7 @@ fn switches_choose_the_hooks() {
         .input(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_input(false)
+                .sites(Sites::OUTPUT)
                 .build()
                 .unwrap(),
         )
@@ -403,7 +404,7 @@ fn switches_choose_the_hooks() {
         .output(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_result(false)
+                .sites(Sites::INPUT | Sites::STREAM)
                 .build()
                 .unwrap(),
         )
@@ -736,12 +737,8 @@ fn bad_configurations_are_errors_from_build() {
         RegexFilterError::ZeroMaxHold
     ));
     assert!(matches!(
-        err(b()
-            .preset(Preset::Urls)
-            .on_input(false)
-            .on_stream(false)
-            .on_result(false)),
-        RegexFilterError::NothingToDo
+        err(b().preset(Preset::Urls).sites(Sites::NONE)),
+        RegexFilterError::NoSites { .. }
     ));
     assert!(matches!(
         err(b().preset(Preset::Urls).without("url")),

@@ -123,6 +123,7 @@ pub use prompt_leak::{
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
+use crate::config::Sites;
 use futures::StreamExt;
 use processors_runtime::chunk::{Chunk, ChunkKind, Usage};
 use processors_runtime::context::RequestContext;
@@ -197,11 +198,6 @@ pub enum DetectorError {
     /// No category to judge.
     #[error("the detector has no categories to judge; leave the defaults or name at least one")]
     NoCategories,
-    /// A window of zero chunks.
-    #[error(
-        "`chunk_window` is 0; the stream is judged every `chunk_window` deltas, so use at least 1"
-    )]
-    ZeroWindow,
     /// No target language.
     #[error("the language detector has no target languages; name at least one (`.target(\"en\")`)")]
     NoTargets,
@@ -210,16 +206,16 @@ pub enum DetectorError {
         "`{0}` is not a language the detector knows: give an ISO 639-1 code (`en`, `fr`, `pt-BR`) or a language's English name (`English`, `French`)"
     )]
     UnknownLanguage(String),
-    /// Every hook is off.
+    /// None of the sites the detector has is chosen.
     #[error(
-        "`on_input`, `on_stream` and `on_result` are all off, so the detector would do nothing; switch one on"
+        "the detector acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
     )]
-    NothingToDo,
-    /// Both hooks of an output-only detector are off.
-    #[error(
-        "`on_stream` and `on_result` are both off, so the detector would do nothing; switch one on"
-    )]
-    NoOutputHook,
+    NoSites {
+        /// The sites the detector has.
+        offered: Sites,
+        /// The sites chosen.
+        chosen: Sites,
+    },
 }
 
 /// The judging model of a detector, with how it is called: timeout, error strategy,
@@ -698,13 +694,6 @@ pub(crate) fn judged_text(m: &Message) -> Option<String> {
 }
 
 /// Checks a threshold.
-pub(crate) fn check_threshold(t: f64) -> Result<f64, DetectorError> {
-    match (0.0..=1.0).contains(&t) {
-        true => Ok(t),
-        false => Err(DetectorError::Threshold(t)),
-    }
-}
-
 /// The scores of `categories` in the verdict, and those at or over `threshold`.
 pub(crate) fn flag(
     verdict: &Map<String, Value>,

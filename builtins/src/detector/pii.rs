@@ -3,8 +3,9 @@
 
 use super::{
     DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
-    check_threshold, judged_text, verdict, warning,
+    judged_text, verdict, warning,
 };
+use crate::config::{DetectorOptions, Sites, detector_setters};
 use crate::redact::{Redacted, label};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
@@ -59,17 +60,11 @@ impl Default for PiiStrategy {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct PiiDetectorBuilder {
-    judge: Judge,
+    options: DetectorOptions,
     types: Vec<String>,
-    threshold: f64,
     strategy: PiiStrategy,
-    chunk_window: usize,
     hold: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
     hash_key: [u8; 16],
-    instructions: Option<String>,
 }
 
 impl PiiDetectorBuilder {
@@ -82,22 +77,9 @@ impl PiiDetectorBuilder {
         self
     }
 
-    /// A value counts when the judge's confidence is at least `threshold` (default 0.6).
-    pub fn threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
-
     /// What to do with what is found (default: redact with [`Redaction::Mask`]).
     pub fn strategy(mut self, strategy: PiiStrategy) -> Self {
         self.strategy = strategy;
-        self
-    }
-
-    /// On the stream, how many text deltas are held before the held text is judged
-    /// (default 10); the end of the text block is judged whatever the count.
-    pub fn chunk_window(mut self, deltas: usize) -> Self {
-        self.chunk_window = deltas;
         self
     }
 
@@ -109,48 +91,22 @@ impl PiiDetectorBuilder {
         self
     }
 
-    /// Whether `process_input` checks the new input messages (default: yes).
-    pub fn on_input(mut self, yes: bool) -> Self {
-        self.on_input = yes;
-        self
-    }
-
-    /// Whether `process_output_stream` checks the streamed text (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether `process_output_result` checks the final answer when the stream did not
-    /// (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
-        self
-    }
-
     /// The key of [`Redaction::Hash`] (default: all zeros).
     pub fn hash_key(mut self, key: [u8; 16]) -> Self {
         self.hash_key = key;
         self
     }
 
-    /// Adds your own guidance to the judge's prompt.
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
-        self
-    }
+    detector_setters!(
+        threshold = "0.6",
+        sites = "`Sites::ALL`; the result is checked only when the stream did not check it"
+    );
 
     /// Checks the configuration.
     pub fn build(self) -> Result<PiiDetector, DetectorError> {
-        let threshold = check_threshold(self.threshold)?;
+        self.options.check(Sites::ALL)?;
         if self.types.is_empty() {
             return Err(DetectorError::NoCategories);
-        }
-        if self.chunk_window == 0 {
-            return Err(DetectorError::ZeroWindow);
-        }
-        if !(self.on_input || self.on_stream || self.on_result) {
-            return Err(DetectorError::NothingToDo);
         }
         let prompt = format!(
             "You find personal data in text. The user message holds content between \
@@ -164,21 +120,14 @@ impl PiiDetectorBuilder {
              {{\"entities\": [{{\"type\": \"<kind>\", \"value\": \"<exact text>\", \
              \"confidence\": <score>}}]}}",
             bullet_list(&self.types),
-            self.instructions
-                .map(|i| format!("Guidance: {i}\n"))
-                .unwrap_or_default(),
+            self.options.guidance(),
         );
         Ok(PiiDetector {
             inner: Arc::new(Inner {
-                judge: self.judge,
+                options: self.options,
                 types: self.types,
-                threshold,
                 strategy: self.strategy,
-                chunk_window: self.chunk_window,
                 hold: self.hold,
-                on_input: self.on_input,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
                 hash_key: self.hash_key,
                 prompt,
             }),
@@ -232,15 +181,10 @@ pub struct PiiDetector {
 }
 
 struct Inner {
-    judge: Judge,
+    options: DetectorOptions,
     types: Vec<String>,
-    threshold: f64,
     strategy: PiiStrategy,
-    chunk_window: usize,
     hold: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
     hash_key: [u8; 16],
     prompt: String,
 }
@@ -248,11 +192,9 @@ struct Inner {
 impl fmt::Debug for PiiDetector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PiiDetector")
-            .field("judge", &self.inner.judge)
+            .field("options", &self.inner.options)
             .field("types", &self.inner.types)
-            .field("threshold", &self.inner.threshold)
             .field("strategy", &self.inner.strategy)
-            .field("chunk_window", &self.inner.chunk_window)
             .field("hold", &self.inner.hold)
             .finish_non_exhaustive()
     }
@@ -397,24 +339,18 @@ impl PiiDetector {
     /// mask, windows of 10 deltas holding 96 characters, every hook on.
     pub fn builder(judge: Judge) -> PiiDetectorBuilder {
         PiiDetectorBuilder {
-            judge,
+            options: DetectorOptions::new(judge, 0.6, Sites::ALL),
             types: DEFAULT_TYPES.iter().map(|c| (*c).to_owned()).collect(),
-            threshold: 0.6,
             strategy: PiiStrategy::default(),
-            chunk_window: 10,
             hold: 96,
-            on_input: true,
-            on_stream: true,
-            on_result: true,
             hash_key: [0; 16],
-            instructions: None,
         }
     }
 
     fn reporting(&self, at: Where) -> Reporting<'_> {
         Reporting {
             id: Self::ID,
-            judge: &self.inner.judge,
+            judge: &self.inner.options.judge,
             at,
         }
     }
@@ -455,7 +391,7 @@ impl PiiDetector {
         cx: &RequestContext,
         warnings: &mut Vec<JudgeRecord>,
     ) -> Result<Vec<Entity>, ProcessorError> {
-        let asked = self.inner.judge.ask(&self.inner.prompt, text).await;
+        let asked = self.inner.options.judge.ask(&self.inner.prompt, text).await;
         self.decide(at, asked, message_id, log, cx, warnings)
     }
 
@@ -471,7 +407,7 @@ impl PiiDetector {
         let rep = self.reporting(at);
         let mut found = Vec::new();
         let record = rep.read(asked, message_id, log, cx, |v, r| {
-            found = entities(v, &self.inner.types, self.inner.threshold, r)?;
+            found = entities(v, &self.inner.types, self.inner.options.threshold, r)?;
             Ok(())
         });
         if record.error.is_some() {
@@ -519,7 +455,12 @@ impl PiiDetector {
             .filter_map(|(i, m)| Some((i, judged_text(m)?)))
             .collect();
         let texts: Vec<String> = items.iter().map(|(_, t)| t.clone()).collect();
-        let answers = self.inner.judge.ask_all(&self.inner.prompt, &texts).await;
+        let answers = self
+            .inner
+            .options
+            .judge
+            .ask_all(&self.inner.prompt, &texts)
+            .await;
         let mut fates: Vec<Fate> = messages.iter().map(|_| Fate::Keep).collect();
         for ((i, _), asked) in items.into_iter().zip(answers) {
             let m = &messages[i];
@@ -639,7 +580,7 @@ impl PiiDetector {
         cx: &RequestContext,
         state: &mut PiiDetectorState,
     ) -> Result<(), ProcessorError> {
-        if !self.inner.on_input {
+        if !self.inner.options.sites.input() {
             return Ok(());
         }
         let messages: Vec<Message> = list.input().cloned().collect();
@@ -671,7 +612,7 @@ impl PiiDetector {
         cx: &RequestContext,
         state: &mut PiiDetectorState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.options.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         let mut out = Vec::new();
@@ -685,7 +626,7 @@ impl PiiDetector {
             state.block = Some(id.clone());
             state.held.push_str(text);
             state.deltas += 1;
-            if state.deltas >= self.inner.chunk_window {
+            if state.deltas >= self.inner.options.window.get() {
                 let now = self.release(state, cx, false).await?;
                 if !now.is_empty() {
                     out.push(delta(chunk, id, now));
@@ -720,7 +661,7 @@ impl PiiDetector {
         let mut warnings = std::mem::take(&mut state.pending);
         let mut changed = false;
         let mut out = Vec::with_capacity(messages.len());
-        if self.inner.on_result && !state.streamed {
+        if self.inner.options.sites.result() && !state.streamed {
             let answer: Vec<Message> = messages
                 .iter()
                 .filter(|m| m.role == Role::Assistant)
