@@ -155,7 +155,7 @@ impl TokenLimiterBuilder {
         if self.limit == 0 {
             return Err(TokenLimiterError::ZeroLimit);
         }
-        let _ = self.tokenizer.bpe();
+        self.tokenizer.load();
         Ok(TokenLimiter {
             limit: self.limit,
             tokenizer: self.tokenizer,
@@ -607,7 +607,7 @@ fn with_length(chunk: &Chunk) -> Chunk {
     chunk
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tiktoken"))]
 mod tests {
     use super::*;
     use crate::tokenizer::tests::{TEXT, call, msg};

@@ -8,6 +8,10 @@
 //! [`Tokenizer::Estimate`] loads no tokenizer and counts one token per four bytes of UTF-8.
 //! The encodings are compiled into the binary: counting never touches the network.
 //!
+//! The encodings come with the feature `tiktoken` (on by default). Without it the crate
+//! builds no byte-pair encoder, `Tokenizer::O200k` and `Tokenizer::Cl100k` do not exist, and
+//! `ByModel` counts as `Estimate` does.
+//!
 //! A message costs its text, its tool calls (name and JSON arguments) and tool results (the
 //! JSON result, with media in it counted as a file), 85 tokens per file, and 3 tokens of
 //! framing; a prompt costs 3 more, and the tools it offers their names, descriptions and
@@ -16,7 +20,26 @@
 use processors_runtime::message::{Message, Part};
 use processors_runtime::model::ToolSpec;
 use serde_json::Value;
-use tiktoken_rs::CoreBPE;
+
+/// The byte-pair encoder.
+#[cfg(feature = "tiktoken")]
+type Bpe = tiktoken_rs::CoreBPE;
+
+/// No byte-pair encoder without the feature `tiktoken`: a type with no value, so that the
+/// code that counts with one is written once and never runs.
+#[cfg(not(feature = "tiktoken"))]
+enum Bpe {}
+
+#[cfg(not(feature = "tiktoken"))]
+impl Bpe {
+    fn encode_ordinary(&self, _: &str) -> Vec<u32> {
+        match *self {}
+    }
+
+    fn decode_bytes(&self, _: &[u32]) -> Result<Vec<u8>, std::convert::Infallible> {
+        match *self {}
+    }
+}
 
 /// Tokens of framing per message (role and separators), as OpenAI's chat format counts them.
 pub(crate) const TOKENS_PER_MESSAGE: usize = 3;
@@ -32,18 +55,29 @@ pub(crate) const MAX_PIECE: usize = 8 * 1024;
 /// Which tokenizer counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Tokenizer {
-    /// The encoding of the model a hook sees; `o200k_base` where a hook sees none.
+    /// The encoding of the model a hook sees; `o200k_base` where a hook sees none. Without
+    /// the feature `tiktoken`, the estimate.
     #[default]
     ByModel,
-    /// `o200k_base`: GPT-4o, GPT-4.1, GPT-5, the o-series.
+    /// `o200k_base`: GPT-4o, GPT-4.1, GPT-5, the o-series (feature `tiktoken`).
+    #[cfg(feature = "tiktoken")]
     O200k,
-    /// `cl100k_base`: GPT-4, GPT-3.5.
+    /// `cl100k_base`: GPT-4, GPT-3.5 (feature `tiktoken`).
+    #[cfg(feature = "tiktoken")]
     Cl100k,
     /// No tokenizer: one token per four bytes of UTF-8, rounded up.
     Estimate,
 }
 
 impl Tokenizer {
+    /// The encoding of a model, by its id (a `provider/` prefix and an `ft:` fine-tune prefix
+    /// are ignored): `cl100k_base` for GPT-4 and GPT-3.5 (and OpenAI's embedding models),
+    /// Without the feature `tiktoken` there is no encoding: the estimate, for every model.
+    #[cfg(not(feature = "tiktoken"))]
+    pub fn for_model(_model_id: &str) -> Tokenizer {
+        Tokenizer::Estimate
+    }
+
     /// The encoding of a model, by its id (a `provider/` prefix and an `ft:` fine-tune prefix
     /// are ignored): `cl100k_base` for GPT-4 and GPT-3.5 (and OpenAI's embedding models),
     /// `o200k_base` for every other model.
@@ -56,6 +90,7 @@ impl Tokenizer {
     /// assert_eq!(Tokenizer::for_model("o3"), Tokenizer::O200k);
     /// assert_eq!(Tokenizer::for_model("claude-sonnet-4"), Tokenizer::O200k);
     /// ```
+    #[cfg(feature = "tiktoken")]
     pub fn for_model(model_id: &str) -> Tokenizer {
         let id = model_id.rsplit('/').next().unwrap_or(model_id);
         let id = match id.strip_prefix("ft:") {
@@ -84,7 +119,7 @@ impl Tokenizer {
     pub(crate) fn resolve(self, model: Option<&str>) -> Tokenizer {
         match (self, model) {
             (Tokenizer::ByModel, Some(id)) => Tokenizer::for_model(id),
-            (Tokenizer::ByModel, None) => Tokenizer::O200k,
+            (Tokenizer::ByModel, None) => Tokenizer::for_model(""),
             (t, _) => t,
         }
     }
@@ -92,19 +127,32 @@ impl Tokenizer {
     /// The encoding's name, as reports give it.
     pub(crate) fn name(self) -> &'static str {
         match self {
+            #[cfg(feature = "tiktoken")]
             Tokenizer::ByModel | Tokenizer::O200k => "o200k_base",
+            #[cfg(feature = "tiktoken")]
             Tokenizer::Cl100k => "cl100k_base",
+            #[cfg(not(feature = "tiktoken"))]
+            Tokenizer::ByModel => "estimate",
             Tokenizer::Estimate => "estimate",
         }
     }
 
     /// The byte-pair encoder, loaded on first use (`None` for the estimate).
-    pub(crate) fn bpe(self) -> Option<&'static CoreBPE> {
+    fn bpe(self) -> Option<&'static Bpe> {
         match self {
+            #[cfg(feature = "tiktoken")]
             Tokenizer::ByModel | Tokenizer::O200k => Some(tiktoken_rs::o200k_base_singleton()),
+            #[cfg(feature = "tiktoken")]
             Tokenizer::Cl100k => Some(tiktoken_rs::cl100k_base_singleton()),
+            #[cfg(not(feature = "tiktoken"))]
+            Tokenizer::ByModel => None,
             Tokenizer::Estimate => None,
         }
+    }
+
+    /// Loads the encoder now (`o200k_base` for `ByModel`), so that no hook pays for it.
+    pub(crate) fn load(self) {
+        let _ = self.bpe();
     }
 
     /// The number of tokens of `text`.
@@ -288,7 +336,7 @@ pub(crate) fn tools_tokens<'a>(t: Tokenizer, tools: impl Iterator<Item = &'a Too
         .sum()
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tiktoken"))]
 pub(crate) mod tests {
     use super::*;
     use processors_runtime::message::{Role, ToolCall, ToolResult};
@@ -426,5 +474,19 @@ pub(crate) mod tests {
         // Data without a media type is text, and counted as text.
         let text = json!({ "data": "word ".repeat(100) });
         assert!(message_tokens(t, &result(text)) > 100);
+    }
+}
+
+#[cfg(all(test, not(feature = "tiktoken")))]
+mod without_tiktoken {
+    use super::*;
+
+    #[test]
+    fn every_tokenizer_estimates() {
+        assert_eq!(Tokenizer::ByModel.count("Hello, world!"), 4);
+        assert_eq!(Tokenizer::for_model("gpt-4o"), Tokenizer::Estimate);
+        assert_eq!(Tokenizer::ByModel.resolve(Some("gpt-4")).name(), "estimate");
+        assert_eq!(Tokenizer::ByModel.resolve(None), Tokenizer::Estimate);
+        assert_eq!(Tokenizer::ByModel.prefix("abcdefgh", 1), "abcd");
     }
 }
