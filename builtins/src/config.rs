@@ -1,8 +1,9 @@
 //! The configuration the built-ins share: [`Sites`], where a built-in acts (the input, the
-//! streamed answer, the final answer), and the options of every judging detector (judge,
-//! threshold, stream window, instructions), validated in one place.
+//! streamed answer, the final answer); the options of every judging detector (judge,
+//! threshold, stream window, instructions), validated in one place; and [`ConfigError`], what
+//! every builder's `build()` refuses.
 
-use crate::detector::{DetectorError, Judge};
+use crate::detector::Judge;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::ops::BitOr;
@@ -95,6 +96,118 @@ impl fmt::Debug for Sites {
     }
 }
 
+/// Why a built-in could not be built: the one error of every builder's `build()` (and of the
+/// constructors that build, such as `TokenLimiter::new`). Each says what is wrong and what to
+/// do instead; match on the kind and the option's name to tell them apart.
+///
+/// ```
+/// use processors_builtins::config::ConfigError;
+/// use processors_builtins::TokenLimiter;
+/// let error = TokenLimiter::new(0).unwrap_err();
+/// assert!(matches!(error, ConfigError::Zero { option: "limit", .. }));
+/// assert_eq!(
+///     error.to_string(),
+///     "`limit` is 0: no prompt or answer fits in it; give a limit of at least 1"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A count or a duration is zero where the processor needs more.
+    #[error("`{option}` is 0: {why}")]
+    Zero {
+        /// The option, as its builder method is named.
+        option: &'static str,
+        /// Why zero is refused, and what to give.
+        why: &'static str,
+    },
+    /// A number is outside the range it must be in.
+    #[error("`{option}` is {value}; {expected}")]
+    OutOfRange {
+        /// The option, as its builder method is named.
+        option: &'static str,
+        /// The value given.
+        value: String,
+        /// The range, and what it means.
+        expected: &'static str,
+    },
+    /// A text, a name or a list is empty where the processor needs one.
+    #[error("{what} is empty; {why}")]
+    Empty {
+        /// What is empty.
+        what: &'static str,
+        /// What to give instead.
+        why: &'static str,
+    },
+    /// Two items have one name.
+    #[error("two {what} are named `{name}`; give each its own name")]
+    Duplicate {
+        /// What kind of item (`rules`, `tools`).
+        what: &'static str,
+        /// The name.
+        name: String,
+    },
+    /// A name cannot be used.
+    #[error("`{name}` cannot name a {what}: {why}")]
+    InvalidName {
+        /// What it would name.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// Why not, and what to give.
+        why: &'static str,
+    },
+    /// A name names nothing the processor knows.
+    #[error("`{name}` is not a {what} the processor knows; {known}")]
+    Unknown {
+        /// What it should name.
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// What it may name.
+        known: String,
+    },
+    /// A pattern does not compile, or could match empty text.
+    #[error("rule `{rule}` has an unusable pattern: {reason}")]
+    Pattern {
+        /// The rule.
+        rule: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The rules compile one by one but not together.
+    #[error(
+        "the rules are too large to compile together ({0}); split them across agents or simplify the largest patterns"
+    )]
+    TooLarge(String),
+    /// The configuration leaves the processor nothing to do.
+    #[error("{0}, so the processor would do nothing")]
+    NothingToDo(&'static str),
+    /// None of the sites the processor has is chosen.
+    #[error(
+        "the processor acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
+    )]
+    NoSites {
+        /// The sites the processor has.
+        offered: Sites,
+        /// The sites chosen.
+        chosen: Sites,
+    },
+}
+
+impl Sites {
+    /// Checks that at least one of the `offered` sites is chosen.
+    pub(crate) fn check(self, offered: Sites) -> Result<Sites, ConfigError> {
+        match self.intersection(offered).is_empty() {
+            true => Err(ConfigError::NoSites {
+                offered,
+                chosen: self,
+            }),
+            false => Ok(self),
+        }
+    }
+}
+
 /// The options every judging detector has, set by the builders' shared setters and checked
 /// by [`DetectorOptions::check`].
 #[derive(Clone)]
@@ -141,16 +254,15 @@ impl DetectorOptions {
 
     /// Checks the options of a detector whose sites are `offered`: a threshold from 0 to 1,
     /// and at least one of the offered sites on.
-    pub fn check(&self, offered: Sites) -> Result<(), DetectorError> {
+    pub fn check(&self, offered: Sites) -> Result<(), ConfigError> {
         if !(0.0..=1.0).contains(&self.threshold) {
-            return Err(DetectorError::Threshold(self.threshold));
-        }
-        if self.sites.intersection(offered).is_empty() {
-            return Err(DetectorError::NoSites {
-                offered,
-                chosen: self.sites,
+            return Err(ConfigError::OutOfRange {
+                option: "threshold",
+                value: self.threshold.to_string(),
+                expected: "use a number from 0 to 1 (a category is flagged when its score is at least the threshold)",
             });
         }
+        self.sites.check(offered)?;
         Ok(())
     }
 

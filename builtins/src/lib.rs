@@ -115,7 +115,7 @@ pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
-pub use config::Sites;
+pub use config::{ConfigError, Sites};
 pub use cost_guard::CostGuard;
 pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,

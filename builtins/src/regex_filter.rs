@@ -119,6 +119,7 @@ mod presets;
 pub use crate::redact::Redaction;
 pub use presets::{Preset, is_card_number, is_iban};
 
+use crate::config::ConfigError;
 use crate::config::Sites;
 use crate::redact::Redacted;
 use crate::stream_text::{Blocks, Fed, Scan};
@@ -231,70 +232,6 @@ impl fmt::Debug for Rule {
     }
 }
 
-/// Why a [`RegexFilter`] could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegexFilterError {
-    /// Neither a preset nor a rule was added.
-    #[error(
-        "the filter has no rules; add a preset (`.preset(Preset::Pii)`) or a rule (`.rule(Rule::new(\"name\", \"pattern\"))`)"
-    )]
-    NoRules,
-    /// A rule's pattern does not compile.
-    #[error("rule `{rule}` has an invalid pattern: {source}")]
-    InvalidPattern {
-        /// The rule.
-        rule: String,
-        /// What the regex compiler said.
-        #[source]
-        source: Box<regex_automata::meta::BuildError>,
-    },
-    /// A rule's pattern matches empty text, so it would match everywhere.
-    #[error(
-        "rule `{rule}` can match empty text, so it would match between any two characters; make it match at least one character"
-    )]
-    EmptyMatch {
-        /// The rule.
-        rule: String,
-    },
-    /// Two rules have one name.
-    #[error("two rules are named `{0}`; give each rule its own name")]
-    DuplicateRule(String),
-    /// A rule's name is not usable.
-    #[error(
-        "`{0}` is not a valid rule name: use lowercase letters, digits and `-`, starting with a letter"
-    )]
-    InvalidName(String),
-    /// `without` names a rule the filter does not have.
-    #[error("`without(\"{name}\")` names no rule of the filter; its rules are: {rules}")]
-    UnknownRule {
-        /// The name given.
-        name: String,
-        /// The filter's rules.
-        rules: String,
-    },
-    /// The rules compile one by one but not together.
-    #[error(
-        "the rules are too large to compile together ({0}); split them across agents or simplify the largest patterns"
-    )]
-    TooLarge(String),
-    /// `max_hold` is 0.
-    #[error(
-        "`max_hold` must be at least 1 byte; with nothing held, a match split across deltas would escape"
-    )]
-    ZeroMaxHold,
-    /// None of the sites the processor has is chosen.
-    #[error(
-        "the filter acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
-    )]
-    NoSites {
-        /// The sites the processor has.
-        offered: Sites,
-        /// The sites chosen.
-        chosen: Sites,
-    },
-}
-
 /// Configures a [`RegexFilter`]; [`build`](RegexFilterBuilder::build) checks everything.
 #[derive(Debug, Clone)]
 #[must_use]
@@ -364,44 +301,51 @@ impl RegexFilterBuilder {
     }
 
     /// Checks the configuration and compiles the rules.
-    pub fn build(self) -> Result<RegexFilter, RegexFilterError> {
-        if self.sites.intersection(Sites::ALL).is_empty() {
-            return Err(RegexFilterError::NoSites {
-                offered: Sites::ALL,
-                chosen: self.sites,
-            });
-        }
+    pub fn build(self) -> Result<RegexFilter, ConfigError> {
+        self.sites.check(Sites::ALL)?;
         if self.max_hold == 0 {
-            return Err(RegexFilterError::ZeroMaxHold);
+            return Err(ConfigError::Zero {
+                option: "max_hold",
+                why: "with nothing held, a match split across deltas would escape; give at least 1 byte",
+            });
         }
         let mut rules = self.rules;
         for name in &self.without {
             if !rules.iter().any(|r| &r.name == name) {
                 let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-                return Err(RegexFilterError::UnknownRule {
+                return Err(ConfigError::Unknown {
+                    what: "rule (in `without`)",
                     name: name.clone(),
-                    rules: names.join(", "),
+                    known: format!("the filter's rules are: {}", names.join(", ")),
                 });
             }
             rules.retain(|r| &r.name != name);
         }
         if rules.is_empty() {
-            return Err(RegexFilterError::NoRules);
+            return Err(ConfigError::Empty {
+                what: "the filter's list of rules",
+                why: "add a preset (`.preset(Preset::Pii)`) or a rule (`.rule(Rule::new(\"name\", \"pattern\"))`)",
+            });
         }
         let mut compiled = Vec::with_capacity(rules.len());
         let mut max_len = Some(0usize);
         for (i, rule) in rules.iter().enumerate() {
             if !valid_name(&rule.name) {
-                return Err(RegexFilterError::InvalidName(rule.name.clone()));
+                return Err(ConfigError::InvalidName {
+                    what: "rule",
+                    name: rule.name.clone(),
+                    why: "use lowercase letters, digits and `-`, starting with a letter",
+                });
             }
             if rules[..i].iter().any(|r| r.name == rule.name) {
-                return Err(RegexFilterError::DuplicateRule(rule.name.clone()));
+                return Err(ConfigError::Duplicate {
+                    what: "rules",
+                    name: rule.name.clone(),
+                });
             }
-            regex_automata::meta::Regex::new(&rule.pattern).map_err(|source| {
-                RegexFilterError::InvalidPattern {
-                    rule: rule.name.clone(),
-                    source: Box::new(source),
-                }
+            regex_automata::meta::Regex::new(&rule.pattern).map_err(|e| ConfigError::Pattern {
+                rule: rule.name.clone(),
+                reason: e.to_string(),
             })?;
             let properties = regex_automata::util::syntax::parse(&rule.pattern)
                 .ok()
@@ -410,8 +354,9 @@ impl RegexFilterBuilder {
                     (p.minimum_len(), p.maximum_len())
                 });
             if let Some((Some(0), _)) = properties {
-                return Err(RegexFilterError::EmptyMatch {
+                return Err(ConfigError::Pattern {
                     rule: rule.name.clone(),
+                    reason: "it can match empty text, so it would match between any two characters; make it match at least one character".to_owned(),
                 });
             }
             max_len = match (max_len, properties) {
@@ -431,7 +376,8 @@ impl RegexFilterBuilder {
         }
         let patterns: Vec<&str> = rules.iter().map(|r| r.pattern.as_str()).collect();
         let checks = rules.iter().map(|r| r.check).collect();
-        let engine = Engine::new(&patterns, checks, max_len).map_err(RegexFilterError::TooLarge)?;
+        let engine = Engine::new(&patterns, checks, max_len)
+            .map_err(|e| ConfigError::TooLarge(e.to_string()))?;
         Ok(RegexFilter {
             inner: Arc::new(Inner {
                 engine,

@@ -71,6 +71,7 @@
 
 mod suffix_automaton;
 
+use crate::config::ConfigError;
 use crate::config::Sites;
 use crate::stream_text::{Blocks, Fed, Scan};
 use processors_macros::processor;
@@ -109,27 +110,6 @@ pub enum Strategy {
     Redact,
     /// Let the text through and report a violation.
     Warn,
-}
-
-/// Why a [`SystemPromptScrubber`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SystemPromptScrubberError {
-    /// `min_span` is below [`MIN_SPAN_FLOOR`].
-    #[error(
-        "`min_span` is {0}, but spans shorter than 8 characters are common phrases, not leaks; use 8 or more"
-    )]
-    MinSpanTooShort(usize),
-    /// None of the sites the processor has is chosen.
-    #[error(
-        "the scrubber acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
-    )]
-    NoSites {
-        /// The sites the processor has.
-        offered: Sites,
-        /// The sites chosen.
-        chosen: Sites,
-    },
 }
 
 /// Configures a [`SystemPromptScrubber`]; [`build`](SystemPromptScrubberBuilder::build)
@@ -182,16 +162,15 @@ impl SystemPromptScrubberBuilder {
     ///     .unwrap();
     /// assert!(SystemPromptScrubber::builder().min_span(3).build().is_err());
     /// ```
-    pub fn build(self) -> Result<SystemPromptScrubber, SystemPromptScrubberError> {
+    pub fn build(self) -> Result<SystemPromptScrubber, ConfigError> {
         if self.min_span < MIN_SPAN_FLOOR {
-            return Err(SystemPromptScrubberError::MinSpanTooShort(self.min_span));
-        }
-        if self.sites.intersection(Sites::OUTPUT).is_empty() {
-            return Err(SystemPromptScrubberError::NoSites {
-                offered: Sites::OUTPUT,
-                chosen: self.sites,
+            return Err(ConfigError::OutOfRange {
+                option: "min_span",
+                value: self.min_span.to_string(),
+                expected: "spans shorter than 8 characters are common phrases, not leaks; use 8 or more",
             });
         }
+        self.sites.check(Sites::OUTPUT)?;
         Ok(SystemPromptScrubber {
             inner: Arc::new(Inner {
                 min_span: self.min_span,

@@ -65,6 +65,7 @@
 //! # }).unwrap();
 //! ```
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind, FinishReason};
 use processors_runtime::message::{Message, MessageList, MessageSource, Part, Role};
@@ -99,15 +100,6 @@ pub enum CountMode {
     Cumulative,
     /// Each step's text has the whole limit to itself.
     PerStep,
-}
-
-/// Why a [`TokenLimiter`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenLimiterError {
-    /// The limit is 0.
-    #[error("the token limit is 0: no prompt or answer fits in it; give a limit of at least 1")]
-    ZeroLimit,
 }
 
 /// Keeps prompts and answers within a token limit; see the [module docs](self).
@@ -151,9 +143,12 @@ impl TokenLimiterBuilder {
     /// Checks the configuration and loads the tokenizer it names (`o200k_base` for
     /// [`Tokenizer::ByModel`]; `cl100k_base` is loaded when a model first needs it), so that
     /// no hook pays for loading it.
-    pub fn build(self) -> Result<TokenLimiter, TokenLimiterError> {
+    pub fn build(self) -> Result<TokenLimiter, ConfigError> {
         if self.limit == 0 {
-            return Err(TokenLimiterError::ZeroLimit);
+            return Err(ConfigError::Zero {
+                option: "limit",
+                why: "no prompt or answer fits in it; give a limit of at least 1",
+            });
         }
         self.tokenizer.load();
         Ok(TokenLimiter {
@@ -268,13 +263,14 @@ struct Trim {
 impl TokenLimiter {
     /// A limiter with the default options: [`Tokenizer::ByModel`], [`LimitStrategy::Truncate`],
     /// [`CountMode::Cumulative`].
-    pub fn new(limit: usize) -> Result<Self, TokenLimiterError> {
+    pub fn new(limit: usize) -> Result<Self, ConfigError> {
         Self::builder(limit).build()
     }
 
     /// Starts configuring a limiter of `limit` tokens.
     ///
     /// ```
+    /// use processors_builtins::ConfigError;
     /// use processors_builtins::token_limiter::*;
     /// let limiter = TokenLimiter::builder(500)
     ///     .tokenizer(Tokenizer::for_model("gpt-4"))
@@ -283,7 +279,8 @@ impl TokenLimiter {
     ///     .build()
     ///     .unwrap();
     /// assert_eq!(limiter.limit(), 500);
-    /// assert_eq!(TokenLimiter::new(0).unwrap_err(), TokenLimiterError::ZeroLimit);
+    /// let error = TokenLimiter::new(0).unwrap_err();
+    /// assert!(matches!(error, ConfigError::Zero { option: "limit", .. }));
     /// ```
     pub fn builder(limit: usize) -> TokenLimiterBuilder {
         TokenLimiterBuilder {
@@ -703,10 +700,13 @@ mod tests {
 
     #[test]
     fn a_zero_limit_is_refused() {
-        assert_eq!(
+        assert!(matches!(
             TokenLimiter::new(0).unwrap_err(),
-            TokenLimiterError::ZeroLimit
-        );
+            ConfigError::Zero {
+                option: "limit",
+                ..
+            }
+        ));
         assert!(
             TokenLimiter::new(0)
                 .unwrap_err()

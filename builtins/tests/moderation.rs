@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use judges::*;
 use processors_builtins::Sites;
 use processors_builtins::detector::{
-    DetectorError, Judge, JudgeLedger, Moderation, OnJudgeError, Strategy,
+    ConfigError, Judge, JudgeLedger, Moderation, OnJudgeError, Strategy,
 };
 use processors_macros::agent;
 use processors_runtime::prelude::*;
@@ -682,28 +682,37 @@ fn content_cannot_close_the_block_it_is_quoted_in() {
 #[test]
 fn bad_configurations_are_refused_at_build() {
     let j = || Judge::new(ScriptedModel::new([]));
-    assert_eq!(
-        Moderation::builder(j()).threshold(1.2).build().unwrap_err(),
-        DetectorError::Threshold(1.2)
+    let error = Moderation::builder(j()).threshold(1.2).build().unwrap_err();
+    assert!(matches!(
+        &error,
+        ConfigError::OutOfRange { option: "threshold", value, .. } if value == "1.2"
+    ));
+    assert!(
+        error
+            .to_string()
+            .starts_with("`threshold` is 1.2; use a number from 0 to 1")
     );
     assert!(matches!(
         Moderation::builder(j()).threshold(f64::NAN).build(),
-        Err(DetectorError::Threshold(t)) if t.is_nan()
+        Err(ConfigError::OutOfRange { option: "threshold", value, .. }) if value == "NaN"
     ));
-    assert_eq!(
+    assert!(matches!(
         Moderation::builder(j())
             .categories(Vec::<String>::new())
             .build()
             .unwrap_err(),
-        DetectorError::NoCategories
-    );
+        ConfigError::Empty {
+            what: "the list of categories",
+            ..
+        }
+    ));
     let nowhere = Moderation::builder(j())
         .sites(Sites::NONE)
         .build()
         .unwrap_err();
     assert_eq!(
         nowhere,
-        DetectorError::NoSites {
+        ConfigError::NoSites {
             offered: Sites::ALL,
             chosen: Sites::NONE
         }

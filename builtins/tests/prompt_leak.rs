@@ -11,7 +11,7 @@ use futures::executor::block_on;
 use judges::*;
 use processors_builtins::Sites;
 use processors_builtins::detector::{
-    DetectorError, Judge, JudgeLedger, LeakStrategy, OnJudgeError, PromptLeakDetector, Redaction,
+    ConfigError, Judge, JudgeLedger, LeakStrategy, OnJudgeError, PromptLeakDetector, Redaction,
 };
 use processors_macros::{agent, processor};
 use processors_runtime::agent::AgentBuilder;
@@ -701,19 +701,22 @@ fn it_goes_in_the_output_list_only() {
 #[test]
 fn bad_configurations_are_refused_at_build_and_debug_shows_no_text() {
     let j = || Judge::new(ScriptedModel::new([]));
-    assert_eq!(
+    assert!(matches!(
         PromptLeakDetector::builder(j())
             .threshold(-0.1)
             .build()
             .unwrap_err(),
-        DetectorError::Threshold(-0.1)
-    );
+        ConfigError::OutOfRange {
+            option: "threshold",
+            ..
+        }
+    ));
     assert_eq!(
         PromptLeakDetector::builder(j())
             .sites(Sites::INPUT)
             .build()
             .unwrap_err(),
-        DetectorError::NoSites {
+        ConfigError::NoSites {
             offered: Sites::OUTPUT,
             chosen: Sites::INPUT
         },

@@ -5,10 +5,8 @@ mod common;
 
 use common::*;
 use futures::executor::block_on;
-use processors_builtins::Sites;
-use processors_builtins::regex_filter::{
-    Preset, Redaction, RegexFilter, RegexFilterError, Rule, Strategy,
-};
+use processors_builtins::regex_filter::{Preset, Redaction, RegexFilter, Rule, Strategy};
+use processors_builtins::{ConfigError, Sites};
 use processors_macros::agent;
 use processors_runtime::prelude::*;
 use serde_json::json;
@@ -708,40 +706,43 @@ fn a_private_key_streamed_line_by_line_never_shows() {
 fn bad_configurations_are_errors_from_build() {
     let err = |b: processors_builtins::regex_filter::RegexFilterBuilder| b.build().unwrap_err();
     let b = RegexFilter::builder;
-    assert!(matches!(err(b()), RegexFilterError::NoRules));
+    assert!(matches!(err(b()), ConfigError::Empty { .. }));
     let e = err(b().rule(Rule::new("bad", "a(b")));
-    assert!(matches!(&e, RegexFilterError::InvalidPattern { rule, .. } if rule == "bad"));
+    assert!(matches!(&e, ConfigError::Pattern { rule, .. } if rule == "bad"));
     assert!(
         e.to_string()
-            .starts_with("rule `bad` has an invalid pattern")
+            .starts_with("rule `bad` has an unusable pattern")
     );
     assert!(matches!(
         err(b().rule(Rule::new("empty", "a*"))),
-        RegexFilterError::EmptyMatch { rule } if rule == "empty"
+        ConfigError::Pattern { rule, reason } if rule == "empty" && reason.contains("empty text")
     ));
     assert!(matches!(
         err(b().preset(Preset::Pii).rule(Rule::new("email", "x"))),
-        RegexFilterError::DuplicateRule(n) if n == "email"
+        ConfigError::Duplicate { name, .. } if name == "email"
     ));
     assert!(matches!(
         err(b().rule(Rule::new("Has Space", "x"))),
-        RegexFilterError::InvalidName(_)
+        ConfigError::InvalidName { what: "rule", .. }
     ));
     let e = err(b().preset(Preset::Urls).without("email"));
     assert_eq!(
         e.to_string(),
-        "`without(\"email\")` names no rule of the filter; its rules are: url"
+        "`email` is not a rule (in `without`) the processor knows; the filter's rules are: url"
     );
     assert!(matches!(
         err(b().preset(Preset::Urls).max_hold(0)),
-        RegexFilterError::ZeroMaxHold
+        ConfigError::Zero {
+            option: "max_hold",
+            ..
+        }
     ));
     assert!(matches!(
         err(b().preset(Preset::Urls).sites(Sites::NONE)),
-        RegexFilterError::NoSites { .. }
+        ConfigError::NoSites { .. }
     ));
     assert!(matches!(
         err(b().preset(Preset::Urls).without("url")),
-        RegexFilterError::NoRules
+        ConfigError::Empty { .. }
     ));
 }

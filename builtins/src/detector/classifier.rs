@@ -1,7 +1,7 @@
 //! [`Classifier`]: asks a judge which of your classes the request belongs to, for the
 //! processors after it; [`ModelSelection`]: picks each step's model by that class.
 
-use super::{DetectorError, Judge, JudgeLog, Reporting, Where, judged_text, verdict};
+use super::{ConfigError, Judge, JudgeLog, Reporting, Where, judged_text, verdict};
 use crate::config::{DetectorOptions, Sites, detector_setters};
 use processors_macros::processor;
 use processors_runtime::ProcessorError;
@@ -42,10 +42,13 @@ impl ClassifierBuilder {
     detector_setters!(threshold = "0.5");
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<Classifier, DetectorError> {
+    pub fn build(self) -> Result<Classifier, ConfigError> {
         self.options.check(Sites::INPUT)?;
         if self.classes.is_empty() {
-            return Err(DetectorError::NoCategories);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let list: String = self
             .classes

@@ -3,8 +3,8 @@
 
 use super::languages::LANGUAGES;
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, judged_text,
-    verdict, warning,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, judged_text, verdict,
+    warning,
 };
 use crate::config::{DetectorOptions, Sites, detector_setters};
 use processors_macros::processor;
@@ -94,13 +94,16 @@ impl LanguageDetectorBuilder {
     detector_setters!(threshold = "0.7");
 
     /// Checks the configuration.
-    pub fn build(mut self) -> Result<LanguageDetector, DetectorError> {
+    pub fn build(mut self) -> Result<LanguageDetector, ConfigError> {
         self.options.check(Sites::INPUT)?;
         self.targets = (self.targets.iter())
-            .map(|t| code_of(t).ok_or_else(|| DetectorError::UnknownLanguage(t.clone())))
+            .map(|t| code_of(t).ok_or_else(|| unknown_language(t)))
             .collect::<Result<_, _>>()?;
         let Some(first) = self.targets.first() else {
-            return Err(DetectorError::NoTargets);
+            return Err(ConfigError::Empty {
+                what: "the list of target languages",
+                why: "name at least one (`.target(\"en\")`)",
+            });
         };
         let translate = match self.strategy {
             LanguageStrategy::Translate => format!(
@@ -369,5 +372,14 @@ impl LanguageDetector {
             Some(w) => Err(w),
             None => Ok(()),
         }
+    }
+}
+
+/// The error for a target that is neither a code nor a language's name.
+fn unknown_language(target: &str) -> ConfigError {
+    ConfigError::Unknown {
+        what: "language",
+        name: target.to_owned(),
+        known: "give an ISO 639-1 code (`en`, `fr`, `pt-BR`) or a language's English name (`English`, `French`)".to_owned(),
     }
 }

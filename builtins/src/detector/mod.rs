@@ -123,7 +123,7 @@ pub use prompt_leak::{
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
-use crate::config::Sites;
+pub use crate::config::ConfigError;
 use futures::StreamExt;
 use processors_runtime::chunk::{Chunk, ChunkKind, Usage};
 use processors_runtime::context::RequestContext;
@@ -184,38 +184,6 @@ pub enum JudgeError {
     /// The answer is not a verdict.
     #[error("the judging model's verdict is malformed: {0}")]
     Malformed(String),
-}
-
-/// Why a detector could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DetectorError {
-    /// The threshold is not a number from 0 to 1.
-    #[error(
-        "the threshold is {0}; use a number from 0 to 1 (a category is flagged when its score is at least the threshold)"
-    )]
-    Threshold(f64),
-    /// No category to judge.
-    #[error("the detector has no categories to judge; leave the defaults or name at least one")]
-    NoCategories,
-    /// No target language.
-    #[error("the language detector has no target languages; name at least one (`.target(\"en\")`)")]
-    NoTargets,
-    /// A target that is neither an ISO 639-1 code nor a language's name.
-    #[error(
-        "`{0}` is not a language the detector knows: give an ISO 639-1 code (`en`, `fr`, `pt-BR`) or a language's English name (`English`, `French`)"
-    )]
-    UnknownLanguage(String),
-    /// None of the sites the detector has is chosen.
-    #[error(
-        "the detector acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"
-    )]
-    NoSites {
-        /// The sites the detector has.
-        offered: Sites,
-        /// The sites chosen.
-        chosen: Sites,
-    },
 }
 
 /// The judging model of a detector, with how it is called: timeout, error strategy,

@@ -2,7 +2,7 @@
 //! falls into harmful categories, and blocks, flags or drops what does.
 
 use super::{
-    DetectorError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
+    ConfigError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
     bullet_list, flag, flagged_reason, judged_text, verdict, warning,
 };
 use crate::config::{DetectorOptions, Sites, detector_setters};
@@ -61,10 +61,13 @@ impl ModerationBuilder {
     );
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<Moderation, DetectorError> {
+    pub fn build(self) -> Result<Moderation, ConfigError> {
         self.options.check(Sites::ALL)?;
         if self.categories.is_empty() {
-            return Err(DetectorError::NoCategories);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let prompt = format!(
             "You are a content moderation classifier. The user message holds content between \

@@ -2,7 +2,7 @@
 //! the final answer, and redacts, blocks, flags or drops it.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
     judged_text, verdict, warning,
 };
 use crate::config::{DetectorOptions, Sites, detector_setters};
@@ -103,10 +103,13 @@ impl PiiDetectorBuilder {
     );
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PiiDetector, DetectorError> {
+    pub fn build(self) -> Result<PiiDetector, ConfigError> {
         self.options.check(Sites::ALL)?;
         if self.types.is_empty() {
-            return Err(DetectorError::NoCategories);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let prompt = format!(
             "You find personal data in text. The user message holds content between \

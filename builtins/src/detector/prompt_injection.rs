@@ -2,7 +2,7 @@
 //! instructions, jailbreak it or exfiltrate data, and blocks, flags, drops or neutralises it.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list, flag,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list, flag,
     flagged_reason, judged_text, verdict, warning,
 };
 use crate::config::{DetectorOptions, Sites, detector_setters};
@@ -69,10 +69,13 @@ impl PromptInjectionDetectorBuilder {
     detector_setters!(threshold = "0.7");
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PromptInjectionDetector, DetectorError> {
+    pub fn build(self) -> Result<PromptInjectionDetector, ConfigError> {
         self.options.check(Sites::INPUT)?;
         if self.categories.is_empty() {
-            return Err(DetectorError::NoCategories);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let (shape, rewrite) = match self.strategy {
             InjectionStrategy::Rewrite => (

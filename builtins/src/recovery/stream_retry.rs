@@ -1,6 +1,7 @@
 //! [`StreamErrorRetry`]: calls the model again when its stream failed mid-answer.
 
 use super::StepAttempts;
+use crate::config::ConfigError;
 use crate::timer::sleep;
 use processors_macros::processor;
 pub use processors_providers::{Backoff, Jitter};
@@ -8,20 +9,6 @@ use processors_runtime::model::ApiError;
 use processors_runtime::processor::ApiErrorAction;
 use processors_runtime::processor::extract::StepNumber;
 use std::time::Duration;
-
-/// Why a [`StreamErrorRetry`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StreamErrorRetryError {
-    /// `max_retries(0)`.
-    #[error("max_retries(0) would never retry; allow at least 1 retry")]
-    ZeroRetries,
-    /// A backoff whose waits are all zero.
-    #[error(
-        "the backoff {0:?} never waits: give it a wait above zero, or leave the backoff out for no wait"
-    )]
-    Backoff(Backoff),
-}
 
 /// Calls the model again when its stream failed mid-answer: a cut connection, a stall, a
 /// malformed event or an error event the provider sent instead of the rest of the answer.
@@ -100,12 +87,19 @@ impl StreamErrorRetryBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<StreamErrorRetry, StreamErrorRetryError> {
+    pub fn build(self) -> Result<StreamErrorRetry, ConfigError> {
         if self.max_retries == 0 {
-            return Err(StreamErrorRetryError::ZeroRetries);
+            return Err(ConfigError::Zero {
+                option: "max_retries",
+                why: "it would never retry; allow at least 1 retry",
+            });
         }
         if let Some(backoff) = self.backoff.filter(Backoff::is_zero) {
-            return Err(StreamErrorRetryError::Backoff(backoff));
+            return Err(ConfigError::OutOfRange {
+                option: "backoff",
+                value: format!("{backoff:?}"),
+                expected: "it never waits: give it a wait above zero, or leave the backoff out for no wait",
+            });
         }
         Ok(StreamErrorRetry {
             max_retries: self.max_retries,
@@ -140,7 +134,8 @@ impl StreamErrorRetry {
     /// Starts configuring the processor.
     ///
     /// ```
-    /// use processors_builtins::recovery::{Backoff, StreamErrorRetry, StreamErrorRetryError};
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::recovery::{Backoff, StreamErrorRetry};
     /// use std::time::Duration;
     /// let retry = StreamErrorRetry::builder()
     ///     .max_retries(3)
@@ -150,10 +145,10 @@ impl StreamErrorRetry {
     ///     .unwrap();
     /// assert_eq!(retry.max_retries(), 3);
     /// let err = StreamErrorRetry::builder().max_retries(0).build().unwrap_err();
-    /// assert_eq!(err, StreamErrorRetryError::ZeroRetries);
+    /// assert!(matches!(err, ConfigError::Zero { option: "max_retries", .. }));
     /// let never = Backoff::fixed(Duration::ZERO);
     /// let err = StreamErrorRetry::builder().backoff(never).build().unwrap_err();
-    /// assert_eq!(err, StreamErrorRetryError::Backoff(never));
+    /// assert!(matches!(err, ConfigError::OutOfRange { option: "backoff", .. }));
     /// ```
     pub fn builder() -> StreamErrorRetryBuilder {
         StreamErrorRetryBuilder {
