@@ -221,6 +221,8 @@ pub(crate) struct DetectorOptions {
     pub instructions: Option<String>,
     /// Where the detector acts.
     pub sites: Sites,
+    /// Whether a flagged verdict's reason gives the flagged categories' scores.
+    pub include_scores: bool,
 }
 
 impl fmt::Debug for DetectorOptions {
@@ -233,6 +235,7 @@ impl fmt::Debug for DetectorOptions {
             .field("window", &self.window)
             .field("sites", &self.sites)
             .field("has_instructions", &self.instructions.is_some())
+            .field("include_scores", &self.include_scores)
             .finish()
     }
 }
@@ -249,6 +252,7 @@ impl DetectorOptions {
             window: DEFAULT_WINDOW,
             instructions: None,
             sites,
+            include_scores: false,
         }
     }
 
@@ -293,8 +297,26 @@ macro_rules! detector_setters {
             self
         }
     };
+    (@scores) => {
+        /// Whether the reason of a flagged verdict (the trip wire's, the warning's, the retry's
+        /// feedback) gives each flagged category's score:
+        /// `the input was flagged for hate (scores: hate 0.91)` (default: no; the scores are in
+        /// the metadata either way).
+        pub fn include_scores(mut self, yes: bool) -> Self {
+            self.options.include_scores = yes;
+            self
+        }
+    };
     (threshold = $threshold:literal) => {
         $crate::config::detector_setters!(@common $threshold);
+    };
+    (threshold = $threshold:literal, scores) => {
+        $crate::config::detector_setters!(@common $threshold);
+        $crate::config::detector_setters!(@scores);
+    };
+    (threshold = $threshold:literal, sites = $sites:literal, scores) => {
+        $crate::config::detector_setters!(threshold = $threshold, sites = $sites);
+        $crate::config::detector_setters!(@scores);
     };
     (threshold = $threshold:literal, sites = $sites:literal) => {
         $crate::config::detector_setters!(@common $threshold);

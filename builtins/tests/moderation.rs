@@ -773,3 +773,69 @@ fn a_result_filtered_and_a_judging_warning_of_another_message_both_reach_the_run
         "{seen:?}"
     );
 }
+
+/// The reference's verdict shape: `category_scores` beside boolean `categories` (the scores
+/// decide, at the detector's threshold), or boolean `categories` alone (true counts as 1).
+#[test]
+fn bi_44_the_references_verdict_shape_is_read_as_well_as_ours() {
+    let run = |verdict: Value| {
+        let agent = Agent::builder()
+            .model(main_model())
+            .input(moderation(judge(move |_| verdict.clone()), Strategy::Block))
+            .build()
+            .unwrap();
+        block_on(agent.generate("a message")).unwrap().tripwire
+    };
+    let scored = run(json!({
+        "flagged": true,
+        "categories": { "violence": true, "hate": false },
+        "category_scores": { "violence": 0.93, "hate": 0.02 },
+        "reason": "threatens someone"
+    }));
+    let tw = scored.expect("flagged by its scores");
+    assert_eq!(tw.reason, "the input was flagged for violence");
+    assert_eq!(
+        tw.metadata.unwrap()["verdicts"][0]["scores"]["violence"],
+        0.93
+    );
+    let below = run(json!({
+        "flagged": true,
+        "categories": { "violence": true },
+        "category_scores": { "violence": 0.3 }
+    }));
+    assert!(below.is_none(), "the scores decide, at the threshold");
+    let booleans =
+        run(json!({ "flagged": true, "categories": { "violence": true, "hate": false } }));
+    assert_eq!(
+        booleans.unwrap().reason,
+        "the input was flagged for violence"
+    );
+    assert!(run(json!({ "categories": { "violence": false } })).is_none());
+}
+
+/// With `include_scores`, a flagged verdict's reason gives each flagged category's score.
+#[test]
+fn bi_45_scores_are_in_the_reason_when_asked() {
+    let reason = |scores: bool| {
+        let agent = Agent::builder()
+            .model(main_model())
+            .input(
+                Moderation::builder(Judge::new(judge(violence)))
+                    .include_scores(scores)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        block_on(agent.generate("kill it"))
+            .unwrap()
+            .tripwire
+            .unwrap()
+            .reason
+    };
+    assert_eq!(
+        reason(true),
+        "the input was flagged for violence (scores: violence 0.90)"
+    );
+    assert_eq!(reason(false), "the input was flagged for violence");
+}

@@ -427,3 +427,45 @@ fn with_regex_filter_first_known_shapes_never_reach_the_judge() {
     );
     assert_eq!(model.requests()[0].prompt[0].text(), asked[0]);
 }
+
+/// `Redaction::PreserveFormat`: an email keeps its first and last letter and its top-level
+/// domain, a phone number its punctuation and last four digits.
+#[test]
+fn bi_46_format_preserving_masks_keep_the_shape_of_each_kind() {
+    assert_eq!(
+        redacted_input(Redaction::PreserveFormat),
+        "mail j***.**e@*******.com or call +X XXX XXX 0100, j***.**e@*******.com"
+    );
+}
+
+/// The reference's verdict (`detections`, and `redacted_content`): the judge's own redaction
+/// of an input message is used, unless a value it found is still in it.
+#[test]
+fn bi_47_the_judges_own_redaction_is_used_when_it_removes_what_it_found() {
+    let run = |redacted: &'static str| {
+        let model = main_model();
+        let reference = move |content: &str| {
+            json!({
+                "categories": { "email": content.contains(EMAIL) },
+                "detections": [{ "type": "email", "value": EMAIL, "confidence": 0.97 }],
+                "redacted_content": redacted,
+            })
+        };
+        let agent = Agent::builder()
+            .model(model.clone())
+            .input(detector(
+                judge(reference),
+                PiiStrategy::Redact(Redaction::Placeholder),
+            ))
+            .build()
+            .unwrap();
+        block_on(agent.generate(format!("write to {EMAIL} today"))).unwrap();
+        model.requests()[0].prompt[0].text()
+    };
+    assert_eq!(run("write to <email> today"), "write to <email> today");
+    assert_eq!(
+        run("write to jane.doe@example.com today!"),
+        "write to [EMAIL] today",
+        "a redaction that leaves the value in is not used"
+    );
+}

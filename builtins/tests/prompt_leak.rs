@@ -730,3 +730,19 @@ fn bad_configurations_are_refused_at_build_and_debug_shows_no_text() {
     assert!(!shown.contains("secret guidance"), "{shown}");
     assert_eq!(PromptLeakDetector::ID, "prompt-leak-detector");
 }
+
+/// With `include_scores`, the trip wire's reason gives the leak's score.
+#[test]
+fn bi_45_the_leak_score_is_in_the_reason_when_asked() {
+    let detector = PromptLeakDetector::builder(Judge::new(judge(leak)))
+        .include_scores(true)
+        .build()
+        .unwrap();
+    let agent = agent_with(detector, &["Hi. ", LEAK]);
+    let (_, result) = stream(&agent, "?", GenerateOptions::new());
+    let tw = result.unwrap().tripwire.expect("a trip wire");
+    assert_eq!(
+        tw.reason,
+        "the answer was flagged for system-prompt-leak (scores: system-prompt-leak 0.90)"
+    );
+}

@@ -167,6 +167,7 @@ impl Classifier {
             id: Self::ID,
             judge: &inner.options.judge,
             at: Where::Input,
+            scores: false,
         };
         let asked = inner
             .options

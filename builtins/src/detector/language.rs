@@ -305,6 +305,7 @@ impl LanguageDetector {
             id: Self::ID,
             judge: &inner.options.judge,
             at: Where::Input,
+            scores: false,
         };
         let mut warnings = Vec::new();
         for ((mut message, text), asked) in messages.into_iter().zip(answers) {

@@ -534,7 +534,7 @@ impl StreamWindow {
         let refs: Vec<&JudgeRecord> = rejected.iter().collect();
         Some(
             Abort::new()
-                .reason(flagged_reason(Where::Step, &refs))
+                .reason(flagged_reason(Where::Step, &refs, rep.scores))
                 .retry(true)
                 .metadata(rep.metadata(&refs))
                 .into(),
@@ -575,6 +575,8 @@ pub(crate) struct Reporting<'a> {
     pub(crate) id: &'static str,
     pub(crate) judge: &'a Judge,
     pub(crate) at: Where,
+    /// Whether reasons give the flagged categories' scores.
+    pub(crate) scores: bool,
 }
 
 impl Reporting<'_> {
@@ -669,7 +671,7 @@ pub(crate) fn flag(
     threshold: f64,
     record: &mut JudgeRecord,
 ) -> Result<(), JudgeError> {
-    let scores = verdict::scores(verdict, "categories")?;
+    let scores = verdict::category_scores(verdict)?;
     for c in categories {
         let s = scores.get(c).copied().unwrap_or(0.0);
         record.scores.insert(c.clone(), s);
@@ -685,15 +687,24 @@ pub(crate) fn bullet_list(items: &[String]) -> String {
     items.iter().map(|c| format!("- {c}\n")).collect()
 }
 
-/// The reason for flagged content.
-pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord]) -> String {
-    let mut cats: Vec<&str> = records
-        .iter()
-        .flat_map(|r| r.flagged.iter().map(String::as_str))
-        .collect();
-    cats.sort_unstable();
-    cats.dedup();
-    format!("{} was flagged for {}", at.what(), cats.join(", "))
+/// The reason for flagged content; with `scores`, each flagged category's highest score
+/// (`… was flagged for hate, violence (scores: hate 0.91, violence 0.62)`).
+pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord], scores: bool) -> String {
+    let mut flagged: BTreeMap<&str, f64> = BTreeMap::new();
+    for r in records {
+        for c in &r.flagged {
+            let s = r.scores.get(c).copied().unwrap_or(0.0);
+            let best = flagged.entry(c.as_str()).or_insert(s);
+            *best = best.max(s);
+        }
+    }
+    let names: Vec<&str> = flagged.keys().copied().collect();
+    let mut reason = format!("{} was flagged for {}", at.what(), names.join(", "));
+    if scores && !flagged.is_empty() {
+        let listed: Vec<String> = flagged.iter().map(|(c, s)| format!("{c} {s:.2}")).collect();
+        reason.push_str(&format!(" (scores: {})", listed.join(", ")));
+    }
+    reason
 }
 
 /// One warning for several verdicts (flagged, or failed to judge).
@@ -707,7 +718,7 @@ pub(crate) fn warning(rep: &Reporting<'_>, records: &[JudgeRecord]) -> Option<Pr
             .collect();
         return Some(
             Abort::new()
-                .reason(flagged_reason(rep.at, &flagged))
+                .reason(flagged_reason(rep.at, &flagged, rep.scores))
                 .metadata(rep.metadata(&refs))
                 .warn(),
         );

@@ -57,7 +57,8 @@ impl ModerationBuilder {
 
     detector_setters!(
         threshold = "0.5",
-        sites = "`Sites::ALL`; the result is judged only when the stream did not judge it: an answer replayed from a cache, or without `Sites::STREAM`; under [`Strategy::Retry`] in `process_output_step`"
+        sites = "`Sites::ALL`; the result is judged only when the stream did not judge it: an answer replayed from a cache, or without `Sites::STREAM`; under [`Strategy::Retry`] in `process_output_step`",
+        scores
     );
 
     /// Checks the configuration.
@@ -192,6 +193,7 @@ impl Moderation {
             id: Self::ID,
             judge: &self.inner.options.judge,
             at,
+            scores: self.inner.options.include_scores,
         }
     }
 
@@ -233,7 +235,7 @@ impl Moderation {
             acts.push(match self.inner.strategy {
                 Strategy::Block => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(at, &[&record]))
+                        .reason(flagged_reason(at, &[&record], rep.scores))
                         .metadata(rep.metadata(&[&record]))
                         .into());
                 }
@@ -248,7 +250,7 @@ impl Moderation {
                 Strategy::Retry if at == Where::Stream => Act::Reject(Box::new(record)),
                 Strategy::Retry => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(at, &[&record]))
+                        .reason(flagged_reason(at, &[&record], rep.scores))
                         .retry(at == Where::Step)
                         .metadata(rep.metadata(&[&record]))
                         .into());

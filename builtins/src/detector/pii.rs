@@ -242,6 +242,14 @@ struct Entity {
     value: String,
 }
 
+/// What a verdict found: the entities that count, and the judge's own redaction of the
+/// whole judged text when it gave one (the reference's `redacted_content`).
+#[derive(Default)]
+struct Findings {
+    entities: Vec<Entity>,
+    redacted: Option<String>,
+}
+
 /// Where a value is in a text.
 struct Span {
     start: usize,
@@ -262,9 +270,10 @@ fn entities(
     types: &[String],
     threshold: f64,
     record: &mut JudgeRecord,
-) -> Result<Vec<Entity>, JudgeError> {
+) -> Result<Findings, JudgeError> {
     let malformed = |why: &str| JudgeError::Malformed(why.to_owned());
-    let list = match v.get("entities") {
+    // Ours is `entities`; the reference's verdict calls them `detections`.
+    let list = match v.get("entities").or_else(|| v.get("detections")) {
         Some(Value::Array(list)) => list,
         Some(_) => return Err(malformed("`entities` is not a list")),
         None => return Err(malformed("the verdict has no `entities` list")),
@@ -309,7 +318,11 @@ fn entities(
     if !counts.is_empty() {
         record.detail = Some(json!({ "counts": counts }));
     }
-    Ok(found)
+    let redacted = verdict::opt_str(v, "redacted_content")?.map(str::to_owned);
+    Ok(Findings {
+        entities: found,
+        redacted,
+    })
 }
 
 /// Every occurrence of the entities' values in `text`, in order, without overlaps (at one
@@ -355,6 +368,7 @@ impl PiiDetector {
             id: Self::ID,
             judge: &self.inner.options.judge,
             at,
+            scores: false,
         }
     }
 
@@ -395,7 +409,9 @@ impl PiiDetector {
         warnings: &mut Vec<JudgeRecord>,
     ) -> Result<Vec<Entity>, ProcessorError> {
         let asked = self.inner.options.judge.ask(&self.inner.prompt, text).await;
-        self.decide(at, asked, message_id, log, cx, warnings)
+        Ok(self
+            .decide(at, asked, message_id, log, cx, warnings)?
+            .entities)
     }
 
     fn decide(
@@ -406,9 +422,9 @@ impl PiiDetector {
         log: &mut JudgeLog,
         cx: &RequestContext,
         warnings: &mut Vec<JudgeRecord>,
-    ) -> Result<Vec<Entity>, ProcessorError> {
+    ) -> Result<Findings, ProcessorError> {
         let rep = self.reporting(at);
-        let mut found = Vec::new();
+        let mut found = Findings::default();
         let record = rep.read(asked, message_id, log, cx, |v, r| {
             found = entities(v, &self.inner.types, self.inner.options.threshold, r)?;
             Ok(())
@@ -417,14 +433,14 @@ impl PiiDetector {
             return match rep.failure(&[&record]) {
                 Some(ProcessorError::Warning(_)) => {
                     warnings.push(record);
-                    Ok(Vec::new())
+                    Ok(Findings::default())
                 }
                 Some(abort) => Err(abort),
-                None => Ok(Vec::new()),
+                None => Ok(Findings::default()),
             };
         }
-        if found.is_empty() {
-            return Ok(found);
+        if found.entities.is_empty() {
+            return Ok(Findings::default());
         }
         match self.inner.strategy {
             PiiStrategy::Block => Err(Abort::new()
@@ -467,7 +483,10 @@ impl PiiDetector {
         let mut fates: Vec<Fate> = messages.iter().map(|_| Fate::Keep).collect();
         for ((i, _), asked) in items.into_iter().zip(answers) {
             let m = &messages[i];
-            let found = self.decide(at, asked, Some(&m.id), log, cx, warnings)?;
+            let Findings {
+                entities: found,
+                redacted,
+            } = self.decide(at, asked, Some(&m.id), log, cx, warnings)?;
             if found.is_empty() {
                 continue;
             }
@@ -476,10 +495,26 @@ impl PiiDetector {
                 PiiStrategy::Filter => Fate::Drop,
                 _ => {
                     let mut m = m.clone();
+                    let texts = m
+                        .content
+                        .parts
+                        .iter()
+                        .filter(|p| matches!(p, Part::Text { .. }));
+                    // The judge's own redaction of the message, as the reference uses it: only
+                    // of a message of one text (what was judged), and only when none of the
+                    // values found is left in it.
+                    let judges = redacted.filter(|r| {
+                        texts.count() == 1 && !found.iter().any(|e| r.contains(e.value.as_str()))
+                    });
                     for part in &mut m.content.parts {
                         if let Part::Text { text } = part {
-                            let spans = spans(text, &found);
-                            *text = self.redact(text, text.len(), &spans, &found).into();
+                            *text = match &judges {
+                                Some(r) => r.as_str().into(),
+                                None => {
+                                    let spans = spans(text, &found);
+                                    self.redact(text, text.len(), &spans, &found).into()
+                                }
+                            };
                         }
                     }
                     Fate::Redacted(m)

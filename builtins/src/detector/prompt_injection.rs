@@ -66,7 +66,7 @@ impl PromptInjectionDetectorBuilder {
         self
     }
 
-    detector_setters!(threshold = "0.7");
+    detector_setters!(threshold = "0.7", scores);
 
     /// Checks the configuration.
     pub fn build(self) -> Result<PromptInjectionDetector, ConfigError> {
@@ -208,6 +208,7 @@ impl PromptInjectionDetector {
             id: Self::ID,
             judge: &inner.options.judge,
             at: Where::Input,
+            scores: inner.options.include_scores,
         };
         let mut warnings = Vec::new();
         // Flagged messages removed for want of a rewrite.
@@ -217,7 +218,11 @@ impl PromptInjectionDetector {
             let mut record = rep.read(asked, Some(&message.id), &mut state.log, cx, |v, r| {
                 flag(v, &inner.categories, inner.options.threshold, r)?;
                 if inner.strategy == InjectionStrategy::Rewrite && !r.flagged.is_empty() {
-                    rewritten = verdict::opt_str(v, "rewritten")?.map(str::to_owned);
+                    rewritten = match verdict::opt_str(v, "rewritten")? {
+                        Some(text) => Some(text.to_owned()),
+                        // The reference's name for it.
+                        None => verdict::opt_str(v, "rewritten_content")?.map(str::to_owned),
+                    };
                 }
                 Ok(())
             });
@@ -252,7 +257,7 @@ impl PromptInjectionDetector {
             match inner.strategy {
                 InjectionStrategy::Block => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(Where::Input, &[&record]))
+                        .reason(flagged_reason(Where::Input, &[&record], rep.scores))
                         .metadata(rep.metadata(&[&record]))
                         .into());
                 }
@@ -288,7 +293,7 @@ fn unrewritten(
     let refs: Vec<&JudgeRecord> = removed.iter().collect();
     let reason = format!(
         "{}; the judge gave no rewrite, so the message was removed",
-        flagged_reason(rep.at, &refs)
+        flagged_reason(rep.at, &refs, rep.scores)
     );
     let all: Vec<&JudgeRecord> = removed.iter().chain(others).collect();
     Abort::new()

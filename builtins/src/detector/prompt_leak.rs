@@ -83,7 +83,8 @@ impl PromptLeakDetectorBuilder {
 
     detector_setters!(
         threshold = "0.5",
-        sites = "`Sites::OUTPUT`, its only sites; the result is judged only when the stream did not judge it, under [`LeakStrategy::Retry`] in `process_output_step`"
+        sites = "`Sites::OUTPUT`, its only sites; the result is judged only when the stream did not judge it, under [`LeakStrategy::Retry`] in `process_output_step`",
+        scores
     );
 
     /// Checks the configuration.
@@ -353,6 +354,7 @@ impl PromptLeakDetector {
             id: Self::ID,
             judge: &self.inner.options.judge,
             at,
+            scores: self.inner.options.include_scores,
         }
     }
 
@@ -405,7 +407,7 @@ impl PromptLeakDetector {
         Ok(match self.inner.strategy {
             LeakStrategy::Block => {
                 return Err(Abort::new()
-                    .reason(flagged_reason(at, &[&record]))
+                    .reason(flagged_reason(at, &[&record], rep.scores))
                     .metadata(rep.metadata(&[&record]))
                     .into());
             }
@@ -421,7 +423,7 @@ impl PromptLeakDetector {
             LeakStrategy::Retry if at == Where::Stream => Act::Reject(Box::new(record)),
             LeakStrategy::Retry => {
                 return Err(Abort::new()
-                    .reason(flagged_reason(at, &[&record]))
+                    .reason(flagged_reason(at, &[&record], rep.scores))
                     .retry(at == Where::Step)
                     .metadata(rep.metadata(&[&record]))
                     .into());
