@@ -9,6 +9,7 @@
 use futures::StreamExt;
 use futures::executor::block_on;
 use processors::agent::AnyAgent;
+use processors::builtins::Sites;
 use processors::builtins::regex_filter::Preset;
 use processors::builtins::{BatchParts, RegexFilter, SystemPromptScrubber, TokenLimiter};
 use processors::prelude::*;
@@ -56,8 +57,7 @@ fn main() {
     let regex = RegexFilter::builder()
         .preset(Preset::Pii)
         .preset(Preset::Secrets)
-        .on_input(false)
-        .on_result(false)
+        .sites(Sites::STREAM)
         .build()
         .expect("valid presets");
     let limiter = TokenLimiter::new(100_000_000).expect("a limit");

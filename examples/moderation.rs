@@ -12,6 +12,7 @@
 //! that model is both the assistant and the judge.
 
 use futures::StreamExt;
+use processors::builtins::Sites;
 use processors::builtins::detector::{
     InjectionStrategy, Judge, JudgeLedger, Moderation, PiiDetector, PiiStrategy,
     PromptInjectionDetector, Redaction,
@@ -20,6 +21,7 @@ use processors::prelude::*;
 use processors::providers;
 use serde_json::json;
 use std::io::Write;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,12 +110,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .strategy(InjectionStrategy::Rewrite)
                 .build()?,
         )
-        .input(Moderation::builder(judge.clone()).on_stream(false).build()?)
+        .input(Moderation::builder(judge.clone()).sites(Sites::INPUT | Sites::RESULT).build()?)
         .output(
             PiiDetector::builder(judge.clone())
                 .types(["email", "phone"])
                 .strategy(PiiStrategy::Redact(Redaction::Placeholder))
-                .chunk_window(4)
+                .chunk_window(NonZeroUsize::new(4).unwrap())
                 .build()?,
         )
         .on_violation(|v| eprintln!("  [violation from {}: {}]", v.processor_id, v.reason))

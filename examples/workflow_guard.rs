@@ -4,6 +4,7 @@
 //!
 //! Run with `cargo run --example workflow_guard`.
 
+use processors::builtins::Sites;
 use processors::builtins::UnicodeNormalizer;
 use processors::builtins::detector::{Judge, Moderation, PiiDetector, PiiStrategy, Redaction};
 use processors::prelude::*;
@@ -45,14 +46,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .parallel(
             (
                 Moderation::builder(judge.clone())
-                    .on_stream(false)
-                    .on_result(false)
+                    .sites(Sites::INPUT)
                     .build()?,
                 PiiDetector::builder(judge)
                     .types(["email"])
                     .strategy(PiiStrategy::Redact(Redaction::Placeholder))
-                    .on_stream(false)
-                    .on_result(false)
+                    .sites(Sites::INPUT)
                     .build()?,
             ),
             1, // keep the PII branch's output: the redacted input

@@ -46,6 +46,7 @@
 //! one allocation, for its text. A delta that would fill a batch alone (with `batch_size` 1,
 //! or as long as `max_chars`) passes as it came, when no batch is waiting.
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::processor::StreamAction;
@@ -54,23 +55,6 @@ use std::time::{Duration, Instant};
 
 /// The default for [`BatchPartsBuilder::batch_size`].
 pub const DEFAULT_BATCH_SIZE: usize = 5;
-
-/// Why a [`BatchParts`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BatchPartsError {
-    /// `batch_size` is 0.
-    #[error("`batch_size` must be at least 1 (1 passes every delta as it comes)")]
-    ZeroBatchSize,
-    /// `max_chars` is 0.
-    #[error("`max_chars` must be at least 1 character")]
-    ZeroMaxChars,
-    /// `max_wait` is zero.
-    #[error(
-        "`max_wait` must be longer than zero; to send every delta at once, use `batch_size(1)`"
-    )]
-    ZeroMaxWait,
-}
 
 /// Configures a [`BatchParts`]; [`build`](BatchPartsBuilder::build) checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,16 +96,25 @@ impl BatchPartsBuilder {
     ///     .unwrap();
     /// assert!(BatchParts::builder().batch_size(0).build().is_err());
     /// ```
-    pub fn build(self) -> Result<BatchParts, BatchPartsError> {
+    pub fn build(self) -> Result<BatchParts, ConfigError> {
         let c = self.config;
         if c.batch_size == 0 {
-            return Err(BatchPartsError::ZeroBatchSize);
+            return Err(ConfigError::Zero {
+                option: "batch_size",
+                why: "give at least 1 (1 passes every delta as it comes)",
+            });
         }
         if c.max_chars == Some(0) {
-            return Err(BatchPartsError::ZeroMaxChars);
+            return Err(ConfigError::Zero {
+                option: "max_chars",
+                why: "give at least 1 character",
+            });
         }
         if c.max_wait == Some(Duration::ZERO) {
-            return Err(BatchPartsError::ZeroMaxWait);
+            return Err(ConfigError::Zero {
+                option: "max_wait",
+                why: "to send every delta at once, use `batch_size(1)`",
+            });
         }
         Ok(c)
     }

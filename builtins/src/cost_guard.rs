@@ -69,6 +69,7 @@
 //!
 //! [`RequestContext::with_thread`]: processors_runtime::RequestContext::with_thread
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::chunk::{FinishReason, Usage};
 use processors_runtime::context::RequestContext;
@@ -299,29 +300,6 @@ impl CostScope {
     }
 }
 
-/// Why a [`CostGuard`] could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CostGuardError {
-    /// A budget of 0 tokens, or a money budget that is not a positive number.
-    #[error("the budget is {0:?}; give a positive number of tokens or a positive, finite amount")]
-    Budget(Budget),
-    /// A warning threshold outside 1 to 99 percent.
-    #[error("warn_at_percent is {0}; give a percentage from 1 to 99")]
-    WarnAt(u8),
-    /// A price that is negative or not a number.
-    #[error("the price of `{model}` is {price:?}; prices are finite and not negative")]
-    Price {
-        /// The model (`fallback` for the fallback price).
-        model: String,
-        /// The price.
-        price: Price,
-    },
-    /// A price table entry with an empty model id.
-    #[error("the price table has an entry with an empty model id, which would price every model")]
-    EmptyModelId,
-}
-
 /// Limits spending in tokens or money; see the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct CostGuard {
@@ -366,29 +344,41 @@ impl CostGuardBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<CostGuard, CostGuardError> {
+    pub fn build(self) -> Result<CostGuard, ConfigError> {
         let g = self.inner;
         let budget_ok = match g.budget {
             Budget::Tokens(n) => n > 0,
             Budget::Cost(c) => c.is_finite() && c > 0.0,
         };
         if !budget_ok {
-            return Err(CostGuardError::Budget(g.budget));
+            return Err(ConfigError::OutOfRange {
+                option: "budget",
+                value: format!("{:?}", g.budget),
+                expected: "give a positive number of tokens or a positive, finite amount",
+            });
         }
         if let Some(p) = g.warn_at
             && !(1..=99).contains(&p)
         {
-            return Err(CostGuardError::WarnAt(p));
+            return Err(ConfigError::OutOfRange {
+                option: "warn_at_percent",
+                value: p.to_string(),
+                expected: "give a percentage from 1 to 99",
+            });
         }
         if g.prices.entries.iter().any(|(m, _)| m.is_empty()) {
-            return Err(CostGuardError::EmptyModelId);
+            return Err(ConfigError::Empty {
+                what: "a model id in the price table",
+                why: "an entry with an empty id would price every model",
+            });
         }
         let prices = g.prices.entries.iter().map(|(m, p)| (m.as_str(), p));
         for (model, price) in prices.chain(g.fallback.as_ref().map(|p| ("fallback", p))) {
             if !price.is_valid() {
-                return Err(CostGuardError::Price {
-                    model: model.to_owned(),
-                    price: *price,
+                return Err(ConfigError::OutOfRange {
+                    option: "prices",
+                    value: format!("{price:?} for `{model}`"),
+                    expected: "prices are finite and not negative",
                 });
             }
         }
@@ -418,7 +408,7 @@ enum Standing {
 
 impl CostGuard {
     /// A guard of `budget` for each run, with the example prices and no warning.
-    pub fn new(budget: Budget) -> Result<Self, CostGuardError> {
+    pub fn new(budget: Budget) -> Result<Self, ConfigError> {
         Self::builder(budget).build()
     }
 
@@ -658,30 +648,36 @@ mod tests {
         ] {
             assert!(matches!(
                 CostGuard::new(budget).unwrap_err(),
-                CostGuardError::Budget(_)
+                ConfigError::OutOfRange {
+                    option: "budget",
+                    ..
+                }
             ));
         }
         for p in [0, 100, 250] {
-            assert_eq!(
+            assert!(matches!(
                 CostGuard::builder(Budget::Tokens(10))
                     .warn_at_percent(p)
                     .build()
                     .unwrap_err(),
-                CostGuardError::WarnAt(p)
-            );
+                ConfigError::OutOfRange {
+                    option: "warn_at_percent",
+                    ..
+                }
+            ));
         }
         let bad = Price::per_million(-1.0, 2.0);
         let err = CostGuard::builder(Budget::Cost(1.0))
             .prices(PriceTable::new().with("m", bad))
             .build()
             .unwrap_err();
-        assert_eq!(
+        assert!(matches!(
             err,
-            CostGuardError::Price {
-                model: "m".into(),
-                price: bad
+            ConfigError::OutOfRange {
+                option: "prices",
+                ..
             }
-        );
+        ));
         let err = CostGuard::builder(Budget::Cost(1.0))
             .fallback_price(Price::per_million(f64::NAN, 1.0))
             .build()
@@ -691,7 +687,13 @@ mod tests {
             .prices(PriceTable::new().with("", Price::per_million(1.0, 1.0)))
             .build()
             .unwrap_err();
-        assert_eq!(err, CostGuardError::EmptyModelId);
+        assert!(matches!(
+            err,
+            ConfigError::Empty {
+                what: "a model id in the price table",
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -47,24 +47,13 @@
 //! [`DEFAULT_MAX_STEPS`]: processors_runtime::agent::DEFAULT_MAX_STEPS
 //! [`ToolChoice::None`]: processors_runtime::model::ToolChoice::None
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::agent::StepResult;
 use processors_runtime::chunk::FinishReason;
 use processors_runtime::message::{Message, MessageList};
 use processors_runtime::model::ToolChoice;
 use processors_runtime::processor::{StepConfig, StepOverrides};
-
-/// Why an [`EnsureFinalResponse`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EnsureFinalResponseError {
-    /// The step limit is 0.
-    #[error("max_steps is 0: a run needs at least one step; give the agent's step limit")]
-    ZeroMaxSteps,
-    /// The message is empty.
-    #[error("the final-step message is empty; leave it unset for the default one")]
-    EmptyMessage,
-}
 
 /// Makes the last allowed step answer instead of calling tools; see the [module docs](self).
 #[derive(Debug, Clone)]
@@ -99,12 +88,18 @@ impl EnsureFinalResponseBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<EnsureFinalResponse, EnsureFinalResponseError> {
+    pub fn build(self) -> Result<EnsureFinalResponse, ConfigError> {
         if self.max_steps == 0 {
-            return Err(EnsureFinalResponseError::ZeroMaxSteps);
+            return Err(ConfigError::Zero {
+                option: "max_steps",
+                why: "a run needs at least one step; give the agent's step limit",
+            });
         }
         if self.message.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            return Err(EnsureFinalResponseError::EmptyMessage);
+            return Err(ConfigError::Empty {
+                what: "the final-step message",
+                why: "leave it unset for the default one",
+            });
         }
         Ok(EnsureFinalResponse {
             max_steps: self.max_steps,
@@ -116,20 +111,22 @@ impl EnsureFinalResponseBuilder {
 
 impl EnsureFinalResponse {
     /// For a run limited to `max_steps` steps, with the default message.
-    pub fn new(max_steps: u32) -> Result<Self, EnsureFinalResponseError> {
+    pub fn new(max_steps: u32) -> Result<Self, ConfigError> {
         Self::builder(max_steps).build()
     }
 
     /// Starts configuring it for a run limited to `max_steps` steps.
     ///
     /// ```
+    /// use processors_builtins::ConfigError;
     /// use processors_builtins::ensure_final_response::*;
     /// let last = EnsureFinalResponse::builder(8)
     ///     .message("Stop researching and write the report now.")
     ///     .hide_tools(true)
     ///     .build()
     ///     .unwrap();
-    /// assert_eq!(EnsureFinalResponse::new(0).unwrap_err(), EnsureFinalResponseError::ZeroMaxSteps);
+    /// let error = EnsureFinalResponse::new(0).unwrap_err();
+    /// assert!(matches!(error, ConfigError::Zero { option: "max_steps", .. }));
     /// ```
     pub fn builder(max_steps: u32) -> EnsureFinalResponseBuilder {
         EnsureFinalResponseBuilder {
@@ -184,17 +181,23 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_refused() {
-        assert_eq!(
+        assert!(matches!(
             EnsureFinalResponse::new(0).unwrap_err(),
-            EnsureFinalResponseError::ZeroMaxSteps
-        );
-        assert_eq!(
+            ConfigError::Zero {
+                option: "max_steps",
+                ..
+            }
+        ));
+        assert!(matches!(
             EnsureFinalResponse::builder(3)
                 .message("  ")
                 .build()
                 .unwrap_err(),
-            EnsureFinalResponseError::EmptyMessage
-        );
+            ConfigError::Empty {
+                what: "the final-step message",
+                ..
+            }
+        ));
     }
 
     #[test]

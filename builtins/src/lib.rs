@@ -87,9 +87,11 @@
 #![warn(missing_docs)]
 
 mod stream_text;
+mod timer;
 
 pub mod at_file;
 pub mod batch_parts;
+pub mod config;
 pub mod cost_guard;
 pub mod detector;
 pub mod ensure_final_response;
@@ -97,6 +99,7 @@ pub mod environment;
 pub mod history_window;
 pub mod loop_detection;
 pub mod recovery;
+pub mod redact;
 pub mod regex_filter;
 pub mod response_cache;
 pub mod semantic_recall;
@@ -104,6 +107,7 @@ pub mod storage;
 pub mod system_prompt;
 pub mod system_prompt_scrubber;
 pub mod token_limiter;
+pub mod tokenizer;
 pub mod tool_call_filter;
 pub mod tool_search;
 pub mod unicode_normalizer;
@@ -111,6 +115,7 @@ pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
+pub use config::{ConfigError, Sites};
 pub use cost_guard::CostGuard;
 pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
@@ -123,12 +128,14 @@ pub use loop_detection::LoopDetection;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
 };
+pub use redact::Redaction;
 pub use regex_filter::RegexFilter;
 pub use response_cache::ResponseCache;
 pub use semantic_recall::SemanticRecall;
 pub use system_prompt::SystemPromptInjector;
 pub use system_prompt_scrubber::SystemPromptScrubber;
 pub use token_limiter::TokenLimiter;
+pub use tokenizer::Tokenizer;
 pub use tool_call_filter::ToolCallFilter;
 pub use tool_search::ToolSearch;
 pub use unicode_normalizer::UnicodeNormalizer;

@@ -60,6 +60,7 @@
 //! # }).unwrap();
 //! ```
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::agent::StepResult;
 use processors_runtime::chunk::FinishReason;
@@ -81,38 +82,6 @@ pub enum LoopStrategy {
     /// Tell the model it is looping, in a system message for the next call; end the run if it
     /// goes on.
     Steer,
-}
-
-/// Why a [`LoopDetection`] could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoopDetectionError {
-    /// A repeat threshold below 2.
-    #[error(
-        "{what} is {n}: a loop takes at least 2 repeats (1 would flag every {unit}); to stop checking, use {off}"
-    )]
-    RepeatsBelowTwo {
-        /// `tool_call_repeats` or `answer_repeats`.
-        what: &'static str,
-        /// The value given.
-        n: usize,
-        /// What a repeat is.
-        unit: &'static str,
-        /// The method that turns the check off.
-        off: &'static str,
-    },
-    /// A similarity outside `(0, 1]`.
-    #[error("answer_similarity is {0}; give a number above 0 and at most 1 (1: the same words)")]
-    Similarity(f64),
-    /// Both checks are off.
-    #[error("both checks are off: nothing would be detected")]
-    NothingToDetect,
-    /// An empty steering message.
-    #[error("the steering message is empty; leave it unset for the default one")]
-    EmptySteeringMessage,
-    /// `max_steers(0)`.
-    #[error("max_steers is 0: the first loop would end the run; use LoopStrategy::Abort for that")]
-    ZeroSteers,
 }
 
 /// Detects tool-call and answer loops; see the [module docs](self).
@@ -185,37 +154,50 @@ impl LoopDetectionBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<LoopDetection, LoopDetectionError> {
+    pub fn build(self) -> Result<LoopDetection, ConfigError> {
         let d = self.inner;
-        let below_two =
-            |what, n, unit, off| LoopDetectionError::RepeatsBelowTwo { what, n, unit, off };
         if let Some(n @ 0..=1) = d.tool_call_repeats {
-            return Err(below_two(
-                "tool_call_repeats",
-                n,
-                "tool call",
-                "ignore_tool_calls()",
-            ));
+            return Err(ConfigError::OutOfRange {
+                option: "tool_call_repeats",
+                value: n.to_string(),
+                expected: "a loop takes at least 2 repeats (1 would flag every tool call); to stop checking, use ignore_tool_calls()",
+            });
         }
         if let Some(n @ 0..=1) = d.answer_repeats {
-            return Err(below_two("answer_repeats", n, "answer", "ignore_answers()"));
+            return Err(ConfigError::OutOfRange {
+                option: "answer_repeats",
+                value: n.to_string(),
+                expected: "a loop takes at least 2 repeats (1 would flag every answer); to stop checking, use ignore_answers()",
+            });
         }
         if let Some(t) = d.similarity
             && !(t > 0.0 && t <= 1.0)
         {
-            return Err(LoopDetectionError::Similarity(t));
+            return Err(ConfigError::OutOfRange {
+                option: "answer_similarity",
+                value: t.to_string(),
+                expected: "give a number above 0 and at most 1 (1: the same words)",
+            });
         }
         if d.tool_call_repeats.is_none() && d.answer_repeats.is_none() {
-            return Err(LoopDetectionError::NothingToDetect);
+            return Err(ConfigError::NothingToDo(
+                "both checks are off (tool calls and answers)",
+            ));
         }
         if d.steering_message
             .as_deref()
             .is_some_and(|m| m.trim().is_empty())
         {
-            return Err(LoopDetectionError::EmptySteeringMessage);
+            return Err(ConfigError::Empty {
+                what: "the steering message",
+                why: "leave it unset for the default one",
+            });
         }
         if d.max_steers == 0 {
-            return Err(LoopDetectionError::ZeroSteers);
+            return Err(ConfigError::Zero {
+                option: "max_steers",
+                why: "the first loop would end the run; use LoopStrategy::Abort for that",
+            });
         }
         Ok(d)
     }
@@ -619,41 +601,42 @@ mod tests {
         let build = |b: LoopDetectionBuilder| b.build().unwrap_err();
         assert!(matches!(
             build(LoopDetection::builder().tool_call_repeats(1)),
-            LoopDetectionError::RepeatsBelowTwo {
-                what: "tool_call_repeats",
-                n: 1,
-                ..
-            }
+            ConfigError::OutOfRange { option: "tool_call_repeats", ref value, .. } if value == "1"
         ));
         assert!(matches!(
             build(LoopDetection::builder().answer_repeats(0)),
-            LoopDetectionError::RepeatsBelowTwo {
-                what: "answer_repeats",
-                n: 0,
-                ..
-            }
+            ConfigError::OutOfRange { option: "answer_repeats", ref value, .. } if value == "0"
         ));
         for t in [0.0, -0.5, 1.5, f64::NAN] {
             assert!(matches!(
                 build(LoopDetection::builder().answer_similarity(t)),
-                LoopDetectionError::Similarity(_)
+                ConfigError::OutOfRange {
+                    option: "answer_similarity",
+                    ..
+                }
             ));
         }
-        assert_eq!(
+        assert!(matches!(
             build(
                 LoopDetection::builder()
                     .ignore_answers()
                     .ignore_tool_calls()
             ),
-            LoopDetectionError::NothingToDetect
-        );
-        assert_eq!(
+            ConfigError::NothingToDo(_)
+        ));
+        assert!(matches!(
             build(LoopDetection::builder().steering_message(" ")),
-            LoopDetectionError::EmptySteeringMessage
-        );
-        assert_eq!(
+            ConfigError::Empty {
+                what: "the steering message",
+                ..
+            }
+        ));
+        assert!(matches!(
             build(LoopDetection::builder().max_steers(0)),
-            LoopDetectionError::ZeroSteers
-        );
+            ConfigError::Zero {
+                option: "max_steers",
+                ..
+            }
+        ));
     }
 }

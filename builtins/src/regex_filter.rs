@@ -26,14 +26,14 @@
 //!
 //! # Where it works
 //!
-//! - `process_input` ([`on_input`](RegexFilterBuilder::on_input)): the text and reasoning
+//! - `process_input` ([`Sites::INPUT`]): the text and reasoning
 //!   parts of the new input messages, before the model sees them (and before memory saves
 //!   them). Tool calls, tool results and files are left alone.
-//! - `process_output_stream` ([`on_stream`](RegexFilterBuilder::on_stream)): text and
+//! - `process_output_stream` ([`Sites::STREAM`]): text and
 //!   reasoning deltas, as they stream. A match split across deltas is caught: the filter holds
 //!   back the end of a delta while a match may still be in progress there, and lets the rest
 //!   go at once (see [Holding back](#holding-back)).
-//! - `process_output_result` ([`on_result`](RegexFilterBuilder::on_result)): the text and
+//! - `process_output_result` ([`Sites::RESULT`]): the text and
 //!   reasoning parts of the answer, once at the end; what the stream already handled is found
 //!   handled, so this catches what did not stream through the filter (an answer replayed from
 //!   a cache) and is what `result.text` and memory get.
@@ -115,10 +115,13 @@
 
 mod engine;
 mod presets;
-pub(crate) mod siphash;
 
+pub use crate::redact::Redaction;
 pub use presets::{Preset, is_card_number, is_iban};
 
+use crate::config::ConfigError;
+use crate::config::Sites;
+use crate::redact::Redacted;
 use crate::stream_text::{Blocks, Fed, Scan};
 use engine::{Check, Engine};
 use processors_macros::processor;
@@ -146,20 +149,6 @@ impl Default for Strategy {
     fn default() -> Self {
         Strategy::Redact(Redaction::Placeholder)
     }
-}
-
-/// What a redacted match becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Redaction {
-    /// `****`.
-    Mask,
-    /// The rule's label and a short stable hash of the match: `[EMAIL:1f0c2a9b]`. Equal values
-    /// get equal tags in every process; set [`hash_key`](RegexFilterBuilder::hash_key) to a
-    /// secret so that a tag cannot be checked against a guess.
-    Hash,
-    /// The rule's placeholder: `[EMAIL]` by default ([`Rule::placeholder`]).
-    #[default]
-    Placeholder,
 }
 
 /// One pattern to look for.
@@ -243,65 +232,6 @@ impl fmt::Debug for Rule {
     }
 }
 
-/// Why a [`RegexFilter`] could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegexFilterError {
-    /// Neither a preset nor a rule was added.
-    #[error(
-        "the filter has no rules; add a preset (`.preset(Preset::Pii)`) or a rule (`.rule(Rule::new(\"name\", \"pattern\"))`)"
-    )]
-    NoRules,
-    /// A rule's pattern does not compile.
-    #[error("rule `{rule}` has an invalid pattern: {source}")]
-    InvalidPattern {
-        /// The rule.
-        rule: String,
-        /// What the regex compiler said.
-        #[source]
-        source: Box<regex_automata::meta::BuildError>,
-    },
-    /// A rule's pattern matches empty text, so it would match everywhere.
-    #[error(
-        "rule `{rule}` can match empty text, so it would match between any two characters; make it match at least one character"
-    )]
-    EmptyMatch {
-        /// The rule.
-        rule: String,
-    },
-    /// Two rules have one name.
-    #[error("two rules are named `{0}`; give each rule its own name")]
-    DuplicateRule(String),
-    /// A rule's name is not usable.
-    #[error(
-        "`{0}` is not a valid rule name: use lowercase letters, digits and `-`, starting with a letter"
-    )]
-    InvalidName(String),
-    /// `without` names a rule the filter does not have.
-    #[error("`without(\"{name}\")` names no rule of the filter; its rules are: {rules}")]
-    UnknownRule {
-        /// The name given.
-        name: String,
-        /// The filter's rules.
-        rules: String,
-    },
-    /// The rules compile one by one but not together.
-    #[error(
-        "the rules are too large to compile together ({0}); split them across agents or simplify the largest patterns"
-    )]
-    TooLarge(String),
-    /// `max_hold` is 0.
-    #[error(
-        "`max_hold` must be at least 1 byte; with nothing held, a match split across deltas would escape"
-    )]
-    ZeroMaxHold,
-    /// Every hook is switched off.
-    #[error(
-        "`on_input`, `on_stream` and `on_result` are all off, so the filter would do nothing; switch one on"
-    )]
-    NothingToDo,
-}
-
 /// Configures a [`RegexFilter`]; [`build`](RegexFilterBuilder::build) checks everything.
 #[derive(Debug, Clone)]
 #[must_use]
@@ -309,9 +239,7 @@ pub struct RegexFilterBuilder {
     rules: Vec<Rule>,
     without: Vec<String>,
     strategy: Strategy,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
     max_hold: usize,
     hash_key: [u8; 16],
 }
@@ -351,21 +279,10 @@ impl RegexFilterBuilder {
         self
     }
 
-    /// Whether `process_input` filters the new input messages (default: yes).
-    pub fn on_input(mut self, yes: bool) -> Self {
-        self.on_input = yes;
-        self
-    }
-
-    /// Whether `process_output_stream` filters streamed deltas (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether `process_output_result` filters the final answer (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
+    /// Where the filter acts (default [`Sites::ALL`]): the new input (`process_input`), the
+    /// streamed deltas (`process_output_stream`), the final answer (`process_output_result`).
+    pub fn sites(mut self, sites: Sites) -> Self {
+        self.sites = sites;
         self
     }
 
@@ -384,41 +301,51 @@ impl RegexFilterBuilder {
     }
 
     /// Checks the configuration and compiles the rules.
-    pub fn build(self) -> Result<RegexFilter, RegexFilterError> {
-        if !(self.on_input || self.on_stream || self.on_result) {
-            return Err(RegexFilterError::NothingToDo);
-        }
+    pub fn build(self) -> Result<RegexFilter, ConfigError> {
+        self.sites.check(Sites::ALL)?;
         if self.max_hold == 0 {
-            return Err(RegexFilterError::ZeroMaxHold);
+            return Err(ConfigError::Zero {
+                option: "max_hold",
+                why: "with nothing held, a match split across deltas would escape; give at least 1 byte",
+            });
         }
         let mut rules = self.rules;
         for name in &self.without {
             if !rules.iter().any(|r| &r.name == name) {
                 let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-                return Err(RegexFilterError::UnknownRule {
+                return Err(ConfigError::Unknown {
+                    what: "rule (in `without`)",
                     name: name.clone(),
-                    rules: names.join(", "),
+                    known: format!("the filter's rules are: {}", names.join(", ")),
                 });
             }
             rules.retain(|r| &r.name != name);
         }
         if rules.is_empty() {
-            return Err(RegexFilterError::NoRules);
+            return Err(ConfigError::Empty {
+                what: "the filter's list of rules",
+                why: "add a preset (`.preset(Preset::Pii)`) or a rule (`.rule(Rule::new(\"name\", \"pattern\"))`)",
+            });
         }
         let mut compiled = Vec::with_capacity(rules.len());
         let mut max_len = Some(0usize);
         for (i, rule) in rules.iter().enumerate() {
             if !valid_name(&rule.name) {
-                return Err(RegexFilterError::InvalidName(rule.name.clone()));
+                return Err(ConfigError::InvalidName {
+                    what: "rule",
+                    name: rule.name.clone(),
+                    why: "use lowercase letters, digits and `-`, starting with a letter",
+                });
             }
             if rules[..i].iter().any(|r| r.name == rule.name) {
-                return Err(RegexFilterError::DuplicateRule(rule.name.clone()));
+                return Err(ConfigError::Duplicate {
+                    what: "rules",
+                    name: rule.name.clone(),
+                });
             }
-            regex_automata::meta::Regex::new(&rule.pattern).map_err(|source| {
-                RegexFilterError::InvalidPattern {
-                    rule: rule.name.clone(),
-                    source: Box::new(source),
-                }
+            regex_automata::meta::Regex::new(&rule.pattern).map_err(|e| ConfigError::Pattern {
+                rule: rule.name.clone(),
+                reason: e.to_string(),
             })?;
             let properties = regex_automata::util::syntax::parse(&rule.pattern)
                 .ok()
@@ -427,15 +354,16 @@ impl RegexFilterBuilder {
                     (p.minimum_len(), p.maximum_len())
                 });
             if let Some((Some(0), _)) = properties {
-                return Err(RegexFilterError::EmptyMatch {
+                return Err(ConfigError::Pattern {
                     rule: rule.name.clone(),
+                    reason: "it can match empty text, so it would match between any two characters; make it match at least one character".to_owned(),
                 });
             }
             max_len = match (max_len, properties) {
                 (Some(m), Some((_, Some(len)))) => Some(m.max(len)),
                 _ => None,
             };
-            let label = rule.name.to_uppercase().replace('-', "_");
+            let label = crate::redact::label(&rule.name);
             compiled.push(CompiledRule {
                 placeholder: rule
                     .placeholder
@@ -448,14 +376,13 @@ impl RegexFilterBuilder {
         }
         let patterns: Vec<&str> = rules.iter().map(|r| r.pattern.as_str()).collect();
         let checks = rules.iter().map(|r| r.check).collect();
-        let engine = Engine::new(&patterns, checks, max_len).map_err(RegexFilterError::TooLarge)?;
+        let engine = Engine::new(&patterns, checks, max_len)
+            .map_err(|e| ConfigError::TooLarge(e.to_string()))?;
         Ok(RegexFilter {
             inner: Arc::new(Inner {
                 engine,
                 rules: compiled,
-                on_input: self.on_input,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
+                sites: self.sites,
                 max_hold: self.max_hold,
                 hash_key: self.hash_key,
             }),
@@ -488,9 +415,7 @@ pub struct RegexFilter {
 struct Inner {
     engine: Engine,
     rules: Vec<CompiledRule>,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
     max_hold: usize,
     hash_key: [u8; 16],
 }
@@ -510,9 +435,7 @@ impl RegexFilter {
             rules: Vec::new(),
             without: Vec::new(),
             strategy: Strategy::default(),
-            on_input: true,
-            on_stream: true,
-            on_result: true,
+            sites: Sites::ALL,
             max_hold: DEFAULT_MAX_HOLD,
             hash_key: [0; 16],
         }
@@ -546,9 +469,7 @@ impl fmt::Debug for RegexFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegexFilter")
             .field("rules", &self.rule_names().collect::<Vec<_>>())
-            .field("on_input", &self.inner.on_input)
-            .field("on_stream", &self.inner.on_stream)
-            .field("on_result", &self.inner.on_result)
+            .field("sites", &self.inner.sites)
             .field("max_hold", &self.inner.max_hold)
             .finish()
     }
@@ -559,7 +480,7 @@ impl RegexFilter {
     /// Filters the text of the new input messages, editing them in the list (so that a
     /// warning does not undo a redaction).
     fn process_input(&self, list: &mut MessageList) -> Result<(), ProcessorError> {
-        if !self.inner.on_input {
+        if !self.inner.sites.input() {
             return Ok(());
         }
         let mut flags = Flags::default();
@@ -585,7 +506,7 @@ impl RegexFilter {
         chunk: &Chunk,
         state: &mut RegexFilterState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         let RegexFilterState {
@@ -619,7 +540,7 @@ impl RegexFilter {
     ) -> Result<OutputOutcome, ProcessorError> {
         let mut flags = Flags::default();
         let mut changed = false;
-        if self.inner.on_result {
+        if self.inner.sites.result() {
             for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
                 if let Some(new) = self.inner.filter_message(m, &mut flags, Where::Result)? {
                     *m = new;
@@ -794,14 +715,12 @@ impl Inner {
 
     /// Writes what a redacted match becomes.
     fn redact(&self, how: Redaction, rule: &CompiledRule, matched: &str, out: &mut String) {
-        match how {
-            Redaction::Mask => out.push_str("****"),
-            Redaction::Placeholder => out.push_str(&rule.placeholder),
-            Redaction::Hash => {
-                let tag = siphash::siphash24(&self.hash_key, matched.as_bytes()) >> 32;
-                out.push_str(&format!("[{}:{tag:08x}]", rule.label));
-            }
-        }
+        let what = Redacted {
+            kind: &rule.name,
+            label: &rule.label,
+            placeholder: &rule.placeholder,
+        };
+        how.write(matched, what, &self.hash_key, out);
     }
 
     /// Complete text with its matches handled: `None` when nothing changes; flagged matches

@@ -55,9 +55,9 @@
 //!
 //! # Where it works
 //!
-//! On text and reasoning deltas ([`on_stream`](SystemPromptScrubberBuilder::on_stream)) and
+//! On text and reasoning deltas ([`Sites::STREAM`]) and
 //! on the final answer's text and reasoning parts
-//! ([`on_result`](SystemPromptScrubberBuilder::on_result), which catches what did not stream
+//! ([`Sites::RESULT`], which catches what did not stream
 //! through it, such as an answer replayed from a cache, and is what `result.text` and memory
 //! get).
 //!
@@ -71,6 +71,8 @@
 
 mod suffix_automaton;
 
+use crate::config::ConfigError;
+use crate::config::Sites;
 use crate::stream_text::{Blocks, Fed, Scan};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
@@ -110,22 +112,6 @@ pub enum Strategy {
     Warn,
 }
 
-/// Why a [`SystemPromptScrubber`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SystemPromptScrubberError {
-    /// `min_span` is below [`MIN_SPAN_FLOOR`].
-    #[error(
-        "`min_span` is {0}, but spans shorter than 8 characters are common phrases, not leaks; use 8 or more"
-    )]
-    MinSpanTooShort(usize),
-    /// Both hooks are switched off.
-    #[error(
-        "`on_stream` and `on_result` are both off, so the scrubber would do nothing; switch one on"
-    )]
-    NothingToDo,
-}
-
 /// Configures a [`SystemPromptScrubber`]; [`build`](SystemPromptScrubberBuilder::build)
 /// checks it.
 #[derive(Debug, Clone)]
@@ -134,8 +120,7 @@ pub struct SystemPromptScrubberBuilder {
     min_span: usize,
     strategy: Strategy,
     placeholder: String,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
 }
 
 impl SystemPromptScrubberBuilder {
@@ -159,15 +144,10 @@ impl SystemPromptScrubberBuilder {
         self
     }
 
-    /// Whether `process_output_stream` scrubs streamed deltas (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether `process_output_result` scrubs the final answer (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
+    /// Where the scrubber acts (default [`Sites::OUTPUT`], its only sites): the streamed
+    /// deltas (`process_output_stream`) and the final answer (`process_output_result`).
+    pub fn sites(mut self, sites: Sites) -> Self {
+        self.sites = sites;
         self
     }
 
@@ -182,20 +162,21 @@ impl SystemPromptScrubberBuilder {
     ///     .unwrap();
     /// assert!(SystemPromptScrubber::builder().min_span(3).build().is_err());
     /// ```
-    pub fn build(self) -> Result<SystemPromptScrubber, SystemPromptScrubberError> {
+    pub fn build(self) -> Result<SystemPromptScrubber, ConfigError> {
         if self.min_span < MIN_SPAN_FLOOR {
-            return Err(SystemPromptScrubberError::MinSpanTooShort(self.min_span));
+            return Err(ConfigError::OutOfRange {
+                option: "min_span",
+                value: self.min_span.to_string(),
+                expected: "spans shorter than 8 characters are common phrases, not leaks; use 8 or more",
+            });
         }
-        if !(self.on_stream || self.on_result) {
-            return Err(SystemPromptScrubberError::NothingToDo);
-        }
+        self.sites.check(Sites::OUTPUT)?;
         Ok(SystemPromptScrubber {
             inner: Arc::new(Inner {
                 min_span: self.min_span,
                 strategy: self.strategy,
                 placeholder: self.placeholder,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
+                sites: self.sites,
                 last: Mutex::new(None),
             }),
         })
@@ -223,8 +204,7 @@ struct Inner {
     min_span: usize,
     strategy: Strategy,
     placeholder: String,
-    on_stream: bool,
-    on_result: bool,
+    sites: Sites,
     /// The last prompt compiled, reused while runs send the same system messages.
     last: Mutex<Option<Arc<Prompt>>>,
 }
@@ -249,8 +229,7 @@ impl SystemPromptScrubber {
             min_span: DEFAULT_MIN_SPAN,
             strategy: Strategy::default(),
             placeholder: "[SYSTEM_PROMPT]".to_owned(),
-            on_stream: true,
-            on_result: true,
+            sites: Sites::OUTPUT,
         }
     }
 
@@ -276,8 +255,7 @@ impl fmt::Debug for SystemPromptScrubber {
             .field("min_span", &self.inner.min_span)
             .field("strategy", &self.inner.strategy)
             .field("placeholder", &self.inner.placeholder)
-            .field("on_stream", &self.inner.on_stream)
-            .field("on_result", &self.inner.on_result)
+            .field("sites", &self.inner.sites)
             .finish()
     }
 }
@@ -291,7 +269,7 @@ impl SystemPromptScrubber {
         list: &MessageList,
         state: &mut SystemPromptScrubberState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         let SystemPromptScrubberState {
@@ -335,7 +313,7 @@ impl SystemPromptScrubber {
         let prompt = self.inner.prompt(list);
         let mut leaks = 0;
         let mut changed = false;
-        if self.inner.on_result && prompt.span.is_some() {
+        if self.inner.sites.result() && prompt.span.is_some() {
             for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
                 for part in &mut m.content.parts {
                     let (Part::Text { text } | Part::Reasoning { text }) = part else {

@@ -55,30 +55,12 @@
 //! # }).unwrap();
 //! ```
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::message::{Message, Part, Role};
 use processors_runtime::model::ModelRequest;
 use processors_runtime::processor::LlmRequestAction;
 use std::collections::HashSet;
-
-/// Why a [`ToolCallFilter`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolCallFilterError {
-    /// `tools` was given no name.
-    #[error(
-        "the filter names no tool; name the tools to filter, or use `ToolCallFilter::all()` to filter every tool"
-    )]
-    NoTools,
-    /// A tool name is empty.
-    #[error("a tool name to filter is empty")]
-    EmptyToolName,
-    /// `filter_after_tool_steps(0)`.
-    #[error(
-        "filter_after_tool_steps(0) would hide the results the model just asked for; keep at least 1 recent tool step"
-    )]
-    ZeroToolSteps,
-}
 
 /// Leaves tool calls and results out of the prompt; see the [module docs](self).
 #[derive(Debug, Clone, Default)]
@@ -112,17 +94,28 @@ impl ToolCallFilterBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<ToolCallFilter, ToolCallFilterError> {
+    pub fn build(self) -> Result<ToolCallFilter, ConfigError> {
         let tools = match self.tools {
             None => None,
-            Some(names) if names.is_empty() => return Err(ToolCallFilterError::NoTools),
+            Some(names) if names.is_empty() => {
+                return Err(ConfigError::Empty {
+                    what: "the list of tools to filter",
+                    why: "name the tools to filter, or use `ToolCallFilter::all()` to filter every tool",
+                });
+            }
             Some(names) if names.iter().any(String::is_empty) => {
-                return Err(ToolCallFilterError::EmptyToolName);
+                return Err(ConfigError::Empty {
+                    what: "a tool name to filter",
+                    why: "name each tool",
+                });
             }
             Some(names) => Some(names.into_iter().collect()),
         };
         if self.keep_recent == Some(0) {
-            return Err(ToolCallFilterError::ZeroToolSteps);
+            return Err(ConfigError::Zero {
+                option: "filter_after_tool_steps",
+                why: "it would hide the results the model just asked for; keep at least 1 recent tool step",
+            });
         }
         Ok(ToolCallFilter {
             tools,
@@ -140,7 +133,8 @@ impl ToolCallFilter {
     /// Starts configuring a filter.
     ///
     /// ```
-    /// use processors_builtins::tool_call_filter::{ToolCallFilter, ToolCallFilterError};
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::tool_call_filter::ToolCallFilter;
     /// let filter = ToolCallFilter::builder()
     ///     .tools(["search", "fetch_page"])
     ///     .filter_after_tool_steps(2)
@@ -148,7 +142,8 @@ impl ToolCallFilter {
     ///     .unwrap();
     /// let none: [&str; 0] = [];
     /// let err = ToolCallFilter::builder().tools(none).build().unwrap_err();
-    /// assert_eq!(err, ToolCallFilterError::NoTools);
+    /// let tools = "the list of tools to filter";
+    /// assert!(matches!(err, ConfigError::Empty { what, .. } if what == tools));
     /// ```
     pub fn builder() -> ToolCallFilterBuilder {
         ToolCallFilterBuilder::default()
@@ -373,22 +368,34 @@ mod tests {
     #[test]
     fn bad_configurations_are_refused() {
         let empty: Vec<String> = Vec::new();
-        assert_eq!(
+        assert!(matches!(
             ToolCallFilter::builder().tools(empty).build().unwrap_err(),
-            ToolCallFilterError::NoTools
-        );
-        assert_eq!(
+            ConfigError::Empty {
+                what: "the list of tools to filter",
+                ..
+            }
+        ));
+        assert!(matches!(
             ToolCallFilter::builder()
                 .tools(["search", ""])
                 .build()
                 .unwrap_err(),
-            ToolCallFilterError::EmptyToolName
-        );
+            ConfigError::Empty {
+                what: "a tool name to filter",
+                ..
+            }
+        ));
         let zero = ToolCallFilter::builder()
             .filter_after_tool_steps(0)
             .build()
             .unwrap_err();
-        assert_eq!(zero, ToolCallFilterError::ZeroToolSteps);
+        assert!(matches!(
+            zero,
+            ConfigError::Zero {
+                option: "filter_after_tool_steps",
+                ..
+            }
+        ));
         assert!(zero.to_string().contains("at least 1"));
     }
 }

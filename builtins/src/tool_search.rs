@@ -54,6 +54,7 @@
 //! # }).unwrap();
 //! ```
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::BoxError;
 use processors_runtime::agent::StepResult;
@@ -67,24 +68,6 @@ use std::sync::Arc;
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// The name of the meta-tool that loads a catalog tool.
 pub const LOAD_TOOL: &str = "load_tool";
-
-/// Why a [`ToolSearch`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolSearchError {
-    /// The catalog is empty.
-    #[error("the catalog has no tools; give the tools the model may search")]
-    EmptyCatalog,
-    /// Two catalog tools share a name.
-    #[error("the catalog has two tools named `{0}`; tool names must be unique")]
-    DuplicateTool(String),
-    /// A catalog tool has a meta-tool's name.
-    #[error("the catalog has a tool named `{0}`, the name of a meta-tool; rename it")]
-    ReservedName(String),
-    /// `max_results(0)`.
-    #[error("max_results is 0: a search would never find a tool; give at least 1")]
-    ZeroResults,
-}
 
 /// The searchable tools, with the words each is found by.
 struct Catalog {
@@ -214,20 +197,33 @@ impl ToolSearchBuilder {
     }
 
     /// Checks the catalog and makes the meta-tools.
-    pub fn build(self) -> Result<ToolSearch, ToolSearchError> {
+    pub fn build(self) -> Result<ToolSearch, ConfigError> {
         if self.tools.is_empty() {
-            return Err(ToolSearchError::EmptyCatalog);
+            return Err(ConfigError::Empty {
+                what: "the catalog",
+                why: "give the tools the model may search",
+            });
         }
         if self.max_results == 0 {
-            return Err(ToolSearchError::ZeroResults);
+            return Err(ConfigError::Zero {
+                option: "max_results",
+                why: "a search would never find a tool; give at least 1",
+            });
         }
         let mut names = BTreeSet::new();
         for t in &self.tools {
             if t.name() == SEARCH_TOOLS || t.name() == LOAD_TOOL {
-                return Err(ToolSearchError::ReservedName(t.name().to_owned()));
+                return Err(ConfigError::InvalidName {
+                    what: "catalog tool",
+                    name: t.name().to_owned(),
+                    why: "it is the name of a meta-tool; rename the tool",
+                });
             }
             if !names.insert(t.name()) {
-                return Err(ToolSearchError::DuplicateTool(t.name().to_owned()));
+                return Err(ConfigError::Duplicate {
+                    what: "tools in the catalog",
+                    name: t.name().to_owned(),
+                });
             }
         }
         let words = self
@@ -297,20 +293,21 @@ pub struct ToolSearchState {
 
 impl ToolSearch {
     /// Searches these tools, returning at most 5 per search.
-    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, ToolSearchError> {
+    pub fn new(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Result<Self, ConfigError> {
         Self::builder(tools).build()
     }
 
     /// Starts configuring a search over these tools.
     ///
     /// ```
-    /// use processors_builtins::tool_search::{ToolSearch, ToolSearchError};
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::tool_search::ToolSearch;
     /// use processors_runtime::tool::tool;
     /// use serde_json::json;
     /// let t = |name: &str| tool(name, "A tool.", json!({}), |_| async { Ok(json!(null)) });
     /// let search = ToolSearch::builder([t("a"), t("b")]).max_results(1).build().unwrap();
     /// let err = ToolSearch::new([t("a"), t("a")]).unwrap_err();
-    /// assert_eq!(err, ToolSearchError::DuplicateTool("a".into()));
+    /// assert!(matches!(err, ConfigError::Duplicate { ref name, .. } if name == "a"));
     /// ```
     pub fn builder(tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> ToolSearchBuilder {
         ToolSearchBuilder {
@@ -454,28 +451,34 @@ mod tests {
     #[test]
     fn bad_catalogs_are_refused() {
         let none: Vec<Arc<dyn Tool>> = Vec::new();
-        assert_eq!(
+        assert!(matches!(
             ToolSearch::new(none).unwrap_err(),
-            ToolSearchError::EmptyCatalog
-        );
-        assert_eq!(
+            ConfigError::Empty {
+                what: "the catalog",
+                ..
+            }
+        ));
+        assert!(matches!(
             ToolSearch::new([t("load_tool", "x")]).unwrap_err(),
-            ToolSearchError::ReservedName("load_tool".into())
-        );
-        assert_eq!(
+            ConfigError::InvalidName { what: "catalog tool", ref name, .. } if name == "load_tool"
+        ));
+        assert!(matches!(
             ToolSearch::new([t("search_tools", "x")]).unwrap_err(),
-            ToolSearchError::ReservedName("search_tools".into())
-        );
-        assert_eq!(
+            ConfigError::InvalidName { what: "catalog tool", ref name, .. } if name == "search_tools"
+        ));
+        assert!(matches!(
             ToolSearch::new([t("a", "x"), t("a", "y")]).unwrap_err(),
-            ToolSearchError::DuplicateTool("a".into())
-        );
-        assert_eq!(
+            ConfigError::Duplicate { ref name, .. } if name == "a"
+        ));
+        assert!(matches!(
             ToolSearch::builder([t("a", "x")])
                 .max_results(0)
                 .build()
                 .unwrap_err(),
-            ToolSearchError::ZeroResults
-        );
+            ConfigError::Zero {
+                option: "max_results",
+                ..
+            }
+        ));
     }
 }

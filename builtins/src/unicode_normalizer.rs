@@ -46,6 +46,7 @@
 //!
 //! A message whose text does not change is left alone; an empty text stays empty.
 
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::message::{Message, Part};
 use processors_runtime::processor::InputOutcome;
@@ -63,17 +64,6 @@ pub enum Form {
     Nfc,
     /// No normalisation.
     Keep,
-}
-
-/// Why a [`UnicodeNormalizer`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum UnicodeNormalizerError {
-    /// Every step is off.
-    #[error(
-        "every step of the normalizer is off (form Keep, no stripping, emoji kept, no collapsing, no trimming), so it would do nothing; switch one on"
-    )]
-    NothingToDo,
 }
 
 /// Configures a [`UnicodeNormalizer`]; every step is on by default.
@@ -127,7 +117,7 @@ impl UnicodeNormalizerBuilder {
     /// let n = UnicodeNormalizer::builder().form(Form::Nfc).keep_emoji(false).build().unwrap();
     /// assert_eq!(n.normalize("Cafe\u{301} ☕"), "Café");
     /// ```
-    pub fn build(self) -> Result<UnicodeNormalizer, UnicodeNormalizerError> {
+    pub fn build(self) -> Result<UnicodeNormalizer, ConfigError> {
         let c = self.config;
         let idle = c.form == Form::Keep
             && !c.strip_control
@@ -136,7 +126,9 @@ impl UnicodeNormalizerBuilder {
             && !c.collapse_whitespace
             && !c.trim;
         match idle {
-            true => Err(UnicodeNormalizerError::NothingToDo),
+            true => Err(ConfigError::NothingToDo(
+                "every step of the normalizer is off (form Keep, no stripping, emoji kept, no collapsing, no trimming)",
+            )),
             false => Ok(c),
         }
     }

@@ -7,7 +7,7 @@ use common::*;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use processors_builtins::BatchParts;
-use processors_builtins::batch_parts::BatchPartsError;
+use processors_builtins::ConfigError;
 use processors_macros::{agent, processor};
 use processors_runtime::model::{ModelRequest, ModelStream};
 use processors_runtime::prelude::*;
@@ -295,16 +295,33 @@ fn a_long_stream_is_batched_whole() {
 
 #[test]
 fn bad_configurations_are_errors_from_build() {
-    assert_eq!(
+    assert!(matches!(
         BatchParts::builder().batch_size(0).build(),
-        Err(BatchPartsError::ZeroBatchSize)
-    );
-    assert_eq!(
+        Err(ConfigError::Zero {
+            option: "batch_size",
+            ..
+        })
+    ));
+    assert!(matches!(
         BatchParts::builder().max_chars(0).build(),
-        Err(BatchPartsError::ZeroMaxChars)
-    );
+        Err(ConfigError::Zero {
+            option: "max_chars",
+            ..
+        })
+    ));
+    let error = BatchParts::builder()
+        .max_wait(Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        ConfigError::Zero {
+            option: "max_wait",
+            ..
+        }
+    ));
     assert_eq!(
-        BatchParts::builder().max_wait(Duration::ZERO).build(),
-        Err(BatchPartsError::ZeroMaxWait)
+        error.to_string(),
+        "`max_wait` is 0: to send every delta at once, use `batch_size(1)`"
     );
 }

@@ -8,7 +8,7 @@ use common::*;
 use futures::executor::block_on;
 use judges::*;
 use processors_builtins::detector::{
-    DetectorError, Judge, LanguageDetector, LanguageStrategy, OnJudgeError,
+    ConfigError, Judge, LanguageDetector, LanguageStrategy, OnJudgeError,
 };
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
@@ -212,7 +212,13 @@ fn a_detector_without_targets_is_refused() {
     let err = LanguageDetector::builder(Judge::new(ScriptedModel::new([])))
         .build()
         .unwrap_err();
-    assert_eq!(err, DetectorError::NoTargets);
+    assert!(matches!(
+        err,
+        ConfigError::Empty {
+            what: "the list of target languages",
+            ..
+        }
+    ));
 }
 
 /// A target given by its name is that language, not a code: `English` lets English through
@@ -251,7 +257,7 @@ fn a_target_named_by_its_name_is_that_language_and_an_unknown_one_is_refused() {
             .target(unknown)
             .build();
         assert!(
-            matches!(&built, Err(DetectorError::UnknownLanguage(t)) if t == unknown),
+            matches!(&built, Err(ConfigError::Unknown { what: "language", name, .. }) if name == unknown),
             "{unknown}: {:?}",
             built.err()
         );

@@ -8,12 +8,14 @@ mod judges;
 use common::*;
 use futures::executor::block_on;
 use judges::*;
+use processors_builtins::Sites;
 use processors_builtins::detector::{
-    DetectorError, Judge, JudgeLedger, Moderation, OnJudgeError, Strategy,
+    ConfigError, Judge, JudgeLedger, Moderation, OnJudgeError, Strategy,
 };
 use processors_macros::agent;
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
+use std::num::NonZeroUsize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -301,8 +303,11 @@ async fn bi_04_a_judge_that_never_answers_times_out_on_tokio_time() {
     );
 }
 
+/// Inside a Tokio runtime the deadline is Tokio's timer: a runtime built without its time
+/// driver fails the run with Tokio's own advice, never hangs on the judge (Tokio cannot be
+/// asked whether it has timers, so the deadline is not kept some other way there).
 #[test]
-fn bi_04_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers() {
+fn bi_04_a_tokio_runtime_without_timers_fails_the_run_naming_enable_time() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -319,14 +324,8 @@ fn bi_04_a_judge_that_never_answers_times_out_on_a_tokio_runtime_without_timers(
         )
         .build()
         .unwrap();
-    let result = rt.block_on(agent.generate("hello")).unwrap();
-    assert!(
-        result
-            .tripwire
-            .unwrap()
-            .reason
-            .contains("no verdict within 50ms")
-    );
+    let error = rt.block_on(agent.generate("hello")).unwrap_err();
+    assert!(error.to_string().contains("enable_time"), "{error}");
 }
 
 #[test]
@@ -363,7 +362,7 @@ fn bi_06_the_stream_is_judged_a_window_at_a_time_with_the_window_before_as_conte
         ])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -386,7 +385,7 @@ fn bi_06_stream_block_stops_before_any_of_the_flagged_window_reaches_the_client(
         ])]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -408,7 +407,7 @@ fn text_flagged_across_two_deltas_is_caught_by_the_overlapping_window() {
         .model(ScriptedModel::new([Turn::deltas(["I will k", "ill you"])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -429,7 +428,7 @@ fn a_filtered_window_is_not_the_context_of_the_next_one() {
         ])]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -459,7 +458,7 @@ fn stream_retry_drops_the_flagged_window_and_retries_the_step_with_feedback() {
         .model(model.clone())
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .strategy(Strategy::Retry)
                 .build()
                 .unwrap(),
@@ -499,7 +498,7 @@ fn step_retry_judges_the_answer_when_the_stream_did_not() {
         .model(model.clone())
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Retry)
                 .build()
                 .unwrap(),
@@ -543,7 +542,7 @@ fn stream_warn_passes_the_text_and_reports_once() {
     let agent = agent! {
         crate: processors_runtime,
         model: ScriptedModel::new([Turn::deltas(["kill ", "the ", "lights"])]),
-        output: [Moderation::builder(Judge::new(judge(violence))).chunk_window(2).strategy(Strategy::Warn).build().unwrap()],
+        output: [Moderation::builder(Judge::new(judge(violence))).chunk_window(NonZeroUsize::new(2).unwrap()).strategy(Strategy::Warn).build().unwrap()],
         on_violation: violations.hook(),
     };
     let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
@@ -562,7 +561,7 @@ fn the_result_is_judged_when_the_stream_was_not_and_filter_drops_the_answer() {
         .model(ScriptedModel::new([Turn::deltas(["go ", "kill ", "it"])]))
         .output(
             Moderation::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -586,7 +585,7 @@ fn result_block_reports_the_verdict() {
         .model(ScriptedModel::new([Turn::text("kill")]))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .build()
                 .unwrap(),
         )
@@ -622,7 +621,7 @@ fn bi_08_judge_usage_is_recorded_apart_from_the_main_models() {
         .input(moderation(judge(violence), Strategy::Block))
         .output(
             Moderation::builder(Judge::new(judge(violence)))
-                .chunk_window(2)
+                .chunk_window(NonZeroUsize::new(2).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -683,36 +682,44 @@ fn content_cannot_close_the_block_it_is_quoted_in() {
 #[test]
 fn bad_configurations_are_refused_at_build() {
     let j = || Judge::new(ScriptedModel::new([]));
-    assert_eq!(
-        Moderation::builder(j()).threshold(1.2).build().unwrap_err(),
-        DetectorError::Threshold(1.2)
+    let error = Moderation::builder(j()).threshold(1.2).build().unwrap_err();
+    assert!(matches!(
+        &error,
+        ConfigError::OutOfRange { option: "threshold", value, .. } if value == "1.2"
+    ));
+    assert!(
+        error
+            .to_string()
+            .starts_with("`threshold` is 1.2; use a number from 0 to 1")
     );
     assert!(matches!(
         Moderation::builder(j()).threshold(f64::NAN).build(),
-        Err(DetectorError::Threshold(t)) if t.is_nan()
+        Err(ConfigError::OutOfRange { option: "threshold", value, .. }) if value == "NaN"
     ));
-    assert_eq!(
+    assert!(matches!(
         Moderation::builder(j())
             .categories(Vec::<String>::new())
             .build()
             .unwrap_err(),
-        DetectorError::NoCategories
-    );
+        ConfigError::Empty {
+            what: "the list of categories",
+            ..
+        }
+    ));
+    let nowhere = Moderation::builder(j())
+        .sites(Sites::NONE)
+        .build()
+        .unwrap_err();
     assert_eq!(
-        Moderation::builder(j())
-            .chunk_window(0)
-            .build()
-            .unwrap_err(),
-        DetectorError::ZeroWindow
+        nowhere,
+        ConfigError::NoSites {
+            offered: Sites::ALL,
+            chosen: Sites::NONE
+        }
     );
-    assert_eq!(
-        Moderation::builder(j())
-            .on_input(false)
-            .on_stream(false)
-            .on_result(false)
-            .build()
-            .unwrap_err(),
-        DetectorError::NothingToDo
+    assert!(
+        nowhere.to_string().contains("choose at least one"),
+        "{nowhere}"
     );
 }
 
@@ -742,7 +749,7 @@ fn a_result_filtered_and_a_judging_warning_of_another_message_both_reach_the_run
         .tool(noop)
         .output(
             Moderation::builder(Judge::new(judge))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(Strategy::Filter)
                 .build()
                 .unwrap(),
@@ -765,4 +772,70 @@ fn a_result_filtered_and_a_judging_warning_of_another_message_both_reach_the_run
         seen[0].1.starts_with("the answer could not be judged"),
         "{seen:?}"
     );
+}
+
+/// The reference's verdict shape: `category_scores` beside boolean `categories` (the scores
+/// decide, at the detector's threshold), or boolean `categories` alone (true counts as 1).
+#[test]
+fn bi_44_the_references_verdict_shape_is_read_as_well_as_ours() {
+    let run = |verdict: Value| {
+        let agent = Agent::builder()
+            .model(main_model())
+            .input(moderation(judge(move |_| verdict.clone()), Strategy::Block))
+            .build()
+            .unwrap();
+        block_on(agent.generate("a message")).unwrap().tripwire
+    };
+    let scored = run(json!({
+        "flagged": true,
+        "categories": { "violence": true, "hate": false },
+        "category_scores": { "violence": 0.93, "hate": 0.02 },
+        "reason": "threatens someone"
+    }));
+    let tw = scored.expect("flagged by its scores");
+    assert_eq!(tw.reason, "the input was flagged for violence");
+    assert_eq!(
+        tw.metadata.unwrap()["verdicts"][0]["scores"]["violence"],
+        0.93
+    );
+    let below = run(json!({
+        "flagged": true,
+        "categories": { "violence": true },
+        "category_scores": { "violence": 0.3 }
+    }));
+    assert!(below.is_none(), "the scores decide, at the threshold");
+    let booleans =
+        run(json!({ "flagged": true, "categories": { "violence": true, "hate": false } }));
+    assert_eq!(
+        booleans.unwrap().reason,
+        "the input was flagged for violence"
+    );
+    assert!(run(json!({ "categories": { "violence": false } })).is_none());
+}
+
+/// With `include_scores`, a flagged verdict's reason gives each flagged category's score.
+#[test]
+fn bi_45_scores_are_in_the_reason_when_asked() {
+    let reason = |scores: bool| {
+        let agent = Agent::builder()
+            .model(main_model())
+            .input(
+                Moderation::builder(Judge::new(judge(violence)))
+                    .include_scores(scores)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        block_on(agent.generate("kill it"))
+            .unwrap()
+            .tripwire
+            .unwrap()
+            .reason
+    };
+    assert_eq!(
+        reason(true),
+        "the input was flagged for violence (scores: violence 0.90)"
+    );
+    assert_eq!(reason(false), "the input was flagged for violence");
 }

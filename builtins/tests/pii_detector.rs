@@ -7,9 +7,11 @@ mod judges;
 use common::*;
 use futures::executor::block_on;
 use judges::*;
+use processors_builtins::Sites;
 use processors_builtins::detector::{Judge, OnJudgeError, PiiDetector, PiiStrategy, Redaction};
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
+use std::num::NonZeroUsize;
 
 const EMAIL: &str = "jane.doe@example.com";
 const PHONE: &str = "+1 415 555 0100";
@@ -140,7 +142,7 @@ fn bi_07_a_value_split_across_deltas_is_redacted_and_no_piece_of_it_streams() {
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
                 .strategy(PiiStrategy::Redact(Redaction::Placeholder))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(12)
                 .build()
                 .unwrap(),
@@ -181,7 +183,7 @@ fn without_hold_back_the_split_value_would_leak() {
         ])]))
         .output(
             PiiDetector::builder(Judge::new(judge(finder)))
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(0)
                 .build()
                 .unwrap(),
@@ -203,7 +205,7 @@ fn stream_block_ends_before_the_value_reaches_the_client() {
         .output(
             PiiDetector::builder(Judge::new(judge(finder)))
                 .strategy(PiiStrategy::Block)
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .build()
                 .unwrap(),
         )
@@ -248,7 +250,7 @@ fn stream_warn_reports_a_value_once_although_it_is_judged_twice() {
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
                 .strategy(PiiStrategy::Warn)
-                .chunk_window(1)
+                .chunk_window(NonZeroUsize::new(1).unwrap())
                 .hold(30)
                 .build()
                 .unwrap(),
@@ -280,7 +282,7 @@ fn the_result_is_checked_when_the_stream_was_not() {
         ])]))
         .output(
             PiiDetector::builder(Judge::new(judge.clone()))
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .strategy(PiiStrategy::Redact(Redaction::Placeholder))
                 .build()
                 .unwrap(),
@@ -424,4 +426,46 @@ fn with_regex_filter_first_known_shapes_never_reach_the_judge() {
         "{asked:?}"
     );
     assert_eq!(model.requests()[0].prompt[0].text(), asked[0]);
+}
+
+/// `Redaction::PreserveFormat`: an email keeps its first and last letter and its top-level
+/// domain, a phone number its punctuation and last four digits.
+#[test]
+fn bi_46_format_preserving_masks_keep_the_shape_of_each_kind() {
+    assert_eq!(
+        redacted_input(Redaction::PreserveFormat),
+        "mail j***.**e@*******.com or call +X XXX XXX 0100, j***.**e@*******.com"
+    );
+}
+
+/// The reference's verdict (`detections`, and `redacted_content`): the judge's own redaction
+/// of an input message is used, unless a value it found is still in it.
+#[test]
+fn bi_47_the_judges_own_redaction_is_used_when_it_removes_what_it_found() {
+    let run = |redacted: &'static str| {
+        let model = main_model();
+        let reference = move |content: &str| {
+            json!({
+                "categories": { "email": content.contains(EMAIL) },
+                "detections": [{ "type": "email", "value": EMAIL, "confidence": 0.97 }],
+                "redacted_content": redacted,
+            })
+        };
+        let agent = Agent::builder()
+            .model(model.clone())
+            .input(detector(
+                judge(reference),
+                PiiStrategy::Redact(Redaction::Placeholder),
+            ))
+            .build()
+            .unwrap();
+        block_on(agent.generate(format!("write to {EMAIL} today"))).unwrap();
+        model.requests()[0].prompt[0].text()
+    };
+    assert_eq!(run("write to <email> today"), "write to <email> today");
+    assert_eq!(
+        run("write to jane.doe@example.com today!"),
+        "write to [EMAIL] today",
+        "a redaction that leaves the value in is not used"
+    );
 }

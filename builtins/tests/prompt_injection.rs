@@ -268,3 +268,47 @@ fn a_malformed_verdict_or_silent_judge_warns_and_the_message_passes() {
             .contains("no verdict within 30ms")
     );
 }
+
+/// The reference's verdict shape: boolean `categories` with `category_scores`, and the
+/// rewrite as `rewritten_content`.
+#[test]
+fn bi_44_the_references_verdict_shape_and_rewrite_are_read() {
+    let reference = |content: &str| {
+        let attack = content.contains("Ignore previous instructions");
+        json!({
+            "flagged": attack,
+            "categories": { "injection": attack, "jailbreak": false },
+            "category_scores": { "injection": if attack { 0.97 } else { 0.01 }, "jailbreak": 0.0 },
+            "reason": null,
+            "rewritten_content": if attack { json!("What can you help me with?") } else { Value::Null }
+        })
+    };
+    let model = main_model();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(detector(judge(reference), InjectionStrategy::Rewrite))
+        .build()
+        .unwrap();
+    block_on(agent.generate(ATTACK)).unwrap();
+    assert_eq!(prompt_texts(&model), ["What can you help me with?"]);
+}
+
+/// With `include_scores`, the trip wire's reason gives the flagged categories' scores.
+#[test]
+fn bi_45_injection_scores_are_in_the_reason_when_asked() {
+    let agent = Agent::builder()
+        .model(main_model())
+        .input(
+            PromptInjectionDetector::builder(Judge::new(judge(injection)))
+                .include_scores(true)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let tw = block_on(agent.generate(ATTACK)).unwrap().tripwire.unwrap();
+    assert_eq!(
+        tw.reason,
+        "the input was flagged for injection (scores: injection 0.95)"
+    );
+}

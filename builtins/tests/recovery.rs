@@ -13,7 +13,7 @@ use futures::StreamExt;
 use futures::executor::block_on;
 use futures::future::BoxFuture;
 use processors_builtins::recovery::{
-    Backoff, BuiltinRule, CompatRule, ContextLengthHandler, PrefillErrorHandler,
+    Backoff, BuiltinRule, CompatRule, ContextLengthHandler, Jitter, PrefillErrorHandler,
     ProviderHistoryCompat, StreamErrorRetry,
 };
 use processors_providers::{Anthropic, OpenAiCompatible};
@@ -1307,10 +1307,10 @@ fn failing_twice() -> ScriptedModel {
 fn bi_27_the_backoff_waits_on_any_executor() {
     let model = failing_twice();
     let retry = StreamErrorRetry::builder()
-        .backoff(Backoff::Exponential {
-            initial: Duration::from_millis(60),
-            max: Duration::from_secs(1),
-        })
+        .backoff(Backoff::exponential(
+            Duration::from_millis(60),
+            Duration::from_secs(1),
+        ))
         .build()
         .unwrap();
     let agent = Agent::builder()
@@ -1323,8 +1323,8 @@ fn bi_27_the_backoff_waits_on_any_executor() {
     assert_eq!(block_on(agent.generate("hi")).unwrap().text, "whole");
     let waited = started.elapsed();
     assert!(
-        waited >= Duration::from_millis(180),
-        "60 + 120 ms: {waited:?}"
+        waited >= Duration::from_millis(90),
+        "60 + 120 ms, with equal jitter at least half of each: {waited:?}"
     );
     assert_eq!(model.calls(), 3);
 }
@@ -1333,7 +1333,7 @@ fn bi_27_the_backoff_waits_on_any_executor() {
 async fn bi_27_under_tokio_the_backoff_is_a_tokio_timer() {
     let model = failing_twice();
     let retry = StreamErrorRetry::builder()
-        .backoff(Backoff::Fixed(Duration::from_secs(30)))
+        .backoff(Backoff::fixed(Duration::from_secs(30)))
         .build()
         .unwrap();
     let agent = Agent::builder()
@@ -1351,6 +1351,42 @@ async fn bi_27_under_tokio_the_backoff_is_a_tokio_timer() {
         wall.elapsed() < Duration::from_secs(20),
         "paused time ran them"
     );
+}
+
+/// The backoff is the providers' own: exponential with equal jitter by default (each wait
+/// between half and all of its exponential value), exact with `Jitter::None`.
+#[tokio::test(start_paused = true)]
+async fn bi_27_the_backoff_is_exponential_with_the_providers_jitter() {
+    let waited = |backoff: Backoff| async move {
+        let retry = StreamErrorRetry::builder()
+            .backoff(backoff)
+            .build()
+            .unwrap();
+        let agent = Agent::builder()
+            .model(failing_twice())
+            .error(retry)
+            .build()
+            .unwrap();
+        let clock = tokio::time::Instant::now();
+        assert_eq!(agent.generate("hi").await.unwrap().text, "whole");
+        clock.elapsed()
+    };
+    let exponential = Backoff::exponential(Duration::from_secs(10), Duration::from_secs(60));
+    let exact = waited(exponential.jitter(Jitter::None)).await;
+    assert!(
+        exact >= Duration::from_secs(30) && exact < Duration::from_secs(31),
+        "10 + 20 s: {exact:?}"
+    );
+    let mut totals = HashSet::new();
+    for _ in 0..5 {
+        let jittered = waited(exponential).await;
+        assert!(
+            jittered >= Duration::from_secs(15) && jittered < Duration::from_secs(31),
+            "between 5 + 10 and 10 + 20 s: {jittered:?}"
+        );
+        totals.insert(jittered.as_millis());
+    }
+    assert!(totals.len() > 1, "jittered waits differ: {totals:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,9 +5,8 @@ mod common;
 
 use common::*;
 use futures::executor::block_on;
-use processors_builtins::regex_filter::{
-    Preset, Redaction, RegexFilter, RegexFilterError, Rule, Strategy,
-};
+use processors_builtins::regex_filter::{Preset, Redaction, RegexFilter, Rule, Strategy};
+use processors_builtins::{ConfigError, Sites};
 use processors_macros::agent;
 use processors_runtime::prelude::*;
 use serde_json::json;
@@ -239,7 +238,7 @@ fn warn_lets_the_text_through_and_reports_each_match_once() {
 }
 
 #[test]
-fn redactions_mask_hash_and_placeholder() {
+fn redactions_mask_preserve_format_remove_hash_and_placeholder() {
     let text = "write to jane@example.com and jane@example.com, not joe@example.com";
     let with = |how| {
         RegexFilter::builder()
@@ -254,7 +253,15 @@ fn redactions_mask_hash_and_placeholder() {
         with(Redaction::Placeholder),
         "write to [EMAIL] and [EMAIL], not [EMAIL]"
     );
-    assert_eq!(with(Redaction::Mask), "write to **** and ****, not ****");
+    assert_eq!(
+        with(Redaction::Mask),
+        "write to ****@*******.*** and ****@*******.***, not ***@*******.***"
+    );
+    assert_eq!(
+        with(Redaction::PreserveFormat),
+        "write to j**e@*******.com and j**e@*******.com, not j*e@*******.com"
+    );
+    assert_eq!(with(Redaction::Remove), "write to  and , not ");
     let hashed = with(Redaction::Hash);
     let tags: Vec<&str> = hashed
         .split(['[', ']'])
@@ -362,7 +369,7 @@ fn switches_choose_the_hooks() {
         .output(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_stream(false)
+                .sites(Sites::INPUT | Sites::RESULT)
                 .build()
                 .unwrap(),
         )
@@ -380,7 +387,7 @@ fn switches_choose_the_hooks() {
         .input(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_input(false)
+                .sites(Sites::OUTPUT)
                 .build()
                 .unwrap(),
         )
@@ -395,7 +402,7 @@ fn switches_choose_the_hooks() {
         .output(
             RegexFilter::builder()
                 .preset(Preset::Pii)
-                .on_result(false)
+                .sites(Sites::INPUT | Sites::STREAM)
                 .build()
                 .unwrap(),
         )
@@ -699,44 +706,43 @@ fn a_private_key_streamed_line_by_line_never_shows() {
 fn bad_configurations_are_errors_from_build() {
     let err = |b: processors_builtins::regex_filter::RegexFilterBuilder| b.build().unwrap_err();
     let b = RegexFilter::builder;
-    assert!(matches!(err(b()), RegexFilterError::NoRules));
+    assert!(matches!(err(b()), ConfigError::Empty { .. }));
     let e = err(b().rule(Rule::new("bad", "a(b")));
-    assert!(matches!(&e, RegexFilterError::InvalidPattern { rule, .. } if rule == "bad"));
+    assert!(matches!(&e, ConfigError::Pattern { rule, .. } if rule == "bad"));
     assert!(
         e.to_string()
-            .starts_with("rule `bad` has an invalid pattern")
+            .starts_with("rule `bad` has an unusable pattern")
     );
     assert!(matches!(
         err(b().rule(Rule::new("empty", "a*"))),
-        RegexFilterError::EmptyMatch { rule } if rule == "empty"
+        ConfigError::Pattern { rule, reason } if rule == "empty" && reason.contains("empty text")
     ));
     assert!(matches!(
         err(b().preset(Preset::Pii).rule(Rule::new("email", "x"))),
-        RegexFilterError::DuplicateRule(n) if n == "email"
+        ConfigError::Duplicate { name, .. } if name == "email"
     ));
     assert!(matches!(
         err(b().rule(Rule::new("Has Space", "x"))),
-        RegexFilterError::InvalidName(_)
+        ConfigError::InvalidName { what: "rule", .. }
     ));
     let e = err(b().preset(Preset::Urls).without("email"));
     assert_eq!(
         e.to_string(),
-        "`without(\"email\")` names no rule of the filter; its rules are: url"
+        "`email` is not a rule (in `without`) the processor knows; the filter's rules are: url"
     );
     assert!(matches!(
         err(b().preset(Preset::Urls).max_hold(0)),
-        RegexFilterError::ZeroMaxHold
+        ConfigError::Zero {
+            option: "max_hold",
+            ..
+        }
     ));
     assert!(matches!(
-        err(b()
-            .preset(Preset::Urls)
-            .on_input(false)
-            .on_stream(false)
-            .on_result(false)),
-        RegexFilterError::NothingToDo
+        err(b().preset(Preset::Urls).sites(Sites::NONE)),
+        ConfigError::NoSites { .. }
     ));
     assert!(matches!(
         err(b().preset(Preset::Urls).without("url")),
-        RegexFilterError::NoRules
+        ConfigError::Empty { .. }
     ));
 }

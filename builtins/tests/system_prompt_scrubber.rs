@@ -5,8 +5,10 @@ mod common;
 
 use common::*;
 use futures::executor::block_on;
+use processors_builtins::ConfigError;
+use processors_builtins::Sites;
 use processors_builtins::SystemPromptScrubber;
-use processors_builtins::system_prompt_scrubber::{Strategy, SystemPromptScrubberError};
+use processors_builtins::system_prompt_scrubber::Strategy;
 use processors_macros::{agent, processor};
 use processors_runtime::prelude::*;
 use serde_json::json;
@@ -247,7 +249,7 @@ fn switches_choose_the_hooks() {
     let leak = "you are Ada, the support assistant of Acme Rockets.";
     // Stream off: the client sees the leak; the result does not.
     let off = SystemPromptScrubber::builder()
-        .on_stream(false)
+        .sites(Sites::RESULT)
         .build()
         .expect("valid");
     let (chunks, result) = stream(&agent_with(off, &[leak]), "?", GenerateOptions::new());
@@ -255,7 +257,7 @@ fn switches_choose_the_hooks() {
     assert_eq!(result.expect("runs").text, "[SYSTEM_PROMPT]");
     // Result off: the stream still scrubs, and the result is what streamed.
     let off = SystemPromptScrubber::builder()
-        .on_result(false)
+        .sites(Sites::STREAM)
         .build()
         .expect("valid");
     let (chunks, result) = stream(&agent_with(off, &[leak]), "?", GenerateOptions::new());
@@ -405,20 +407,25 @@ fn huge_prompts_and_answers() {
 
 #[test]
 fn bad_configurations_are_errors_from_build() {
-    assert_eq!(
+    assert!(matches!(
         SystemPromptScrubber::builder()
             .min_span(7)
             .build()
             .unwrap_err(),
-        SystemPromptScrubberError::MinSpanTooShort(7)
-    );
+        ConfigError::OutOfRange {
+            option: "min_span",
+            ..
+        }
+    ));
     assert_eq!(
         SystemPromptScrubber::builder()
-            .on_stream(false)
-            .on_result(false)
+            .sites(Sites::NONE)
             .build()
             .unwrap_err(),
-        SystemPromptScrubberError::NothingToDo
+        ConfigError::NoSites {
+            offered: Sites::OUTPUT,
+            chosen: Sites::NONE
+        }
     );
     assert_eq!(SystemPromptScrubber::ID, "system-prompt-scrubber");
 }

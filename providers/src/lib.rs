@@ -16,8 +16,9 @@
 //! Failures come back as [`ApiError`](processors_runtime::model::ApiError)s that say what
 //! happened: a 4xx (other than 408 and 429) is returned at once and not retried, so the
 //! agent's `process_api_error` processors can fix the request; 408, 429, 5xx and connection
-//! failures are retried with exponential backoff, honouring `Retry-After`, as the
-//! [`RetryPolicy`] allows (`Retry-After` in seconds or as an HTTP date). [`Timeouts`] bound
+//! failures are retried with exponential backoff and jitter ([`Backoff`]), honouring
+//! `Retry-After`, as the [`RetryPolicy`] allows (`Retry-After` in seconds or as an HTTP date
+//! in any of its three formats). [`Timeouts`] bound
 //! the connection, the wait for the response headers, every silence of the stream and the
 //! whole call, so a call never hangs, not even on a server that sends a byte at a time;
 //! dropping the stream closes the connection. A line, an event or a whole JSON answer holds at
@@ -59,6 +60,7 @@
 #[doc(hidden)]
 pub mod __fuzz;
 pub mod anthropic;
+mod backoff;
 pub mod embeddings;
 mod error;
 mod json;
@@ -70,6 +72,7 @@ pub mod sse;
 mod transport;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
+pub use backoff::{Backoff, Jitter};
 pub use embeddings::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
 pub use openai::{OpenAiCompatible, OpenAiCompatibleBuilder};
 pub use resolve::{KNOWN_PROVIDERS, KnownProvider, resolve, resolve_with_env};

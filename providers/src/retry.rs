@@ -1,29 +1,35 @@
 //! When and how long to wait before calling a provider again.
 
+use crate::backoff::Backoff;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// How a provider retries a call that failed with 408, 429, a 5xx status, a connection
 /// failure or no response in time.
 ///
-/// The wait before retry `n` (from 0) is the response's `Retry-After` (seconds or an HTTP
-/// date; also `retry-after-ms`) when present, else `initial_backoff * 2^n`, at most
-/// `max_backoff`. When the provider asks for a longer wait than `max_backoff`, the error is
-/// returned at once instead.
+/// The wait before retry `n` (from 0) is the response's `Retry-After` (seconds, or an HTTP
+/// date in any of the three formats RFC 9110 asks a recipient to accept; also
+/// `retry-after-ms`) when present, else the policy's [`Backoff`]: `initial_backoff * 2^n`, at
+/// most `max_backoff`, with [equal jitter](crate::Jitter::Equal) (a random wait between half
+/// and all of it, so that clients that failed together do not retry together). When the
+/// provider asks for a longer wait than `max_backoff`, the error is returned at once instead.
 ///
 /// ```
 /// use processors_providers::RetryPolicy;
 /// use std::time::Duration;
 /// let policy = RetryPolicy { max_retries: 5, ..RetryPolicy::default() };
-/// assert_eq!(policy.backoff(0), Duration::from_millis(500));
-/// assert_eq!(policy.backoff(2), Duration::from_secs(2));
+/// assert_eq!(policy.backoff().ceiling(0), Duration::from_millis(500));
+/// assert_eq!(policy.backoff().ceiling(2), Duration::from_secs(2));
+/// let wait = policy.backoff().delay(2);
+/// assert!(wait >= Duration::from_secs(1) && wait <= Duration::from_secs(2));
 /// assert_eq!(RetryPolicy::none().max_retries, 0);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 2).
     pub max_retries: u32,
-    /// The first wait without `Retry-After` (default 500 ms); it doubles each retry.
+    /// The first wait without `Retry-After` before jitter (default 500 ms); it doubles each
+    /// retry.
     pub initial_backoff: Duration,
     /// The longest wait (default 60 s).
     pub max_backoff: Duration,
@@ -48,13 +54,10 @@ impl RetryPolicy {
         }
     }
 
-    /// The wait before retry `attempt` (from 0) when the provider did not say.
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
-        self.initial_backoff
-            .checked_mul(factor)
-            .unwrap_or(self.max_backoff)
-            .min(self.max_backoff)
+    /// The waits when the provider does not say: exponential from `initial_backoff` to
+    /// `max_backoff`, with equal jitter.
+    pub fn backoff(&self) -> Backoff {
+        Backoff::exponential(self.initial_backoff, self.max_backoff)
     }
 }
 
@@ -83,54 +86,12 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     {
         return Some(wait);
     }
-    let at = parse_http_date(value)?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
-    Some(Duration::from_secs(at.saturating_sub(now)))
-}
-
-/// Seconds since the Unix epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the
-/// form HTTP requires senders to use.
-pub(crate) fn parse_http_date(text: &str) -> Option<u64> {
-    let mut words = text.split_whitespace();
-    let _weekday = words.next()?;
-    let day: u64 = words.next()?.parse().ok()?;
-    let month = match words.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = words.next()?.parse().ok()?;
-    let mut clock = words.next()?.split(':').map(|n| n.parse::<u64>().ok());
-    let (h, m, s) = (clock.next()??, clock.next()??, clock.next()??);
-    let valid = (1..=31).contains(&day) && (1970..=9999).contains(&year);
-    if words.next()? != "GMT" || !valid || h > 23 || m > 59 || s > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day as i64);
-    u64::try_from(days)
-        .ok()
-        .map(|d| d * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    // IMF-fixdate, RFC 850 and asctime, as RFC 9110 (section 5.6.7) asks a recipient to read.
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 #[cfg(test)]
@@ -138,19 +99,57 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
+    /// RFC 9110 (section 5.6.7): a recipient reads all three formats of an HTTP date.
     #[test]
-    fn http_dates_parse_to_unix_seconds() {
-        assert_eq!(
-            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(784_111_777)
+    fn retry_after_reads_the_three_http_date_formats() {
+        let in_a_minute = SystemTime::now() + Duration::from_secs(60);
+        let fixdate = httpdate::fmt_http_date(in_a_minute);
+        // `Sun, 06 Nov 1994 08:49:37 GMT` as RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`)
+        // and asctime (`Sun Nov  6 08:49:37 1994`).
+        let mut words = fixdate.split([' ', ',']).filter(|w| !w.is_empty());
+        let (weekday, day, month, year, time) = (
+            words.next().unwrap(),
+            words.next().unwrap(),
+            words.next().unwrap(),
+            words.next().unwrap(),
+            words.next().unwrap(),
         );
-        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(
-            parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT"),
-            Some(1_835_438_400)
+        let long_weekday = match weekday {
+            "Mon" => "Monday",
+            "Tue" => "Tuesday",
+            "Wed" => "Wednesday",
+            "Thu" => "Thursday",
+            "Fri" => "Friday",
+            "Sat" => "Saturday",
+            _ => "Sunday",
+        };
+        let rfc850 = format!("{long_weekday}, {day}-{month}-{} {time} GMT", &year[2..]);
+        let day_number: u32 = day.parse().unwrap();
+        let asctime = format!("{weekday} {month} {day_number:>2} {time} {year}");
+        for date in [fixdate.clone(), rfc850, asctime] {
+            let mut h = HeaderMap::new();
+            h.insert(RETRY_AFTER, HeaderValue::from_str(&date).unwrap());
+            let wait = retry_after(&h).unwrap_or_else(|| panic!("{date:?} not read"));
+            assert!(
+                wait > Duration::from_secs(50) && wait <= Duration::from_secs(60),
+                "{date:?}: {wait:?}"
+            );
+        }
+        let mut h = HeaderMap::new();
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sunday, 06-Nov-94 08:49:37 GMT"),
         );
-        assert_eq!(parse_http_date("yesterday"), None);
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49 GMT"), None);
+        assert_eq!(
+            retry_after(&h),
+            Some(Duration::ZERO),
+            "a past date: at once"
+        );
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sun Nov  6 08:49:37 1994"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
     }
 
     #[test]
@@ -186,15 +185,18 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_and_is_capped() {
+    fn the_policy_backs_off_exponentially_with_equal_jitter() {
         let p = RetryPolicy {
             max_retries: 40,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(1),
         };
-        assert_eq!(p.backoff(0), Duration::from_millis(100));
-        assert_eq!(p.backoff(3), Duration::from_millis(800));
-        assert_eq!(p.backoff(4), Duration::from_secs(1));
-        assert_eq!(p.backoff(39), Duration::from_secs(1));
+        assert_eq!(p.backoff().ceiling(0), Duration::from_millis(100));
+        assert_eq!(p.backoff().ceiling(3), Duration::from_millis(800));
+        assert_eq!(p.backoff().ceiling(39), Duration::from_secs(1));
+        for _ in 0..50 {
+            let wait = p.backoff().delay(3);
+            assert!(wait >= Duration::from_millis(400) && wait <= Duration::from_millis(800));
+        }
     }
 }

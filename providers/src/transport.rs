@@ -482,7 +482,7 @@ impl Transport {
             if !error.retryable || tried >= self.retry.max_retries {
                 return Err(error);
             }
-            let wait = asked.unwrap_or_else(|| self.retry.backoff(tried));
+            let wait = asked.unwrap_or_else(|| self.retry.backoff().delay(tried));
             let refused = if wait > self.retry.max_backoff {
                 Some(format!(
                     "the provider asked to retry after {}, longer than the retry policy allows",

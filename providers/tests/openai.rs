@@ -553,8 +553,8 @@ async fn connection_refused_is_retried_then_reported() {
     assert!(e.retryable);
     assert_eq!(e.status, None);
     assert!(
-        started.elapsed() >= Duration::from_millis(30),
-        "two backoffs of 10 and 20 ms"
+        started.elapsed() >= Duration::from_millis(15),
+        "two backoffs of 10 and 20 ms, with equal jitter at least half of each"
     );
 }
 

@@ -98,7 +98,6 @@ mod pii;
 mod prompt_injection;
 mod prompt_leak;
 mod structured;
-pub(crate) mod timeout;
 mod verdict;
 
 pub use classifier::{
@@ -124,6 +123,7 @@ pub use prompt_leak::{
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
 
+pub use crate::config::ConfigError;
 use futures::StreamExt;
 use processors_runtime::chunk::{Chunk, ChunkKind, Usage};
 use processors_runtime::context::RequestContext;
@@ -184,43 +184,6 @@ pub enum JudgeError {
     /// The answer is not a verdict.
     #[error("the judging model's verdict is malformed: {0}")]
     Malformed(String),
-}
-
-/// Why a detector could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DetectorError {
-    /// The threshold is not a number from 0 to 1.
-    #[error(
-        "the threshold is {0}; use a number from 0 to 1 (a category is flagged when its score is at least the threshold)"
-    )]
-    Threshold(f64),
-    /// No category to judge.
-    #[error("the detector has no categories to judge; leave the defaults or name at least one")]
-    NoCategories,
-    /// A window of zero chunks.
-    #[error(
-        "`chunk_window` is 0; the stream is judged every `chunk_window` deltas, so use at least 1"
-    )]
-    ZeroWindow,
-    /// No target language.
-    #[error("the language detector has no target languages; name at least one (`.target(\"en\")`)")]
-    NoTargets,
-    /// A target that is neither an ISO 639-1 code nor a language's name.
-    #[error(
-        "`{0}` is not a language the detector knows: give an ISO 639-1 code (`en`, `fr`, `pt-BR`) or a language's English name (`English`, `French`)"
-    )]
-    UnknownLanguage(String),
-    /// Every hook is off.
-    #[error(
-        "`on_input`, `on_stream` and `on_result` are all off, so the detector would do nothing; switch one on"
-    )]
-    NothingToDo,
-    /// Both hooks of an output-only detector are off.
-    #[error(
-        "`on_stream` and `on_result` are both off, so the detector would do nothing; switch one on"
-    )]
-    NoOutputHook,
 }
 
 /// The judging model of a detector, with how it is called: timeout, error strategy,
@@ -372,7 +335,7 @@ impl Judge {
             }
             Ok(answer)
         };
-        let answer = match timeout::within(self.timeout, call).await {
+        let answer = match crate::timer::within(self.timeout, call).await {
             Some(v) => v,
             None => Err(JudgeError::Timeout(self.timeout)),
         };
@@ -571,7 +534,7 @@ impl StreamWindow {
         let refs: Vec<&JudgeRecord> = rejected.iter().collect();
         Some(
             Abort::new()
-                .reason(flagged_reason(Where::Step, &refs))
+                .reason(flagged_reason(Where::Step, &refs, rep.scores))
                 .retry(true)
                 .metadata(rep.metadata(&refs))
                 .into(),
@@ -612,6 +575,8 @@ pub(crate) struct Reporting<'a> {
     pub(crate) id: &'static str,
     pub(crate) judge: &'a Judge,
     pub(crate) at: Where,
+    /// Whether reasons give the flagged categories' scores.
+    pub(crate) scores: bool,
 }
 
 impl Reporting<'_> {
@@ -699,13 +664,6 @@ pub(crate) fn judged_text(m: &Message) -> Option<String> {
 }
 
 /// Checks a threshold.
-pub(crate) fn check_threshold(t: f64) -> Result<f64, DetectorError> {
-    match (0.0..=1.0).contains(&t) {
-        true => Ok(t),
-        false => Err(DetectorError::Threshold(t)),
-    }
-}
-
 /// The scores of `categories` in the verdict, and those at or over `threshold`.
 pub(crate) fn flag(
     verdict: &Map<String, Value>,
@@ -713,7 +671,7 @@ pub(crate) fn flag(
     threshold: f64,
     record: &mut JudgeRecord,
 ) -> Result<(), JudgeError> {
-    let scores = verdict::scores(verdict, "categories")?;
+    let scores = verdict::category_scores(verdict)?;
     for c in categories {
         let s = scores.get(c).copied().unwrap_or(0.0);
         record.scores.insert(c.clone(), s);
@@ -729,15 +687,24 @@ pub(crate) fn bullet_list(items: &[String]) -> String {
     items.iter().map(|c| format!("- {c}\n")).collect()
 }
 
-/// The reason for flagged content.
-pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord]) -> String {
-    let mut cats: Vec<&str> = records
-        .iter()
-        .flat_map(|r| r.flagged.iter().map(String::as_str))
-        .collect();
-    cats.sort_unstable();
-    cats.dedup();
-    format!("{} was flagged for {}", at.what(), cats.join(", "))
+/// The reason for flagged content; with `scores`, each flagged category's highest score
+/// (`… was flagged for hate, violence (scores: hate 0.91, violence 0.62)`).
+pub(crate) fn flagged_reason(at: Where, records: &[&JudgeRecord], scores: bool) -> String {
+    let mut flagged: BTreeMap<&str, f64> = BTreeMap::new();
+    for r in records {
+        for c in &r.flagged {
+            let s = r.scores.get(c).copied().unwrap_or(0.0);
+            let best = flagged.entry(c.as_str()).or_insert(s);
+            *best = best.max(s);
+        }
+    }
+    let names: Vec<&str> = flagged.keys().copied().collect();
+    let mut reason = format!("{} was flagged for {}", at.what(), names.join(", "));
+    if scores && !flagged.is_empty() {
+        let listed: Vec<String> = flagged.iter().map(|(c, s)| format!("{c} {s:.2}")).collect();
+        reason.push_str(&format!(" (scores: {})", listed.join(", ")));
+    }
+    reason
 }
 
 /// One warning for several verdicts (flagged, or failed to judge).
@@ -751,7 +718,7 @@ pub(crate) fn warning(rep: &Reporting<'_>, records: &[JudgeRecord]) -> Option<Pr
             .collect();
         return Some(
             Abort::new()
-                .reason(flagged_reason(rep.at, &flagged))
+                .reason(flagged_reason(rep.at, &flagged, rep.scores))
                 .metadata(rep.metadata(&refs))
                 .warn(),
         );

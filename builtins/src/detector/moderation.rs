@@ -2,9 +2,10 @@
 //! falls into harmful categories, and blocks, flags or drops what does.
 
 use super::{
-    DetectorError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
-    bullet_list, check_threshold, flag, flagged_reason, judged_text, verdict, warning,
+    ConfigError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
+    bullet_list, flag, flagged_reason, judged_text, verdict, warning,
 };
+use crate::config::{DetectorOptions, Sites, detector_setters};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
@@ -33,15 +34,9 @@ pub const DEFAULT_CATEGORIES: [&str; 11] = [
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct ModerationBuilder {
-    judge: Judge,
+    options: DetectorOptions,
     categories: Vec<String>,
-    threshold: f64,
     strategy: Strategy,
-    chunk_window: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
-    instructions: Option<String>,
 }
 
 impl ModerationBuilder {
@@ -54,63 +49,26 @@ impl ModerationBuilder {
         self
     }
 
-    /// A category is flagged when its score is at least `threshold` (0 to 1; default 0.5).
-    pub fn threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
-
     /// What to do with flagged content (default [`Strategy::Block`]).
     pub fn strategy(mut self, strategy: Strategy) -> Self {
         self.strategy = strategy;
         self
     }
 
-    /// On the stream, how many text deltas are held back and judged together (default 10).
-    /// Each window is judged with the window before it as context, so text split across two
-    /// windows is judged whole.
-    pub fn chunk_window(mut self, deltas: usize) -> Self {
-        self.chunk_window = deltas;
-        self
-    }
-
-    /// Whether `process_input` judges the new input messages (default: yes).
-    pub fn on_input(mut self, yes: bool) -> Self {
-        self.on_input = yes;
-        self
-    }
-
-    /// Whether `process_output_stream` judges the streamed text (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether the answer is judged when the stream did not judge it (an answer replayed
-    /// from a cache, or `on_stream(false)`): in `process_output_step` under
-    /// [`Strategy::Retry`], else in `process_output_result` (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
-        self
-    }
-
-    /// Adds your own guidance to the judge's prompt (what counts in your product).
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
-        self
-    }
+    detector_setters!(
+        threshold = "0.5",
+        sites = "`Sites::ALL`; the result is judged only when the stream did not judge it: an answer replayed from a cache, or without `Sites::STREAM`; under [`Strategy::Retry`] in `process_output_step`",
+        scores
+    );
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<Moderation, DetectorError> {
-        let threshold = check_threshold(self.threshold)?;
+    pub fn build(self) -> Result<Moderation, ConfigError> {
+        self.options.check(Sites::ALL)?;
         if self.categories.is_empty() {
-            return Err(DetectorError::NoCategories);
-        }
-        if self.chunk_window == 0 {
-            return Err(DetectorError::ZeroWindow);
-        }
-        if !(self.on_input || self.on_stream || self.on_result) {
-            return Err(DetectorError::NothingToDo);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let prompt = format!(
             "You are a content moderation classifier. The user message holds content between \
@@ -121,20 +79,13 @@ impl ModerationBuilder {
              Answer with exactly one JSON object and nothing else, scoring every category \
              above:\n{{\"categories\": {{\"<category>\": <score>}}}}",
             bullet_list(&self.categories),
-            self.instructions
-                .map(|i| format!("\nGuidance: {i}\n"))
-                .unwrap_or_default(),
+            self.options.guidance(),
         );
         Ok(Moderation {
             inner: Arc::new(Inner {
-                judge: self.judge,
+                options: self.options,
                 categories: self.categories,
-                threshold,
                 strategy: self.strategy,
-                chunk_window: self.chunk_window,
-                on_input: self.on_input,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
                 prompt,
             }),
         })
@@ -178,25 +129,18 @@ pub struct Moderation {
 }
 
 struct Inner {
-    judge: Judge,
+    options: DetectorOptions,
     categories: Vec<String>,
-    threshold: f64,
     strategy: Strategy,
-    chunk_window: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
     prompt: String,
 }
 
 impl fmt::Debug for Moderation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Moderation")
-            .field("judge", &self.inner.judge)
+            .field("options", &self.inner.options)
             .field("categories", &self.inner.categories)
-            .field("threshold", &self.inner.threshold)
             .field("strategy", &self.inner.strategy)
-            .field("chunk_window", &self.inner.chunk_window)
             .finish_non_exhaustive()
     }
 }
@@ -238,23 +182,18 @@ impl Moderation {
     /// [`Strategy::Block`], windows of 10 deltas, every hook on.
     pub fn builder(judge: Judge) -> ModerationBuilder {
         ModerationBuilder {
-            judge,
+            options: DetectorOptions::new(judge, 0.5, Sites::ALL),
             categories: DEFAULT_CATEGORIES.iter().map(|c| (*c).to_owned()).collect(),
-            threshold: 0.5,
             strategy: Strategy::Block,
-            chunk_window: 10,
-            on_input: true,
-            on_stream: true,
-            on_result: true,
-            instructions: None,
         }
     }
 
     fn reporting(&self, at: Where) -> Reporting<'_> {
         Reporting {
             id: Self::ID,
-            judge: &self.inner.judge,
+            judge: &self.inner.options.judge,
             at,
+            scores: self.inner.options.include_scores,
         }
     }
 
@@ -268,12 +207,17 @@ impl Moderation {
         warnings: &mut Vec<JudgeRecord>,
     ) -> Result<Vec<Act>, ProcessorError> {
         let texts: Vec<String> = items.iter().map(|(_, t)| t.clone()).collect();
-        let answers = self.inner.judge.ask_all(&self.inner.prompt, &texts).await;
+        let answers = self
+            .inner
+            .options
+            .judge
+            .ask_all(&self.inner.prompt, &texts)
+            .await;
         let rep = self.reporting(at);
         let mut acts = Vec::with_capacity(items.len());
         for ((id, _), asked) in items.iter().zip(answers) {
             let record = rep.read(asked, id.as_deref(), log, cx, |v, r| {
-                flag(v, &self.inner.categories, self.inner.threshold, r)
+                flag(v, &self.inner.categories, self.inner.options.threshold, r)
             });
             if record.error.is_some() {
                 match rep.failure(&[&record]) {
@@ -291,7 +235,7 @@ impl Moderation {
             acts.push(match self.inner.strategy {
                 Strategy::Block => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(at, &[&record]))
+                        .reason(flagged_reason(at, &[&record], rep.scores))
                         .metadata(rep.metadata(&[&record]))
                         .into());
                 }
@@ -306,7 +250,7 @@ impl Moderation {
                 Strategy::Retry if at == Where::Stream => Act::Reject(Box::new(record)),
                 Strategy::Retry => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(at, &[&record]))
+                        .reason(flagged_reason(at, &[&record], rep.scores))
                         .retry(at == Where::Step)
                         .metadata(rep.metadata(&[&record]))
                         .into());
@@ -365,7 +309,7 @@ impl Moderation {
         cx: &RequestContext,
         state: &mut ModerationState,
     ) -> Result<(), ProcessorError> {
-        if !self.inner.on_input {
+        if !self.inner.options.sites.input() {
             return Ok(());
         }
         let items: Vec<(Option<String>, String)> = list
@@ -396,11 +340,11 @@ impl Moderation {
         cx: &RequestContext,
         state: &mut ModerationState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.options.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         if let ChunkKind::TextDelta { .. } = chunk.kind {
-            if let Some(held) = state.window.hold(chunk, self.inner.chunk_window) {
+            if let Some(held) = state.window.hold(chunk, self.inner.options.window.get()) {
                 return Ok(held);
             }
             return Ok(StreamAction::Many(self.window(state, cx).await?));
@@ -429,7 +373,11 @@ impl Moderation {
         if let Some(retry) = state.window.rejection(&self.reporting(Where::Stream)) {
             return Err(retry);
         }
-        if judged || !self.inner.on_result || text.trim().is_empty() || !tool_calls.is_empty() {
+        if judged
+            || !self.inner.options.sites.result()
+            || text.trim().is_empty()
+            || !tool_calls.is_empty()
+        {
             return Ok(());
         }
         state.window.streamed = true;
@@ -457,7 +405,7 @@ impl Moderation {
     ) -> Result<OutputOutcome, ProcessorError> {
         let mut warnings = std::mem::take(&mut state.window.pending);
         let mut changed = false;
-        if self.inner.on_result && !state.window.streamed {
+        if self.inner.options.sites.result() && !state.window.streamed {
             let items: Vec<(Option<String>, String)> = messages
                 .iter()
                 .filter(|m| m.role == Role::Assistant)

@@ -2,10 +2,11 @@
 //! the final answer, and redacts, blocks, flags or drops it.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
-    check_threshold, judged_text, verdict, warning,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
+    judged_text, verdict, warning,
 };
-use crate::regex_filter::siphash::siphash24;
+use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::redact::{Redacted, label};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
@@ -34,22 +35,7 @@ pub const DEFAULT_TYPES: [&str; 13] = [
     "iban",
 ];
 
-/// What a redacted value becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Redaction {
-    /// Letters and digits become `*`, the rest stays: `jane@example.com` →
-    /// `****@*******.***` (the default).
-    #[default]
-    Mask,
-    /// The kind and a short stable hash of the value: `[EMAIL:1f0c2a9b]`; equal values get
-    /// equal tags ([`hash_key`](PiiDetectorBuilder::hash_key) keeps them from being checked
-    /// against a guess).
-    Hash,
-    /// Nothing: the value is removed.
-    Remove,
-    /// The kind in capitals: `[EMAIL]`.
-    Placeholder,
-}
+pub use crate::redact::Redaction;
 
 /// What [`PiiDetector`] does with personal data it finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,17 +60,11 @@ impl Default for PiiStrategy {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct PiiDetectorBuilder {
-    judge: Judge,
+    options: DetectorOptions,
     types: Vec<String>,
-    threshold: f64,
     strategy: PiiStrategy,
-    chunk_window: usize,
     hold: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
     hash_key: [u8; 16],
-    instructions: Option<String>,
 }
 
 impl PiiDetectorBuilder {
@@ -97,22 +77,9 @@ impl PiiDetectorBuilder {
         self
     }
 
-    /// A value counts when the judge's confidence is at least `threshold` (default 0.6).
-    pub fn threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
-
     /// What to do with what is found (default: redact with [`Redaction::Mask`]).
     pub fn strategy(mut self, strategy: PiiStrategy) -> Self {
         self.strategy = strategy;
-        self
-    }
-
-    /// On the stream, how many text deltas are held before the held text is judged
-    /// (default 10); the end of the text block is judged whatever the count.
-    pub fn chunk_window(mut self, deltas: usize) -> Self {
-        self.chunk_window = deltas;
         self
     }
 
@@ -124,48 +91,25 @@ impl PiiDetectorBuilder {
         self
     }
 
-    /// Whether `process_input` checks the new input messages (default: yes).
-    pub fn on_input(mut self, yes: bool) -> Self {
-        self.on_input = yes;
-        self
-    }
-
-    /// Whether `process_output_stream` checks the streamed text (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether `process_output_result` checks the final answer when the stream did not
-    /// (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
-        self
-    }
-
     /// The key of [`Redaction::Hash`] (default: all zeros).
     pub fn hash_key(mut self, key: [u8; 16]) -> Self {
         self.hash_key = key;
         self
     }
 
-    /// Adds your own guidance to the judge's prompt.
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
-        self
-    }
+    detector_setters!(
+        threshold = "0.6",
+        sites = "`Sites::ALL`; the result is checked only when the stream did not check it"
+    );
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PiiDetector, DetectorError> {
-        let threshold = check_threshold(self.threshold)?;
+    pub fn build(self) -> Result<PiiDetector, ConfigError> {
+        self.options.check(Sites::ALL)?;
         if self.types.is_empty() {
-            return Err(DetectorError::NoCategories);
-        }
-        if self.chunk_window == 0 {
-            return Err(DetectorError::ZeroWindow);
-        }
-        if !(self.on_input || self.on_stream || self.on_result) {
-            return Err(DetectorError::NothingToDo);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let prompt = format!(
             "You find personal data in text. The user message holds content between \
@@ -179,21 +123,14 @@ impl PiiDetectorBuilder {
              {{\"entities\": [{{\"type\": \"<kind>\", \"value\": \"<exact text>\", \
              \"confidence\": <score>}}]}}",
             bullet_list(&self.types),
-            self.instructions
-                .map(|i| format!("Guidance: {i}\n"))
-                .unwrap_or_default(),
+            self.options.guidance(),
         );
         Ok(PiiDetector {
             inner: Arc::new(Inner {
-                judge: self.judge,
+                options: self.options,
                 types: self.types,
-                threshold,
                 strategy: self.strategy,
-                chunk_window: self.chunk_window,
                 hold: self.hold,
-                on_input: self.on_input,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
                 hash_key: self.hash_key,
                 prompt,
             }),
@@ -247,15 +184,10 @@ pub struct PiiDetector {
 }
 
 struct Inner {
-    judge: Judge,
+    options: DetectorOptions,
     types: Vec<String>,
-    threshold: f64,
     strategy: PiiStrategy,
-    chunk_window: usize,
     hold: usize,
-    on_input: bool,
-    on_stream: bool,
-    on_result: bool,
     hash_key: [u8; 16],
     prompt: String,
 }
@@ -263,11 +195,9 @@ struct Inner {
 impl fmt::Debug for PiiDetector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PiiDetector")
-            .field("judge", &self.inner.judge)
+            .field("options", &self.inner.options)
             .field("types", &self.inner.types)
-            .field("threshold", &self.inner.threshold)
             .field("strategy", &self.inner.strategy)
-            .field("chunk_window", &self.inner.chunk_window)
             .field("hold", &self.inner.hold)
             .finish_non_exhaustive()
     }
@@ -312,6 +242,14 @@ struct Entity {
     value: String,
 }
 
+/// What a verdict found: the entities that count, and the judge's own redaction of the
+/// whole judged text when it gave one (the reference's `redacted_content`).
+#[derive(Default)]
+struct Findings {
+    entities: Vec<Entity>,
+    redacted: Option<String>,
+}
+
 /// Where a value is in a text.
 struct Span {
     start: usize,
@@ -332,9 +270,10 @@ fn entities(
     types: &[String],
     threshold: f64,
     record: &mut JudgeRecord,
-) -> Result<Vec<Entity>, JudgeError> {
+) -> Result<Findings, JudgeError> {
     let malformed = |why: &str| JudgeError::Malformed(why.to_owned());
-    let list = match v.get("entities") {
+    // Ours is `entities`; the reference's verdict calls them `detections`.
+    let list = match v.get("entities").or_else(|| v.get("detections")) {
         Some(Value::Array(list)) => list,
         Some(_) => return Err(malformed("`entities` is not a list")),
         None => return Err(malformed("the verdict has no `entities` list")),
@@ -379,7 +318,11 @@ fn entities(
     if !counts.is_empty() {
         record.detail = Some(json!({ "counts": counts }));
     }
-    Ok(found)
+    let redacted = verdict::opt_str(v, "redacted_content")?.map(str::to_owned);
+    Ok(Findings {
+        entities: found,
+        redacted,
+    })
 }
 
 /// Every occurrence of the entities' values in `text`, in order, without overlaps (at one
@@ -412,25 +355,20 @@ impl PiiDetector {
     /// mask, windows of 10 deltas holding 96 characters, every hook on.
     pub fn builder(judge: Judge) -> PiiDetectorBuilder {
         PiiDetectorBuilder {
-            judge,
+            options: DetectorOptions::new(judge, 0.6, Sites::ALL),
             types: DEFAULT_TYPES.iter().map(|c| (*c).to_owned()).collect(),
-            threshold: 0.6,
             strategy: PiiStrategy::default(),
-            chunk_window: 10,
             hold: 96,
-            on_input: true,
-            on_stream: true,
-            on_result: true,
             hash_key: [0; 16],
-            instructions: None,
         }
     }
 
     fn reporting(&self, at: Where) -> Reporting<'_> {
         Reporting {
             id: Self::ID,
-            judge: &self.inner.judge,
+            judge: &self.inner.options.judge,
             at,
+            scores: false,
         }
     }
 
@@ -444,20 +382,15 @@ impl PiiDetector {
         for s in spans.iter().filter(|s| s.end <= cut) {
             out.push_str(&text[pos..s.start]);
             let value = &text[s.start..s.end];
-            let label = found[s.kind].kind.to_uppercase().replace('-', "_");
-            match how {
-                Redaction::Mask => out.extend(
-                    value
-                        .chars()
-                        .map(|c| if c.is_alphanumeric() { '*' } else { c }),
-                ),
-                Redaction::Hash => {
-                    let tag = siphash24(&self.inner.hash_key, value.as_bytes()) >> 32;
-                    out.push_str(&format!("[{label}:{tag:08x}]"));
-                }
-                Redaction::Remove => {}
-                Redaction::Placeholder => out.push_str(&format!("[{label}]")),
-            }
+            let kind = &found[s.kind].kind;
+            let label = label(kind);
+            let placeholder = format!("[{label}]");
+            let what = Redacted {
+                kind,
+                label: &label,
+                placeholder: &placeholder,
+            };
+            how.write(value, what, &self.inner.hash_key, &mut out);
             pos = s.end;
         }
         out.push_str(&text[pos..cut]);
@@ -475,8 +408,10 @@ impl PiiDetector {
         cx: &RequestContext,
         warnings: &mut Vec<JudgeRecord>,
     ) -> Result<Vec<Entity>, ProcessorError> {
-        let asked = self.inner.judge.ask(&self.inner.prompt, text).await;
-        self.decide(at, asked, message_id, log, cx, warnings)
+        let asked = self.inner.options.judge.ask(&self.inner.prompt, text).await;
+        Ok(self
+            .decide(at, asked, message_id, log, cx, warnings)?
+            .entities)
     }
 
     fn decide(
@@ -487,25 +422,25 @@ impl PiiDetector {
         log: &mut JudgeLog,
         cx: &RequestContext,
         warnings: &mut Vec<JudgeRecord>,
-    ) -> Result<Vec<Entity>, ProcessorError> {
+    ) -> Result<Findings, ProcessorError> {
         let rep = self.reporting(at);
-        let mut found = Vec::new();
+        let mut found = Findings::default();
         let record = rep.read(asked, message_id, log, cx, |v, r| {
-            found = entities(v, &self.inner.types, self.inner.threshold, r)?;
+            found = entities(v, &self.inner.types, self.inner.options.threshold, r)?;
             Ok(())
         });
         if record.error.is_some() {
             return match rep.failure(&[&record]) {
                 Some(ProcessorError::Warning(_)) => {
                     warnings.push(record);
-                    Ok(Vec::new())
+                    Ok(Findings::default())
                 }
                 Some(abort) => Err(abort),
-                None => Ok(Vec::new()),
+                None => Ok(Findings::default()),
             };
         }
-        if found.is_empty() {
-            return Ok(found);
+        if found.entities.is_empty() {
+            return Ok(Findings::default());
         }
         match self.inner.strategy {
             PiiStrategy::Block => Err(Abort::new()
@@ -539,11 +474,19 @@ impl PiiDetector {
             .filter_map(|(i, m)| Some((i, judged_text(m)?)))
             .collect();
         let texts: Vec<String> = items.iter().map(|(_, t)| t.clone()).collect();
-        let answers = self.inner.judge.ask_all(&self.inner.prompt, &texts).await;
+        let answers = self
+            .inner
+            .options
+            .judge
+            .ask_all(&self.inner.prompt, &texts)
+            .await;
         let mut fates: Vec<Fate> = messages.iter().map(|_| Fate::Keep).collect();
         for ((i, _), asked) in items.into_iter().zip(answers) {
             let m = &messages[i];
-            let found = self.decide(at, asked, Some(&m.id), log, cx, warnings)?;
+            let Findings {
+                entities: found,
+                redacted,
+            } = self.decide(at, asked, Some(&m.id), log, cx, warnings)?;
             if found.is_empty() {
                 continue;
             }
@@ -552,10 +495,26 @@ impl PiiDetector {
                 PiiStrategy::Filter => Fate::Drop,
                 _ => {
                     let mut m = m.clone();
+                    let texts = m
+                        .content
+                        .parts
+                        .iter()
+                        .filter(|p| matches!(p, Part::Text { .. }));
+                    // The judge's own redaction of the message, as the reference uses it: only
+                    // of a message of one text (what was judged), and only when none of the
+                    // values found is left in it.
+                    let judges = redacted.filter(|r| {
+                        texts.count() == 1 && !found.iter().any(|e| r.contains(e.value.as_str()))
+                    });
                     for part in &mut m.content.parts {
                         if let Part::Text { text } = part {
-                            let spans = spans(text, &found);
-                            *text = self.redact(text, text.len(), &spans, &found).into();
+                            *text = match &judges {
+                                Some(r) => r.as_str().into(),
+                                None => {
+                                    let spans = spans(text, &found);
+                                    self.redact(text, text.len(), &spans, &found).into()
+                                }
+                            };
                         }
                     }
                     Fate::Redacted(m)
@@ -659,7 +618,7 @@ impl PiiDetector {
         cx: &RequestContext,
         state: &mut PiiDetectorState,
     ) -> Result<(), ProcessorError> {
-        if !self.inner.on_input {
+        if !self.inner.options.sites.input() {
             return Ok(());
         }
         let messages: Vec<Message> = list.input().cloned().collect();
@@ -691,7 +650,7 @@ impl PiiDetector {
         cx: &RequestContext,
         state: &mut PiiDetectorState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.options.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         let mut out = Vec::new();
@@ -705,7 +664,7 @@ impl PiiDetector {
             state.block = Some(id.clone());
             state.held.push_str(text);
             state.deltas += 1;
-            if state.deltas >= self.inner.chunk_window {
+            if state.deltas >= self.inner.options.window.get() {
                 let now = self.release(state, cx, false).await?;
                 if !now.is_empty() {
                     out.push(delta(chunk, id, now));
@@ -740,7 +699,7 @@ impl PiiDetector {
         let mut warnings = std::mem::take(&mut state.pending);
         let mut changed = false;
         let mut out = Vec::with_capacity(messages.len());
-        if self.inner.on_result && !state.streamed {
+        if self.inner.options.sites.result() && !state.streamed {
             let answer: Vec<Message> = messages
                 .iter()
                 .filter(|m| m.role == Role::Assistant)

@@ -2,9 +2,10 @@
 //! instructions, jailbreak it or exfiltrate data, and blocks, flags, drops or neutralises it.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
-    check_threshold, flag, flagged_reason, judged_text, verdict, warning,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list, flag,
+    flagged_reason, judged_text, verdict, warning,
 };
+use crate::config::{DetectorOptions, Sites, detector_setters};
 use processors_macros::processor;
 use processors_runtime::context::RequestContext;
 use processors_runtime::message::MessageList;
@@ -44,11 +45,9 @@ pub enum InjectionStrategy {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct PromptInjectionDetectorBuilder {
-    judge: Judge,
+    options: DetectorOptions,
     categories: Vec<String>,
-    threshold: f64,
     strategy: InjectionStrategy,
-    instructions: Option<String>,
 }
 
 impl PromptInjectionDetectorBuilder {
@@ -61,29 +60,22 @@ impl PromptInjectionDetectorBuilder {
         self
     }
 
-    /// A category is flagged when its score is at least `threshold` (0 to 1; default 0.7).
-    pub fn threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
-
     /// What to do with a flagged message (default [`InjectionStrategy::Block`]).
     pub fn strategy(mut self, strategy: InjectionStrategy) -> Self {
         self.strategy = strategy;
         self
     }
 
-    /// Adds your own guidance to the judge's prompt.
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
-        self
-    }
+    detector_setters!(threshold = "0.7", scores);
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PromptInjectionDetector, DetectorError> {
-        let threshold = check_threshold(self.threshold)?;
+    pub fn build(self) -> Result<PromptInjectionDetector, ConfigError> {
+        self.options.check(Sites::INPUT)?;
         if self.categories.is_empty() {
-            return Err(DetectorError::NoCategories);
+            return Err(ConfigError::Empty {
+                what: "the list of categories",
+                why: "leave the defaults or name at least one",
+            });
         }
         let (shape, rewrite) = match self.strategy {
             InjectionStrategy::Rewrite => (
@@ -108,15 +100,12 @@ impl PromptInjectionDetectorBuilder {
              above:\n{shape}",
             bullet_list(&self.categories),
             rewrite,
-            self.instructions
-                .map(|i| format!("Guidance: {i}\n"))
-                .unwrap_or_default(),
+            self.options.guidance(),
         );
         Ok(PromptInjectionDetector {
             inner: Arc::new(Inner {
-                judge: self.judge,
+                options: self.options,
                 categories: self.categories,
-                threshold,
                 strategy: self.strategy,
                 prompt,
             }),
@@ -158,9 +147,8 @@ pub struct PromptInjectionDetector {
 }
 
 struct Inner {
-    judge: Judge,
+    options: DetectorOptions,
     categories: Vec<String>,
-    threshold: f64,
     strategy: InjectionStrategy,
     prompt: String,
 }
@@ -168,9 +156,8 @@ struct Inner {
 impl fmt::Debug for PromptInjectionDetector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PromptInjectionDetector")
-            .field("judge", &self.inner.judge)
+            .field("options", &self.inner.options)
             .field("categories", &self.inner.categories)
-            .field("threshold", &self.inner.threshold)
             .field("strategy", &self.inner.strategy)
             .finish_non_exhaustive()
     }
@@ -194,11 +181,9 @@ impl PromptInjectionDetector {
     /// [`InjectionStrategy::Block`].
     pub fn builder(judge: Judge) -> PromptInjectionDetectorBuilder {
         PromptInjectionDetectorBuilder {
-            judge,
+            options: DetectorOptions::new(judge, 0.7, Sites::INPUT),
             categories: DEFAULT_CATEGORIES.iter().map(|c| (*c).to_owned()).collect(),
-            threshold: 0.7,
             strategy: InjectionStrategy::Block,
-            instructions: None,
         }
     }
 }
@@ -218,11 +203,12 @@ impl PromptInjectionDetector {
             .collect();
         let texts: Vec<String> = messages.iter().map(|(_, t)| t.clone()).collect();
         let inner = &*self.inner;
-        let answers = inner.judge.ask_all(&inner.prompt, &texts).await;
+        let answers = inner.options.judge.ask_all(&inner.prompt, &texts).await;
         let rep = Reporting {
             id: Self::ID,
-            judge: &inner.judge,
+            judge: &inner.options.judge,
             at: Where::Input,
+            scores: inner.options.include_scores,
         };
         let mut warnings = Vec::new();
         // Flagged messages removed for want of a rewrite.
@@ -230,9 +216,13 @@ impl PromptInjectionDetector {
         for ((mut message, _), asked) in messages.into_iter().zip(answers) {
             let mut rewritten = None;
             let mut record = rep.read(asked, Some(&message.id), &mut state.log, cx, |v, r| {
-                flag(v, &inner.categories, inner.threshold, r)?;
+                flag(v, &inner.categories, inner.options.threshold, r)?;
                 if inner.strategy == InjectionStrategy::Rewrite && !r.flagged.is_empty() {
-                    rewritten = verdict::opt_str(v, "rewritten")?.map(str::to_owned);
+                    rewritten = match verdict::opt_str(v, "rewritten")? {
+                        Some(text) => Some(text.to_owned()),
+                        // The reference's name for it.
+                        None => verdict::opt_str(v, "rewritten_content")?.map(str::to_owned),
+                    };
                 }
                 Ok(())
             });
@@ -267,7 +257,7 @@ impl PromptInjectionDetector {
             match inner.strategy {
                 InjectionStrategy::Block => {
                     return Err(Abort::new()
-                        .reason(flagged_reason(Where::Input, &[&record]))
+                        .reason(flagged_reason(Where::Input, &[&record], rep.scores))
                         .metadata(rep.metadata(&[&record]))
                         .into());
                 }
@@ -303,7 +293,7 @@ fn unrewritten(
     let refs: Vec<&JudgeRecord> = removed.iter().collect();
     let reason = format!(
         "{}; the judge gave no rewrite, so the message was removed",
-        flagged_reason(rep.at, &refs)
+        flagged_reason(rep.at, &refs, rep.scores)
     );
     let all: Vec<&JudgeRecord> = removed.iter().chain(others).collect();
     Abort::new()

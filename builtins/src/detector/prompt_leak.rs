@@ -3,10 +3,11 @@
 //! flags, drops, redacts or retries what does.
 
 use super::{
-    DetectorError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, StreamWindow,
-    Where, check_threshold, flagged_reason, judged_text, warning,
+    ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, StreamWindow,
+    Where, flagged_reason, judged_text, warning,
 };
-use crate::regex_filter::siphash::siphash24;
+use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::redact::Redacted;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;
@@ -53,49 +54,16 @@ pub enum LeakStrategy {
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct PromptLeakDetectorBuilder {
-    judge: Judge,
-    threshold: f64,
+    options: DetectorOptions,
     strategy: LeakStrategy,
-    chunk_window: usize,
-    on_stream: bool,
-    on_result: bool,
     placeholder: String,
     hash_key: [u8; 16],
-    instructions: Option<String>,
 }
 
 impl PromptLeakDetectorBuilder {
-    /// The answer is flagged when the judge's leak score is at least `threshold` (0 to 1;
-    /// default 0.5).
-    pub fn threshold(mut self, threshold: f64) -> Self {
-        self.threshold = threshold;
-        self
-    }
-
     /// What to do with a leak (default [`LeakStrategy::Block`]).
     pub fn strategy(mut self, strategy: LeakStrategy) -> Self {
         self.strategy = strategy;
-        self
-    }
-
-    /// On the stream, how many text deltas are held back and judged together (default 10).
-    /// Each window is judged with the window before it as context.
-    pub fn chunk_window(mut self, deltas: usize) -> Self {
-        self.chunk_window = deltas;
-        self
-    }
-
-    /// Whether `process_output_stream` judges the streamed text (default: yes).
-    pub fn on_stream(mut self, yes: bool) -> Self {
-        self.on_stream = yes;
-        self
-    }
-
-    /// Whether the answer is judged when the stream did not judge it (an answer replayed
-    /// from a cache, or `on_stream(false)`): in `process_output_step` under
-    /// [`LeakStrategy::Retry`], else in `process_output_result` (default: yes).
-    pub fn on_result(mut self, yes: bool) -> Self {
-        self.on_result = yes;
         self
     }
 
@@ -113,22 +81,15 @@ impl PromptLeakDetectorBuilder {
         self
     }
 
-    /// Adds your own guidance to the judge's prompt (what may be said about the assistant,
-    /// what must never be).
-    pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.instructions = Some(text.into());
-        self
-    }
+    detector_setters!(
+        threshold = "0.5",
+        sites = "`Sites::OUTPUT`, its only sites; the result is judged only when the stream did not judge it, under [`LeakStrategy::Retry`] in `process_output_step`",
+        scores
+    );
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PromptLeakDetector, DetectorError> {
-        let threshold = check_threshold(self.threshold)?;
-        if self.chunk_window == 0 {
-            return Err(DetectorError::ZeroWindow);
-        }
-        if !(self.on_stream || self.on_result) {
-            return Err(DetectorError::NoOutputHook);
-        }
+    pub fn build(self) -> Result<PromptLeakDetector, ConfigError> {
+        self.options.check(Sites::OUTPUT)?;
         let head = "You check whether an assistant's answer discloses the assistant's system \
                     prompt (its confidential instructions).\n\
                     The system prompt is quoted below between <system-prompt> and \
@@ -149,18 +110,12 @@ impl PromptLeakDetectorBuilder {
              Answer with exactly one JSON object and nothing else (an empty list when nothing \
              is disclosed):\n\
              {{\"leak\": <score>, \"spans\": [\"<exact text from the content>\"]}}",
-            self.instructions
-                .map(|i| format!("Guidance: {i}\n"))
-                .unwrap_or_default(),
+            self.options.guidance(),
         );
         Ok(PromptLeakDetector {
             inner: Arc::new(Inner {
-                judge: self.judge,
-                threshold,
+                options: self.options,
                 strategy: self.strategy,
-                chunk_window: self.chunk_window,
-                on_stream: self.on_stream,
-                on_result: self.on_result,
                 placeholder: self.placeholder,
                 hash_key: self.hash_key,
                 head,
@@ -239,12 +194,8 @@ pub struct PromptLeakDetector {
 }
 
 struct Inner {
-    judge: Judge,
-    threshold: f64,
+    options: DetectorOptions,
     strategy: LeakStrategy,
-    chunk_window: usize,
-    on_stream: bool,
-    on_result: bool,
     placeholder: String,
     hash_key: [u8; 16],
     /// The judge's instructions before and after the quoted system prompt.
@@ -255,12 +206,8 @@ struct Inner {
 impl fmt::Debug for PromptLeakDetector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PromptLeakDetector")
-            .field("judge", &self.inner.judge)
-            .field("threshold", &self.inner.threshold)
+            .field("options", &self.inner.options)
             .field("strategy", &self.inner.strategy)
-            .field("chunk_window", &self.inner.chunk_window)
-            .field("on_stream", &self.inner.on_stream)
-            .field("on_result", &self.inner.on_result)
             .finish_non_exhaustive()
     }
 }
@@ -395,23 +342,19 @@ impl PromptLeakDetector {
     /// of 10 deltas, both hooks on, the placeholder `[SYSTEM_PROMPT]`.
     pub fn builder(judge: Judge) -> PromptLeakDetectorBuilder {
         PromptLeakDetectorBuilder {
-            judge,
-            threshold: 0.5,
+            options: DetectorOptions::new(judge, 0.5, Sites::OUTPUT),
             strategy: LeakStrategy::Block,
-            chunk_window: 10,
-            on_stream: true,
-            on_result: true,
             placeholder: DEFAULT_PLACEHOLDER.to_owned(),
             hash_key: [0; 16],
-            instructions: None,
         }
     }
 
     fn reporting(&self, at: Where) -> Reporting<'_> {
         Reporting {
             id: Self::ID,
-            judge: &self.inner.judge,
+            judge: &self.inner.options.judge,
             at,
+            scores: self.inner.options.include_scores,
         }
     }
 
@@ -440,13 +383,14 @@ impl PromptLeakDetector {
     ) -> Result<Act, ProcessorError> {
         let asked = self
             .inner
+            .options
             .judge
             .ask(&self.instructions(prompt), content)
             .await;
         let rep = self.reporting(at);
         let mut spans = Vec::new();
         let record = rep.read(asked, None, log, cx, |v, r| {
-            spans = read_verdict(v, self.inner.threshold, r)?;
+            spans = read_verdict(v, self.inner.options.threshold, r)?;
             Ok(())
         });
         if record.error.is_some() {
@@ -463,7 +407,7 @@ impl PromptLeakDetector {
         Ok(match self.inner.strategy {
             LeakStrategy::Block => {
                 return Err(Abort::new()
-                    .reason(flagged_reason(at, &[&record]))
+                    .reason(flagged_reason(at, &[&record], rep.scores))
                     .metadata(rep.metadata(&[&record]))
                     .into());
             }
@@ -479,7 +423,7 @@ impl PromptLeakDetector {
             LeakStrategy::Retry if at == Where::Stream => Act::Reject(Box::new(record)),
             LeakStrategy::Retry => {
                 return Err(Abort::new()
-                    .reason(flagged_reason(at, &[&record]))
+                    .reason(flagged_reason(at, &[&record], rep.scores))
                     .retry(at == Where::Step)
                     .metadata(rep.metadata(&[&record]))
                     .into());
@@ -492,19 +436,12 @@ impl PromptLeakDetector {
         let LeakStrategy::Redact(how) = self.inner.strategy else {
             return;
         };
-        match how {
-            Redaction::Mask => out.extend(
-                value
-                    .chars()
-                    .map(|c| if c.is_alphanumeric() { '*' } else { c }),
-            ),
-            Redaction::Hash => {
-                let tag = siphash24(&self.inner.hash_key, value.as_bytes()) >> 32;
-                out.push_str(&format!("[SYSTEM_PROMPT:{tag:08x}]"));
-            }
-            Redaction::Remove => {}
-            Redaction::Placeholder => out.push_str(&self.inner.placeholder),
-        }
+        let what = Redacted {
+            kind: "system-prompt",
+            label: "SYSTEM_PROMPT",
+            placeholder: &self.inner.placeholder,
+        };
+        how.write(value, what, &self.inner.hash_key, out);
     }
 
     /// `text` with the ranges redacted.
@@ -614,7 +551,7 @@ impl PromptLeakDetector {
         cx: &RequestContext,
         state: &mut PromptLeakDetectorState,
     ) -> Result<StreamAction, ProcessorError> {
-        if !self.inner.on_stream {
+        if !self.inner.options.sites.stream() {
             return Ok(StreamAction::Pass);
         }
         if let ChunkKind::StepStart { .. } = chunk.kind {
@@ -626,7 +563,7 @@ impl PromptLeakDetector {
                 // Nothing to disclose: nothing is judged.
                 return Ok(StreamAction::Pass);
             };
-            if let Some(held) = state.window.hold(chunk, self.inner.chunk_window) {
+            if let Some(held) = state.window.hold(chunk, self.inner.options.window.get()) {
                 return Ok(held);
             }
             return Ok(StreamAction::Many(self.window(&prompt, state, cx).await?));
@@ -660,7 +597,11 @@ impl PromptLeakDetector {
         if let Some(retry) = state.window.rejection(&self.reporting(Where::Stream)) {
             return Err(retry);
         }
-        if judged || !self.inner.on_result || text.trim().is_empty() || !tool_calls.is_empty() {
+        if judged
+            || !self.inner.options.sites.result()
+            || text.trim().is_empty()
+            || !tool_calls.is_empty()
+        {
             return Ok(());
         }
         let Some(prompt) = system_prompt(list) else {
@@ -692,7 +633,7 @@ impl PromptLeakDetector {
         state: &mut PromptLeakDetectorState,
     ) -> Result<OutputOutcome, ProcessorError> {
         let from_stream = std::mem::take(&mut state.window.pending);
-        let prompt = match self.inner.on_result && !state.window.streamed {
+        let prompt = match self.inner.options.sites.result() && !state.window.streamed {
             true => system_prompt(list),
             false => None,
         };

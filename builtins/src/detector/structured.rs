@@ -254,6 +254,7 @@ impl<T: DeserializeOwned + JsonSchema + 'static> StructuredOutput<T> {
             id: Self::ID,
             judge,
             at: Where::Step,
+            scores: false,
         };
         let asked = judge.ask(&self.inner.prompt, text).await;
         let mut structured = None;

@@ -54,6 +54,25 @@ fn score(name: &str, v: &Value) -> Result<f64, JudgeError> {
     }
 }
 
+/// The category scores of a verdict, in either shape a judge gives: ours (`categories`, a
+/// score each), or the reference's (`category_scores`, a score each, beside `categories` as
+/// booleans; booleans alone count as 1 for true and 0 for false).
+pub(crate) fn category_scores(
+    verdict: &Map<String, Value>,
+) -> Result<BTreeMap<String, f64>, JudgeError> {
+    if verdict.contains_key("category_scores") {
+        return scores(verdict, "category_scores");
+    }
+    if let Some(Value::Object(map)) = verdict.get("categories")
+        && !map.is_empty()
+        && map.values().all(Value::is_boolean)
+    {
+        let flag = |v: &Value| if v.as_bool() == Some(true) { 1.0 } else { 0.0 };
+        return Ok(map.iter().map(|(k, v)| (normalise(k), flag(v))).collect());
+    }
+    scores(verdict, "categories")
+}
+
 /// The scores under `key`: an object `{"hate": 0.1, …}` or a list
 /// `[{"category": "hate", "score": 0.1}, …]`. Names are [normalised](normalise).
 pub(crate) fn scores(

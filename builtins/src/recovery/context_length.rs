@@ -2,7 +2,8 @@
 //! the model's context window, and asks for the call again.
 
 use super::{StepAttempts, error_text, mentions_any};
-use crate::token_limiter::Tokenizer;
+use crate::config::ConfigError;
+use crate::tokenizer::Tokenizer;
 use processors_macros::processor;
 use processors_runtime::message::{Message, MessageList, Part, Role};
 use processors_runtime::model::ApiError;
@@ -25,23 +26,6 @@ const CONTEXT_TOO_LONG: &[&str] = &[
     "request_too_large",
     "reduce the length of the messages",
 ];
-
-/// Why a [`ContextLengthHandler`] could not be built.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ContextLengthHandlerError {
-    /// The fraction to drop is not above 0 and at most 1.
-    #[error(
-        "the fraction of the conversation to drop is {0}; give a number above 0 and at most 1 (0.5 drops the older half)"
-    )]
-    Fraction(f64),
-    /// `max_attempts(0)`.
-    #[error("max_attempts(0) would never retry; allow at least 1 attempt")]
-    ZeroAttempts,
-    /// A phrase to match is empty.
-    #[error("a phrase to recognise the error by is empty")]
-    EmptyPhrase,
-}
 
 /// Drops the oldest turns of the conversation when the provider refuses the prompt as over
 /// the model's context window, and asks for the call again.
@@ -136,19 +120,29 @@ impl ContextLengthHandlerBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<ContextLengthHandler, ContextLengthHandlerError> {
+    pub fn build(self) -> Result<ContextLengthHandler, ConfigError> {
         if !(self.fraction > 0.0 && self.fraction <= 1.0) {
-            return Err(ContextLengthHandlerError::Fraction(self.fraction));
+            return Err(ConfigError::OutOfRange {
+                option: "fraction",
+                value: self.fraction.to_string(),
+                expected: "give a number above 0 and at most 1 (0.5 drops the older half)",
+            });
         }
         if self.max_attempts == 0 {
-            return Err(ContextLengthHandlerError::ZeroAttempts);
+            return Err(ConfigError::Zero {
+                option: "max_attempts",
+                why: "it would never retry; allow at least 1 attempt",
+            });
         }
         let mut phrases = Vec::with_capacity(self.phrases.len());
         for phrase in self.phrases {
             let mut phrase = phrase.to_lowercase();
             phrase.retain(|c| !matches!(c, '`' | '\'' | '"'));
             if phrase.trim().is_empty() {
-                return Err(ContextLengthHandlerError::EmptyPhrase);
+                return Err(ConfigError::Empty {
+                    what: "a phrase to recognise the error by",
+                    why: "give words the provider's error message has",
+                });
             }
             phrases.push(phrase);
         }
@@ -199,8 +193,9 @@ impl ContextLengthHandler {
     /// Starts configuring a handler.
     ///
     /// ```
-    /// use processors_builtins::recovery::{ContextLengthHandler, ContextLengthHandlerError};
-    /// use processors_builtins::token_limiter::Tokenizer;
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::recovery::ContextLengthHandler;
+    /// use processors_builtins::tokenizer::Tokenizer;
     /// let handler = ContextLengthHandler::builder()
     ///     .fraction(0.25)
     ///     .max_attempts(4)
@@ -210,7 +205,7 @@ impl ContextLengthHandler {
     ///     .unwrap();
     /// assert_eq!(handler.max_attempts(), 4);
     /// let err = ContextLengthHandler::builder().fraction(1.5).build().unwrap_err();
-    /// assert_eq!(err, ContextLengthHandlerError::Fraction(1.5));
+    /// assert!(matches!(err, ConfigError::OutOfRange { option: "fraction", .. }));
     /// ```
     pub fn builder() -> ContextLengthHandlerBuilder {
         ContextLengthHandlerBuilder {

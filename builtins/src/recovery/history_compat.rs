@@ -2,6 +2,7 @@
 //! after its refusal.
 
 use super::{StepAttempts, error_text, mentions_any, replace_conversation};
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::message::{Message, MessageList, Part, Role};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest};
@@ -239,26 +240,6 @@ where
     }
 }
 
-/// Why a [`ProviderHistoryCompat`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProviderHistoryCompatError {
-    /// Every built-in rule is off and there is no rule of your own.
-    #[error("every rule is disabled; enable a built-in rule or add a rule of your own")]
-    NoRules,
-    /// Both the rewrite before the call and the repair after an error are off.
-    #[error(
-        "both the prompt rewrite (`before_call`) and the repair after a refusal (`after_error`) are off: the processor would do nothing"
-    )]
-    NothingToDo,
-    /// A rule of your own has an empty name.
-    #[error("a custom rule has an empty name; name it for traces")]
-    EmptyRuleName,
-    /// Two rules share a name.
-    #[error("two rules are named `{0}`; give each its own name")]
-    DuplicateRuleName(String),
-}
-
 /// Rewrites conversation history that a provider refuses: orphan tool results, tool calls
 /// without results, empty assistant messages, reasoning without signatures, and tool-call ids
 /// the provider does not accept ([`BuiltinRule`]), plus rules of your own ([`CompatRule`]).
@@ -297,6 +278,7 @@ pub enum ProviderHistoryCompatError {
 ///     tool_name: "weather".into(),
 ///     result: json!("sunny"),
 ///     is_error: false,
+///     model_output: None,
 /// })]);
 /// let result = agent.generate(vec![orphan, Message::user("And tomorrow?")]).await?;
 /// assert_eq!(result.text, "Sunny again.");
@@ -406,23 +388,31 @@ impl ProviderHistoryCompatBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<ProviderHistoryCompat, ProviderHistoryCompatError> {
+    pub fn build(self) -> Result<ProviderHistoryCompat, ConfigError> {
         if self.builtin.is_empty() && self.custom.is_empty() {
-            return Err(ProviderHistoryCompatError::NoRules);
+            return Err(ConfigError::NothingToDo(
+                "every built-in rule is disabled and there is no rule of your own",
+            ));
         }
         if !self.before_call && !self.after_error {
-            return Err(ProviderHistoryCompatError::NothingToDo);
+            return Err(ConfigError::NothingToDo(
+                "both the prompt rewrite (`before_call`) and the repair after a refusal (`after_error`) are off",
+            ));
         }
         let mut names: HashSet<&str> = self.builtin.iter().map(|r| r.name()).collect();
         for rule in &self.custom {
             let name = rule.name();
             if name.trim().is_empty() {
-                return Err(ProviderHistoryCompatError::EmptyRuleName);
+                return Err(ConfigError::Empty {
+                    what: "a custom rule's name",
+                    why: "name it for traces",
+                });
             }
             if !names.insert(name) {
-                return Err(ProviderHistoryCompatError::DuplicateRuleName(
-                    name.to_owned(),
-                ));
+                return Err(ConfigError::Duplicate {
+                    what: "rules",
+                    name: name.to_owned(),
+                });
             }
         }
         Ok(ProviderHistoryCompat {
@@ -497,9 +487,8 @@ impl ProviderHistoryCompat {
     /// Starts configuring the processor: every built-in rule, both ways.
     ///
     /// ```
-    /// use processors_builtins::recovery::{
-    ///     BuiltinRule, ProviderHistoryCompat, ProviderHistoryCompatError,
-    /// };
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::recovery::{BuiltinRule, ProviderHistoryCompat};
     /// use processors_runtime::message::Role;
     /// let compat = ProviderHistoryCompat::builder()
     ///     .disable(BuiltinRule::UnsignedReasoning)
@@ -514,7 +503,7 @@ impl ProviderHistoryCompat {
     /// assert!(!compat.rule_names().contains(&"unsigned-reasoning"));
     /// assert!(compat.rule_names().contains(&"no-tool-messages"));
     /// let none = ProviderHistoryCompat::builder().only([]).build().unwrap_err();
-    /// assert_eq!(none, ProviderHistoryCompatError::NoRules);
+    /// assert!(matches!(none, ConfigError::NothingToDo(_)));
     /// ```
     pub fn builder() -> ProviderHistoryCompatBuilder {
         ProviderHistoryCompatBuilder {

@@ -59,20 +59,17 @@ mod prefill;
 mod stream_retry;
 
 pub use context_length::{
-    ContextLengthHandler, ContextLengthHandlerBuilder, ContextLengthHandlerError,
-    ContextLengthHandlerState,
+    ContextLengthHandler, ContextLengthHandlerBuilder, ContextLengthHandlerState,
 };
 pub use history_compat::{
     BuiltinRule, CompatRule, MAX_TOOL_CALL_ID_LEN, ProviderHistoryCompat,
-    ProviderHistoryCompatBuilder, ProviderHistoryCompatError, ProviderHistoryCompatState,
+    ProviderHistoryCompatBuilder, ProviderHistoryCompatState,
 };
 pub use prefill::{
-    DEFAULT_CONTINUATION, PrefillErrorHandler, PrefillErrorHandlerBuilder,
-    PrefillErrorHandlerError, PrefillErrorHandlerState,
+    DEFAULT_CONTINUATION, PrefillErrorHandler, PrefillErrorHandlerBuilder, PrefillErrorHandlerState,
 };
 pub use stream_retry::{
-    Backoff, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryError,
-    StreamErrorRetryState,
+    Backoff, Jitter, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryState,
 };
 
 use processors_runtime::message::{Message, MessageList, MessageSource};

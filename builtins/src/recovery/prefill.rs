@@ -2,6 +2,7 @@
 //! model that refuses to continue one.
 
 use super::{StepAttempts, error_text, mentions_any};
+use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::message::{Message, MessageList, MessageSource};
 use processors_runtime::model::ApiError;
@@ -22,17 +23,6 @@ const PREFILL: &[&str] = &[
     "prefill is not supported",
     "does not support prefill",
 ];
-
-/// Why a [`PrefillErrorHandler`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PrefillErrorHandlerError {
-    /// The continuation message is empty or only whitespace.
-    #[error(
-        "the continuation message is empty; providers refuse an empty user message, so give it some text (\"Continue.\" by default)"
-    )]
-    EmptyContinuation,
-}
 
 /// Continues a conversation that ends with an assistant message when the provider refuses to
 /// continue it ("assistant message prefill").
@@ -90,9 +80,12 @@ impl PrefillErrorHandlerBuilder {
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<PrefillErrorHandler, PrefillErrorHandlerError> {
+    pub fn build(self) -> Result<PrefillErrorHandler, ConfigError> {
         if self.continuation.trim().is_empty() {
-            return Err(PrefillErrorHandlerError::EmptyContinuation);
+            return Err(ConfigError::Empty {
+                what: "the continuation message",
+                why: "providers refuse an empty user message, so give it some text (\"Continue.\" by default)",
+            });
         }
         Ok(PrefillErrorHandler {
             continuation: self.continuation,
@@ -123,11 +116,12 @@ impl PrefillErrorHandler {
     /// Starts configuring a handler.
     ///
     /// ```
-    /// use processors_builtins::recovery::{PrefillErrorHandler, PrefillErrorHandlerError};
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::recovery::PrefillErrorHandler;
     /// let handler = PrefillErrorHandler::builder().continuation("Please go on.").build().unwrap();
     /// assert_eq!(handler.continuation(), "Please go on.");
     /// let err = PrefillErrorHandler::builder().continuation("  ").build().unwrap_err();
-    /// assert_eq!(err, PrefillErrorHandlerError::EmptyContinuation);
+    /// assert!(matches!(err, ConfigError::Empty { what: "the continuation message", .. }));
     /// ```
     pub fn builder() -> PrefillErrorHandlerBuilder {
         PrefillErrorHandlerBuilder {

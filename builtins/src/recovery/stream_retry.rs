@@ -1,70 +1,14 @@
 //! [`StreamErrorRetry`]: calls the model again when its stream failed mid-answer.
 
 use super::StepAttempts;
-use crate::detector::timeout::sleep;
+use crate::config::ConfigError;
+use crate::timer::sleep;
 use processors_macros::processor;
+pub use processors_providers::{Backoff, Jitter};
 use processors_runtime::model::ApiError;
 use processors_runtime::processor::ApiErrorAction;
 use processors_runtime::processor::extract::StepNumber;
 use std::time::Duration;
-
-/// How long [`StreamErrorRetry`] waits before it asks for the call again.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Backoff {
-    /// No wait (the default).
-    #[default]
-    None,
-    /// The same wait before every retry.
-    Fixed(Duration),
-    /// `initial` before the first retry, doubling each retry, at most `max`.
-    Exponential {
-        /// The first wait.
-        initial: Duration,
-        /// The longest wait.
-        max: Duration,
-    },
-}
-
-impl Backoff {
-    /// The wait before retry `attempt` (from 0).
-    ///
-    /// ```
-    /// use processors_builtins::recovery::Backoff;
-    /// use std::time::Duration;
-    /// let backoff = Backoff::Exponential {
-    ///     initial: Duration::from_millis(100),
-    ///     max: Duration::from_millis(300),
-    /// };
-    /// assert_eq!(backoff.delay(0), Duration::from_millis(100));
-    /// assert_eq!(backoff.delay(1), Duration::from_millis(200));
-    /// assert_eq!(backoff.delay(5), Duration::from_millis(300));
-    /// assert_eq!(Backoff::None.delay(3), Duration::ZERO);
-    /// ```
-    pub fn delay(&self, attempt: u32) -> Duration {
-        match *self {
-            Backoff::None => Duration::ZERO,
-            Backoff::Fixed(d) => d,
-            Backoff::Exponential { initial, max } => {
-                let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
-                initial.checked_mul(factor).unwrap_or(max).min(max)
-            }
-        }
-    }
-}
-
-/// Why a [`StreamErrorRetry`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum StreamErrorRetryError {
-    /// `max_retries(0)`.
-    #[error("max_retries(0) would never retry; allow at least 1 retry")]
-    ZeroRetries,
-    /// A backoff that never waits (zero) or that shrinks (`max` below `initial`).
-    #[error(
-        "the backoff {0:?} is not valid: a wait must be above zero, and an exponential backoff's max at least its initial wait (use Backoff::None for no wait)"
-    )]
-    Backoff(Backoff),
-}
 
 /// Calls the model again when its stream failed mid-answer: a cut connection, a stall, a
 /// malformed event or an error event the provider sent instead of the rest of the answer.
@@ -82,8 +26,8 @@ pub enum StreamErrorRetryError {
 /// It asks for at most [`max_retries`](StreamErrorRetryBuilder::max_retries) retries per step
 /// (2 by default), optionally only for errors the provider marked retryable
 /// ([`retryable_only`](StreamErrorRetryBuilder::retryable_only)), and may wait before each
-/// ([`Backoff`], none by default). The wait runs on any executor: a Tokio timer under Tokio,
-/// a helper thread elsewhere.
+/// ([`Backoff`], the providers' own: exponential with jitter, or fixed; none by default). The
+/// wait runs on any executor: a Tokio timer inside a Tokio runtime, a helper thread elsewhere.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -109,7 +53,7 @@ pub enum StreamErrorRetryError {
 pub struct StreamErrorRetry {
     max_retries: u32,
     retryable_only: bool,
-    backoff: Backoff,
+    backoff: Option<Backoff>,
 }
 
 /// Builds a [`StreamErrorRetry`]; see [`StreamErrorRetry::builder`].
@@ -118,7 +62,7 @@ pub struct StreamErrorRetry {
 pub struct StreamErrorRetryBuilder {
     max_retries: u32,
     retryable_only: bool,
-    backoff: Backoff,
+    backoff: Option<Backoff>,
 }
 
 impl StreamErrorRetryBuilder {
@@ -136,24 +80,26 @@ impl StreamErrorRetryBuilder {
         self
     }
 
-    /// The wait before each retry ([`Backoff::None`] by default).
+    /// The wait before each retry (none by default).
     pub fn backoff(mut self, backoff: Backoff) -> Self {
-        self.backoff = backoff;
+        self.backoff = Some(backoff);
         self
     }
 
     /// Checks the configuration.
-    pub fn build(self) -> Result<StreamErrorRetry, StreamErrorRetryError> {
+    pub fn build(self) -> Result<StreamErrorRetry, ConfigError> {
         if self.max_retries == 0 {
-            return Err(StreamErrorRetryError::ZeroRetries);
+            return Err(ConfigError::Zero {
+                option: "max_retries",
+                why: "it would never retry; allow at least 1 retry",
+            });
         }
-        let valid = match self.backoff {
-            Backoff::None => true,
-            Backoff::Fixed(d) => !d.is_zero(),
-            Backoff::Exponential { initial, max } => !initial.is_zero() && max >= initial,
-        };
-        if !valid {
-            return Err(StreamErrorRetryError::Backoff(self.backoff));
+        if let Some(backoff) = self.backoff.filter(Backoff::is_zero) {
+            return Err(ConfigError::OutOfRange {
+                option: "backoff",
+                value: format!("{backoff:?}"),
+                expected: "it never waits: give it a wait above zero, or leave the backoff out for no wait",
+            });
         }
         Ok(StreamErrorRetry {
             max_retries: self.max_retries,
@@ -181,30 +127,34 @@ impl StreamErrorRetry {
         StreamErrorRetry {
             max_retries: 2,
             retryable_only: false,
-            backoff: Backoff::None,
+            backoff: None,
         }
     }
 
     /// Starts configuring the processor.
     ///
     /// ```
-    /// use processors_builtins::recovery::{Backoff, StreamErrorRetry, StreamErrorRetryError};
+    /// use processors_builtins::ConfigError;
+    /// use processors_builtins::recovery::{Backoff, StreamErrorRetry};
     /// use std::time::Duration;
     /// let retry = StreamErrorRetry::builder()
     ///     .max_retries(3)
     ///     .retryable_only(true)
-    ///     .backoff(Backoff::Fixed(Duration::from_millis(250)))
+    ///     .backoff(Backoff::exponential(Duration::from_millis(250), Duration::from_secs(4)))
     ///     .build()
     ///     .unwrap();
     /// assert_eq!(retry.max_retries(), 3);
     /// let err = StreamErrorRetry::builder().max_retries(0).build().unwrap_err();
-    /// assert_eq!(err, StreamErrorRetryError::ZeroRetries);
+    /// assert!(matches!(err, ConfigError::Zero { option: "max_retries", .. }));
+    /// let never = Backoff::fixed(Duration::ZERO);
+    /// let err = StreamErrorRetry::builder().backoff(never).build().unwrap_err();
+    /// assert!(matches!(err, ConfigError::OutOfRange { option: "backoff", .. }));
     /// ```
     pub fn builder() -> StreamErrorRetryBuilder {
         StreamErrorRetryBuilder {
             max_retries: 2,
             retryable_only: false,
-            backoff: Backoff::None,
+            backoff: None,
         }
     }
 
@@ -246,7 +196,7 @@ impl StreamErrorRetry {
             return ApiErrorAction::Unhandled;
         }
         state.attempts.add(step.0);
-        let wait = self.backoff.delay(used);
+        let wait = self.backoff.map_or(Duration::ZERO, |b| b.delay(used));
         tracing::debug!(
             error = %error,
             attempt = used + 1,

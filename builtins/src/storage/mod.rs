@@ -1,6 +1,7 @@
-//! Storage backends for memory: [`SqliteStore`], an embedded database in one file, the
-//! default for an agent that keeps its conversations across restarts; and, with the feature
-//! `postgres`, `PostgresStore`, for several processes sharing conversations.
+//! Storage backends for memory: with the feature `sqlite` (on by default), `SqliteStore`, an
+//! embedded database in one file, the default for an agent that keeps its conversations
+//! across restarts; and, with the feature `postgres`, `PostgresStore`, for several processes
+//! sharing conversations.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,22 +33,28 @@
 
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 #[cfg(feature = "postgres")]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresStore, PostgresStoreBuilder};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
+#[cfg(feature = "sqlite")]
 use processors_runtime::memory::{Memory, MemoryError};
+#[cfg(feature = "sqlite")]
 use std::path::Path;
 
 /// `Memory::sqlite(path)`: memory in a SQLite file (with `use processors::prelude::*`, or this
-/// trait in scope).
+/// trait in scope). Feature `sqlite`.
+#[cfg(feature = "sqlite")]
 pub trait SqliteMemory {
     /// Memory over the SQLite database at `path`, created when missing; see [`SqliteStore`].
     fn sqlite(path: impl AsRef<Path>) -> Result<Memory, MemoryError>;
 }
 
+#[cfg(feature = "sqlite")]
 impl SqliteMemory for Memory {
     fn sqlite(path: impl AsRef<Path>) -> Result<Memory, MemoryError> {
         SqliteStore::open(path).map(Memory::new)
