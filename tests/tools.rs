@@ -633,7 +633,10 @@ on_every_path!(
         );
         // Nor can a store that keeps none resume one: the failure is the store's, typed.
         let resumed = agent
-            .resume_with(Approval::new("run-1").approve("call-1"), GenerateOptions::new())
+            .resume_with(
+                Approval::new("run-1").approve("call-1"),
+                GenerateOptions::new(),
+            )
             .await;
         assert!(matches!(
             resumed,
