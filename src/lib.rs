@@ -547,7 +547,8 @@ pub mod prelude {
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
     pub use processors_runtime::processor::extract::{
-        Delivered, FromCache, IsError, RetryCount, RunUsage, StepNumber, SystemMessages,
+        Delivered, FromCache, IsError, ModelOutput, RetryCount, RunUsage, StepNumber,
+        SystemMessages,
     };
     pub use processors_runtime::processor::{DataWriter, StepConfig};
     /// A JSON value (`serde_json::Value`): what tools return, and what a `tool_result` hook

@@ -31,6 +31,11 @@
 //! | [`ProviderHistoryCompat`] | LLM request, API error | rewrites history a provider refuses (orphan tool results, calls without results, empty assistant messages, unsigned reasoning, invalid tool-call ids, your own rules): in each call's prompt, or in the list after a refusal that names it |
 //! | [`ContextLengthHandler`] | API error | on a prompt over the context window, drops the oldest turns (pair-safe, never the newest user message) and retries |
 //! | [`StreamErrorRetry`] | API error | calls the model again when its stream failed mid-answer, bounded, with an optional backoff |
+//! | [`ToolValidation`] | tool call | checks a call's arguments against its tool's JSON Schema and your rules (denied values, paths under a root, allowed hosts); a refusal tells the model what to correct |
+//! | [`ToolParameters`] | tool call | fills defaults, caps numbers and pins values from the request's context in calls' arguments |
+//! | [`ToolApproval`] | tool call | asks a person to approve calls (by tool, or by a predicate on the arguments); the run pauses until it is resumed |
+//! | [`ToolResultLimiter`] | tool result | caps the tokens the model reads of a tool's result, with a note; history keeps it whole |
+//! | [`ToolInjection`] | input step | offers more tools on a step, by the request's context or the step |
 //!
 //! The [`recovery`] processors go in `error` (`ProviderHistoryCompat` in `input`, where it
 //! also rewrites prompts).
@@ -110,6 +115,7 @@ pub mod token_limiter;
 pub mod tokenizer;
 pub mod tool_call_filter;
 pub mod tool_search;
+pub mod tools;
 pub mod unicode_normalizer;
 pub mod working_memory;
 
@@ -138,5 +144,6 @@ pub use token_limiter::TokenLimiter;
 pub use tokenizer::Tokenizer;
 pub use tool_call_filter::ToolCallFilter;
 pub use tool_search::ToolSearch;
+pub use tools::{ToolApproval, ToolInjection, ToolParameters, ToolResultLimiter, ToolValidation};
 pub use unicode_normalizer::UnicodeNormalizer;
 pub use working_memory::WorkingMemory;

@@ -33,6 +33,11 @@ pub struct FromCache(pub bool);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IsError(pub bool);
 
+/// What the model reads of a tool's result instead of the result, when an earlier processor
+/// set a copy for it, in `process_tool_result`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelOutput<'a>(pub Option<&'a Value>);
+
 /// The chunks of a step as they reached the client (what a response cache stores).
 #[derive(Debug, Clone, Copy)]
 pub struct Delivered<'a>(pub &'a LlmResponse);

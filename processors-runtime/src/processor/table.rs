@@ -534,10 +534,11 @@ assert_eq!(result.tool_results[0].result, json!({ "plan": "pro" }));
                     request_context: &'a mut RequestContext,
                 }
                 message: "`{Self}` is not a parameter that `process_tool_result` provides",
-                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `IsError`, `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
+                note: "`process_tool_result` provides: `&ToolCall`, `&Value` (the result), `ModelOutput` (the model's copy, when set), `IsError`, `&RequestContext` or `&mut RequestContext`, `Abort`, and `state: &mut YourState`",
                 provide {
                     &'a ToolCall => |p| p.tool_call;
                     &'a Value => |p| p.result;
+                    ModelOutput<'a> => |p| p.model_output.map(ModelOutput);
                     IsError => |p| p.is_error.map(IsError);
                     &'a RequestContext => |p| p.request_context.take().map(|c| &*c);
                     &'a mut RequestContext => |p| p.request_context.take();
