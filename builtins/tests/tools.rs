@@ -519,3 +519,37 @@ fn bi_98_tool_builtins_configuration_errors() {
         Err(ConfigError::Empty { .. })
     ));
 }
+
+#[tokio::test]
+async fn bi_99_a_rewrite_the_tools_schema_rejects_is_refused_before_the_tool_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let schema = json!({
+        "type": "object",
+        "properties": { "tenant": { "type": "string" } },
+        "required": ["tenant"]
+    });
+    let agent = Agent::builder()
+        .model(one_call("report", json!({ "tenant": "acme" })))
+        .tool(counted("report", schema, &runs))
+        .output(
+            ToolParameters::builder()
+                .pin("report", "tenant", |_: &RequestContext| Some(json!(42)))
+                .build()
+                .unwrap(),
+        )
+        .output(ToolValidation::builder().build().unwrap())
+        .build()
+        .unwrap();
+    let r = agent.generate("go").await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let why = refusal(&r);
+    assert!(
+        why.contains("`/tenant`: 42 is not of type \"string\""),
+        "{why}"
+    );
+    assert_eq!(
+        r.tool_calls[0].args,
+        json!({ "tenant": 42 }),
+        "the call as rewritten"
+    );
+}
