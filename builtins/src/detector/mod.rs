@@ -549,6 +549,8 @@ pub(crate) enum Where {
     Stream,
     Step,
     Result,
+    /// A tool's result, before the model reads it.
+    ToolResult,
 }
 
 impl Where {
@@ -558,6 +560,7 @@ impl Where {
             Where::Stream => "output-stream",
             Where::Step => "output-step",
             Where::Result => "output-result",
+            Where::ToolResult => "tool-result",
         }
     }
 
@@ -566,6 +569,7 @@ impl Where {
         match self {
             Where::Input => "the input",
             Where::Stream | Where::Step | Where::Result => "the answer",
+            Where::ToolResult => "a tool's result",
         }
     }
 }
