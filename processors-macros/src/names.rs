@@ -91,14 +91,44 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The closest candidate, if close enough to be a likely typo.
+/// The closest candidate: one close enough to be a likely typo, or else the one that holds
+/// every word of `name` with the fewest words besides (`max_retries` →
+/// `max_processor_retries`), when only one does.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (distance(name, c), c))
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    let typo = candidates
+        .iter()
+        .map(|c| (distance(name, c), *c))
         .filter(|(d, c)| *d <= (c.len() / 3).max(2))
         .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+        .map(|(_, c)| c);
+    typo.or_else(|| by_words(name, &candidates))
+}
+
+/// The candidate holding every `_`-separated word of `name`, with the fewest other words;
+/// `None` when none does, or two tie.
+fn by_words<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split('_').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return None;
+    }
+    let mut holding: Vec<(usize, &'a str)> = candidates
+        .iter()
+        .filter_map(|c| {
+            let theirs: Vec<&str> = c.split('_').collect();
+            words
+                .iter()
+                .all(|w| theirs.contains(w))
+                .then(|| (theirs.len() - words.len(), *c))
+        })
+        .collect();
+    holding.sort_by_key(|(extra, _)| *extra);
+    match holding.as_slice() {
+        [(a, c), (b, _), ..] if a < b => Some(c),
+        [(_, c)] => Some(c),
+        _ => None,
+    }
 }
 
 /// " (did you mean `x`?)" or "".
@@ -286,6 +316,19 @@ mod tests {
             Some("output")
         );
         assert_eq!(closest("zzzzzz", ["input", "output"]), None);
+        let keys = ["max_steps", "max_processor_retries", "memory", "model"];
+        assert_eq!(closest("max_retries", keys), Some("max_processor_retries"));
+        assert_eq!(closest("retries", keys), Some("max_processor_retries"));
+        assert_eq!(
+            closest("processor_retries", keys),
+            Some("max_processor_retries")
+        );
+        assert_eq!(closest("max", keys), Some("max_steps"));
+        assert_eq!(
+            closest("limit", ["limit_input_tokens", "limit_output_tokens"]),
+            None,
+            "a tie suggests nothing"
+        );
         assert_eq!(
             closest(
                 "process_ouput_stream",

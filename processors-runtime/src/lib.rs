@@ -60,4 +60,7 @@ pub mod prelude {
     pub use crate::tool::{Tool, tool};
     pub use crate::tripwire::TripWire;
     pub use crate::workflow::{Workflow, WorkflowInput};
+    /// JSON values written as JSON (`json!({ "type": "object" })`): tools' schemas and
+    /// results, and the metadata of aborts.
+    pub use serde_json::json;
 }

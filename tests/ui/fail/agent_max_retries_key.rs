@@ -1,0 +1,10 @@
+use processors::prelude::*;
+include!("../common.rs");
+
+fn main() {
+    let _agent = agent! {
+        model: ScriptedModel::new([]),
+        output: [Shout],
+        max_retries: 2,
+    };
+}
