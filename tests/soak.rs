@@ -198,17 +198,19 @@ async fn soak(runs: usize, concurrency: usize) {
     let store = SqliteStore::open(&path).unwrap();
     let model = OpenAiCompatible::builder("soak")
         .base_url(server.url("/v1"))
-        .timeouts(Timeouts {
-            connect: Duration::from_secs(5),
-            first_byte: Duration::from_secs(10),
-            idle: Duration::from_millis(500),
-            total: Duration::from_secs(30),
-        })
-        .retry(RetryPolicy {
-            max_retries: 1,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_secs(1),
-        })
+        .timeouts(
+            Timeouts::default()
+                .connect(Duration::from_secs(5))
+                .first_byte(Duration::from_secs(10))
+                .idle(Duration::from_millis(500))
+                .total(Duration::from_secs(30)),
+        )
+        .retry(
+            RetryPolicy::default()
+                .max_retries(1)
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_secs(1)),
+        )
         .build()
         .unwrap();
     let agent = Arc::new(

@@ -140,16 +140,25 @@ pub(crate) fn from_transport(error: &reqwest::Error, url: &str) -> ApiError {
             false,
         );
     }
+    let causes = causes(error);
+    // The server answered, in something else than HTTP (hyper's parse errors say "invalid
+    // HTTP …"): another call meets the same server, so it is not retried.
+    let not_http = !error.is_connect() && causes.contains("invalid HTTP");
     let what = if error.is_connect() {
         format!("could not connect to {url}")
     } else if error.is_timeout() {
         format!("timed out talking to {url}")
     } else if error.is_builder() {
         format!("invalid request to {url}")
+    } else if not_http {
+        format!("the request to {url} was not answered in HTTP")
     } else {
         format!("the request to {url} failed")
     };
-    ApiError::other(format!("{what}: {}", causes(error)), !error.is_builder())
+    ApiError::other(
+        format!("{what}: {causes}"),
+        !error.is_builder() && !not_http,
+    )
 }
 
 /// The TLS error among `error`'s causes, when it is one. rustls reports it inside I/O errors

@@ -17,14 +17,19 @@ use std::time::{Duration, SystemTime};
 /// ```
 /// use processors_providers::RetryPolicy;
 /// use std::time::Duration;
-/// let policy = RetryPolicy { max_retries: 5, ..RetryPolicy::default() };
+/// let policy = RetryPolicy::default().max_retries(5);
+/// assert_eq!(policy.max_retries, 5);
 /// assert_eq!(policy.backoff().ceiling(0), Duration::from_millis(500));
 /// assert_eq!(policy.backoff().ceiling(2), Duration::from_secs(2));
 /// let wait = policy.backoff().delay(2);
 /// assert!(wait >= Duration::from_secs(1) && wait <= Duration::from_secs(2));
 /// assert_eq!(RetryPolicy::none().max_retries, 0);
 /// ```
+///
+/// Made from [`RetryPolicy::default`] (or [`none`](RetryPolicy::none)) and its setters, so
+/// that a setting added in a later release does not break the code that sets the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 2).
     pub max_retries: u32,
@@ -46,6 +51,27 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Sets [`max_retries`](RetryPolicy::max_retries).
+    #[must_use]
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// Sets [`initial_backoff`](RetryPolicy::initial_backoff).
+    #[must_use]
+    pub fn initial_backoff(mut self, wait: Duration) -> Self {
+        self.initial_backoff = wait;
+        self
+    }
+
+    /// Sets [`max_backoff`](RetryPolicy::max_backoff).
+    #[must_use]
+    pub fn max_backoff(mut self, wait: Duration) -> Self {
+        self.max_backoff = wait;
+        self
+    }
+
     /// No retries: every failure is returned at once.
     pub fn none() -> Self {
         RetryPolicy {

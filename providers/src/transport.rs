@@ -27,11 +27,16 @@ use tokio::time::Instant;
 /// ```
 /// use processors_providers::Timeouts;
 /// use std::time::Duration;
-/// let t = Timeouts { idle: Duration::from_secs(30), ..Timeouts::default() };
+/// let t = Timeouts::default().idle(Duration::from_secs(30));
+/// assert_eq!(t.idle, Duration::from_secs(30));
 /// assert_eq!(t.connect, Duration::from_secs(10));
 /// assert_eq!(t.total, Duration::from_secs(600));
 /// ```
+///
+/// Made from [`Timeouts::default`] and its setters, so that a limit added in a later release
+/// does not break the code that sets the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// To open the TCP (and TLS) connection (default 10 s).
     pub connect: Duration,
@@ -54,6 +59,36 @@ impl Default for Timeouts {
             idle: Duration::from_secs(120),
             total: Duration::from_secs(600),
         }
+    }
+}
+
+impl Timeouts {
+    /// Sets [`connect`](Timeouts::connect).
+    #[must_use]
+    pub fn connect(mut self, limit: Duration) -> Self {
+        self.connect = limit;
+        self
+    }
+
+    /// Sets [`first_byte`](Timeouts::first_byte).
+    #[must_use]
+    pub fn first_byte(mut self, limit: Duration) -> Self {
+        self.first_byte = limit;
+        self
+    }
+
+    /// Sets [`idle`](Timeouts::idle).
+    #[must_use]
+    pub fn idle(mut self, limit: Duration) -> Self {
+        self.idle = limit;
+        self
+    }
+
+    /// Sets [`total`](Timeouts::total).
+    #[must_use]
+    pub fn total(mut self, limit: Duration) -> Self {
+        self.total = limit;
+        self
     }
 }
 
@@ -286,6 +321,11 @@ pub(crate) struct Transport {
 #[derive(Clone, Default)]
 struct Secrets(Arc<[Secret]>);
 
+/// The shortest value scrubbed out of errors. A shorter one is no secret worth the name (real
+/// keys and tokens are dozens of characters), and replacing it everywhere would take it out of
+/// ordinary words: a one-letter "key" would turn "chunk" into "chun<redacted>".
+pub(crate) const MIN_SECRET_LEN: usize = 8;
+
 impl Secrets {
     /// The API key, and the values of the sensitive headers with and without their scheme
     /// (`Bearer …`); longest first, so a value is replaced whole before a part of it.
@@ -298,7 +338,7 @@ impl Secrets {
             values.push(value);
             values.extend(value.split_once(' ').map(|(_, token)| token.trim()));
         }
-        values.retain(|v| !v.is_empty());
+        values.retain(|v| v.len() >= MIN_SECRET_LEN);
         values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         values.dedup();
         Secrets(
@@ -967,11 +1007,11 @@ mod tests {
 
     #[test]
     fn scrubbing_replaces_the_key_with_and_without_its_scheme() {
-        let key = Secret::new("sk-1".to_owned());
-        let headers = [("authorization".to_owned(), "Bearer tok-2".to_owned())];
+        let key = Secret::new("sk-live-1".to_owned());
+        let headers = [("authorization".to_owned(), "Bearer tok-2-abc".to_owned())];
         let secrets = Secrets::of(Some(&key), headers.iter());
-        let error =
-            ApiError::other("saw Bearer tok-2 and tok-2 and sk-1", false).with_body("sk-1 tok-2");
+        let error = ApiError::other("saw Bearer tok-2-abc and tok-2-abc and sk-live-1", false)
+            .with_body("sk-live-1 tok-2-abc");
         let error = secrets.scrub(error);
         assert_eq!(
             error.message,
@@ -979,5 +1019,15 @@ mod tests {
         );
         assert_eq!(error.body.as_deref(), Some("<redacted> <redacted>"));
         assert_eq!(format!("{secrets:?}"), "3 redacted");
+    }
+
+    #[test]
+    fn a_value_too_short_to_be_a_secret_is_not_scrubbed_out_of_words() {
+        let key = Secret::new("k".to_owned());
+        let headers = [("x-api-key".to_owned(), "short12".to_owned())];
+        let secrets = Secrets::of(Some(&key), headers.iter());
+        let error = secrets.scrub(ApiError::other("the chunk was not parsed: short12", false));
+        assert_eq!(error.message, "the chunk was not parsed: short12");
+        assert_eq!(format!("{secrets:?}"), "0 redacted");
     }
 }

@@ -362,6 +362,23 @@ async fn server_errors_and_overload_are_retried_twice_then_returned_with_their_s
 }
 
 #[tokio::test]
+async fn a_server_that_cannot_do_the_request_is_not_asked_again() {
+    bounded(Duration::from_secs(30), async {
+        for api in APIS {
+            for status in [501, 505, 511] {
+                let error = || Reply::json_error(status, json!({ "error": { "message": "no" } }));
+                let server = Server::start([error(), error(), error()]).await;
+                let (_, e) = failure(&*api.model(&server)).await;
+                assert_eq!(e.status, Some(status), "{api:?}");
+                assert!(!e.retryable, "{api:?} {status}");
+                assert_eq!(server.accepted(), 1, "{api:?} {status}: no retry");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn an_answer_after_refused_calls_reaches_the_agents_client_once() {
     bounded(Duration::from_secs(30), async {
         for api in APIS {
@@ -382,10 +399,7 @@ async fn an_answer_after_refused_calls_reaches_the_agents_client_once() {
 
 /// A policy whose longest wait leaves room for a `Retry-After` of a few seconds.
 fn patient_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_backoff: Duration::from_secs(5),
-        ..fast_retry()
-    }
+    fast_retry().max_backoff(Duration::from_secs(5))
 }
 
 /// A 429 asking to wait with `retry_after`, then an answer; how long the call took.
@@ -619,10 +633,7 @@ async fn a_byte_at_a_time_forever_ends_at_the_total_timeout() {
                 every: Duration::from_millis(50),
             }])
             .await;
-            let timeouts = Timeouts {
-                total: Duration::from_secs(1),
-                ..fast_timeouts()
-            };
+            let timeouts = fast_timeouts().total(Duration::from_secs(1));
             let model = api.model_at(&server.url(""), timeouts, fast_retry());
             let started = Instant::now();
             let (text, e) = failure(&*model).await;
@@ -655,15 +666,10 @@ async fn the_total_timeout_covers_retries_and_their_waits() {
         for api in APIS {
             let silent = std::iter::repeat_n(Reply::Silent, 10);
             let server = Server::start(silent).await;
-            let timeouts = Timeouts {
-                first_byte: Duration::from_millis(400),
-                total: Duration::from_secs(1),
-                ..fast_timeouts()
-            };
-            let retry = RetryPolicy {
-                max_retries: 10,
-                ..fast_retry()
-            };
+            let timeouts = fast_timeouts()
+                .first_byte(Duration::from_millis(400))
+                .total(Duration::from_secs(1));
+            let retry = fast_retry().max_retries(10);
             let model = api.model_at(&server.url(""), timeouts, retry);
             let started = Instant::now();
             let (_, e) = failure(&*model).await;
@@ -680,7 +686,7 @@ async fn the_total_timeout_covers_retries_and_their_waits() {
 // Broken HTTP and TLS.
 
 #[tokio::test]
-async fn a_garbage_status_line_is_a_retryable_connection_failure_retried_twice() {
+async fn a_garbage_status_line_is_an_answer_not_in_http_and_is_not_retried() {
     bounded(Duration::from_secs(20), async {
         for api in APIS {
             let garbage = || Reply::Raw("SSH-2.0-OpenSSH_9.6\r\n\r\n".to_owned());
@@ -690,10 +696,11 @@ async fn a_garbage_status_line_is_a_retryable_connection_failure_retried_twice()
                 e.message.starts_with("the request to http://127.0.0.1"),
                 "{e}"
             );
+            assert!(e.message.contains("was not answered in HTTP"), "{e}");
             assert!(e.message.contains("invalid HTTP"), "{e}");
-            assert!(e.retryable);
+            assert!(!e.retryable);
             assert_eq!(e.status, None);
-            assert_eq!(server.accepted(), 3);
+            assert_eq!(server.accepted(), 1);
         }
     })
     .await;

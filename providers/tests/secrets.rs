@@ -185,10 +185,7 @@ async fn errors_and_traces_never_show_the_key_even_when_the_server_echoes_it() {
         .base_url(server.url("/v1"))
         .api_key(KEY)
         .timeouts(fast_timeouts())
-        .retry(RetryPolicy {
-            max_retries: 1,
-            ..fast_retry()
-        })
+        .retry(fast_retry().max_retries(1))
         .build()
         .unwrap();
     for _ in 0..2 {

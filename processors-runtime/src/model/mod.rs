@@ -24,7 +24,10 @@ use serde_json::Value;
 /// use processors_runtime::prelude::*;
 ///
 /// assert!(ApiError::new(429, "slow down").retryable);
+/// assert!(ApiError::new(503, "overloaded").retryable);
 /// assert!(!ApiError::new(400, "prompt too long").retryable);
+/// // A server that does not implement the request answers the same way again.
+/// assert!(!ApiError::new(501, "not implemented").retryable);
 ///
 /// let model = ScriptedModel::new([Turn::error(ApiError::new(400, "prompt too long"))]);
 /// let agent = Agent::builder().model(model).build().unwrap();
@@ -46,18 +49,34 @@ pub struct ApiError {
     pub message: String,
     /// The response body, when there was one.
     pub body: Option<String>,
-    /// Whether calling again may succeed (429, 5xx, connection failures).
+    /// Whether calling again may succeed (408, 429, the transient 5xx, connection failures).
     pub retryable: bool,
 }
 
 impl ApiError {
-    /// An error with this status and message; retryable for 408, 429 and 5xx.
+    /// An error with this status and message; retryable when the status is
+    /// ([`ApiError::transient`]).
     pub fn new(status: u16, message: impl Into<String>) -> Self {
         ApiError {
             status: Some(status),
             message: message.into(),
             body: None,
-            retryable: status == 408 || status == 429 || status >= 500,
+            retryable: ApiError::transient(status),
+        }
+    }
+
+    /// Whether calling again may meet another answer than `status`: 408 (timeout), 429 (rate
+    /// limit) and the 5xx of a server that failed or was busy (500, 502, 503, 504, 507, 509,
+    /// the 52x of proxies, Anthropic's 529 overloaded, …). Not the 5xx that say the server
+    /// cannot do the request at all: 501 (not implemented), 505 (HTTP version not
+    /// supported), 506 (variant also negotiates), 508 (loop detected), 510 (not extended)
+    /// and 511 (network authentication required).
+    pub const fn transient(status: u16) -> bool {
+        match status {
+            408 | 429 => true,
+            501 | 505 | 506 | 508 | 510 | 511 => false,
+            500..=599 => true,
+            _ => false,
         }
     }
 

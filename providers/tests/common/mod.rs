@@ -21,21 +21,18 @@ use tokio::sync::mpsc;
 /// The timeouts the tests use: a short idle timeout, so a hang shows up as a fast failure,
 /// and room for a loaded machine to answer on loopback.
 pub fn fast_timeouts() -> Timeouts {
-    Timeouts {
-        connect: Duration::from_secs(1),
-        first_byte: Duration::from_secs(1),
-        idle: Duration::from_millis(200),
-        ..Timeouts::default()
-    }
+    Timeouts::default()
+        .connect(Duration::from_secs(1))
+        .first_byte(Duration::from_secs(1))
+        .idle(Duration::from_millis(200))
 }
 
 /// Two retries, 10 ms apart.
 pub fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        initial_backoff: Duration::from_millis(10),
-        max_backoff: Duration::from_secs(1),
-    }
+    RetryPolicy::default()
+        .max_retries(2)
+        .initial_backoff(Duration::from_millis(10))
+        .max_backoff(Duration::from_secs(1))
 }
 
 /// What the server answers to one connection.
