@@ -404,6 +404,11 @@ impl Run {
         driver: &mut StreamDriver<'_, O>,
         input: Vec<Message>,
     ) -> Result<GenerateResult, Stop> {
+        if agent.memory.is_some()
+            && (self.s.cx.thread_id().is_none() || self.s.cx.resource_id().is_none())
+        {
+            self.warn_memory_without_thread();
+        }
         self.s.list.replace_all_system(agent.instructions.clone());
         self.s.list.add_all(input, MessageSource::Input);
         // A hook's chain is entered only when a processor has the hook: most lists lack most
@@ -420,6 +425,17 @@ impl Run {
             .steps(agent, lists, limits, driver, originals, 0)
             .await?;
         self.finish(lists, driver, last_reason).await
+    }
+
+    /// Warns that the agent's memory does nothing for a call without a thread: a call on
+    /// its own is allowed (a one-off question), but is more often a thread id forgotten.
+    #[cold]
+    fn warn_memory_without_thread(&mut self) {
+        let w = "the agent has memory, but the call names no thread and resource \
+                 (`RequestContext::with_thread`), so nothing is loaded or saved"
+            .to_owned();
+        tracing::warn!("{w}");
+        self.warnings.push(w);
     }
 
     /// A paused run, on: its waiting calls run as decided, its step finishes, and the steps
