@@ -1822,17 +1822,28 @@ on_every_path!(
 // ---------------------------------------------------------------------------------------------
 // Warnings a run gives
 
-on_every_path!(b84_memory_without_a_thread_warns_and_saves_nothing, |path| {
-    let store = InMemoryStore::new();
-    let m = model([Turn::text("one"), Turn::text("two")]);
-    let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()));
-    let r = generate(&*agent, "hi").await;
-    assert_eq!(
-        r.warnings,
-        ["the agent has memory, but the call names no thread and resource (`RequestContext::with_thread`), so nothing is loaded or saved"]
-    );
-    assert!(store.list_messages_by_resource("user-1").await.unwrap().is_empty());
-    // With a thread, no warning.
-    let r = agent.generate_with("hi".into(), thread()).await.unwrap();
-    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-});
+on_every_path!(
+    b84_memory_without_a_thread_warns_and_saves_nothing,
+    |path| {
+        let store = InMemoryStore::new();
+        let m = model([Turn::text("one"), Turn::text("two")]);
+        let agent = build_agent!(path, model: m, memory: Memory::new(store.clone()));
+        let r = generate(&*agent, "hi").await;
+        assert_eq!(
+            r.warnings,
+            [
+                "the agent has memory, but the call names no thread and resource (`RequestContext::with_thread`), so nothing is loaded or saved"
+            ]
+        );
+        assert!(
+            store
+                .list_messages_by_resource("user-1")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // With a thread, no warning.
+        let r = agent.generate_with("hi".into(), thread()).await.unwrap();
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+);
