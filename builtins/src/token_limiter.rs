@@ -92,6 +92,20 @@ pub enum LimitStrategy {
     Abort,
 }
 
+/// Which messages the input side leaves out when the conversation is over the limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TrimMode {
+    /// The oldest first, until the rest fits: what is kept is the newest part of the
+    /// conversation, without gaps (the default).
+    #[default]
+    Contiguous,
+    /// The newest that fit: going from the newest back, each message (with its tool results)
+    /// is kept when it fits in the room left and left out when it does not, so an older short
+    /// message can stay where a newer long one goes. More of the conversation fits; what is
+    /// kept may have gaps.
+    BestFit,
+}
+
 /// How the output side counts the answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum CountMode {
@@ -109,6 +123,7 @@ pub struct TokenLimiter {
     tokenizer: Tokenizer,
     strategy: LimitStrategy,
     count_mode: CountMode,
+    trim_mode: TrimMode,
 }
 
 /// Builds a [`TokenLimiter`]; see [`TokenLimiter::builder`].
@@ -119,6 +134,7 @@ pub struct TokenLimiterBuilder {
     tokenizer: Tokenizer,
     strategy: LimitStrategy,
     count_mode: CountMode,
+    trim_mode: TrimMode,
 }
 
 impl TokenLimiterBuilder {
@@ -140,6 +156,12 @@ impl TokenLimiterBuilder {
         self
     }
 
+    /// Which messages the input side leaves out ([`TrimMode::Contiguous`] by default).
+    pub fn trim_mode(mut self, trim_mode: TrimMode) -> Self {
+        self.trim_mode = trim_mode;
+        self
+    }
+
     /// Checks the configuration and loads the tokenizer it names (`o200k_base` for
     /// [`Tokenizer::ByModel`]; `cl100k_base` is loaded when a model first needs it), so that
     /// no hook pays for loading it.
@@ -156,6 +178,7 @@ impl TokenLimiterBuilder {
             tokenizer: self.tokenizer,
             strategy: self.strategy,
             count_mode: self.count_mode,
+            trim_mode: self.trim_mode,
         })
     }
 }
@@ -288,6 +311,7 @@ impl TokenLimiter {
             tokenizer: Tokenizer::ByModel,
             strategy: LimitStrategy::Truncate,
             count_mode: CountMode::Cumulative,
+            trim_mode: TrimMode::Contiguous,
         }
     }
 
@@ -296,9 +320,10 @@ impl TokenLimiter {
         self.limit
     }
 
-    /// Which oldest messages to drop so that `fixed` tokens plus `messages` fit: groups
-    /// (a message and its tool results) oldest first, never the newest user message's, and
-    /// only groups whose every message is `removable`.
+    /// Which messages to drop so that `fixed` tokens plus `messages` fit: groups (a message
+    /// and its tool results), never the newest user message's, and only groups whose every
+    /// message is `removable`; the oldest first ([`TrimMode::Contiguous`]), or those that do
+    /// not fit going from the newest back ([`TrimMode::BestFit`]).
     fn plan(
         &self,
         t: Tokenizer,
@@ -317,17 +342,39 @@ impl TokenLimiter {
             return trim;
         }
         let newest_user = messages.iter().rposition(|m| m.role == Role::User);
-        for group in groups(messages) {
-            if trim.after <= self.limit {
-                break;
-            }
-            if newest_user.is_some_and(|u| group.contains(&u))
+        let kept = |group: &Range<usize>| {
+            newest_user.is_some_and(|u| group.contains(&u))
                 || !messages[group.clone()].iter().all(|m| removable(m))
-            {
-                continue;
+        };
+        let cost = |group: &Range<usize>| costs[group.clone()].iter().sum::<usize>();
+        let groups = groups(messages);
+        match self.trim_mode {
+            TrimMode::Contiguous => {
+                for group in groups {
+                    if trim.after <= self.limit {
+                        break;
+                    }
+                    if kept(&group) {
+                        continue;
+                    }
+                    trim.after -= cost(&group);
+                    trim.drop.extend(group);
+                }
             }
-            trim.after -= costs[group.clone()].iter().sum::<usize>();
-            trim.drop.extend(group);
+            TrimMode::BestFit => {
+                let fixed = fixed + groups.iter().filter(|g| kept(g)).map(cost).sum::<usize>();
+                let mut room = self.limit.saturating_sub(fixed);
+                for group in groups.iter().rev().filter(|g| !kept(g)) {
+                    match cost(group) <= room {
+                        true => room -= cost(group),
+                        false => {
+                            trim.after -= cost(group);
+                            trim.drop.extend(group.clone());
+                        }
+                    }
+                }
+                trim.drop.sort_unstable();
+            }
         }
         trim
     }
