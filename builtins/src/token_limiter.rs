@@ -608,21 +608,31 @@ impl TokenLimiter {
         abort: Abort,
     ) -> Result<OutputOutcome, ProcessorError> {
         let t = self.tokenizer.resolve(None);
-        let mut used = 0;
+        // Tokens counted, and the bytes of the messages not counted yet: a token is at least
+        // a byte, so while the tokens and those bytes fit, nothing needs counting (an answer
+        // far below the limit is never tokenized here).
+        let (mut used, mut bytes) = (0, 0);
+        let mut uncounted: Vec<usize> = Vec::new();
         let mut changed = false;
-        for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-            if self.count_mode == CountMode::PerStep {
-                used = 0;
+        for i in 0..messages.len() {
+            if messages[i].role != Role::Assistant {
+                continue;
             }
-            let n: usize = m
-                .content
-                .parts
-                .iter()
-                .map(|p| match p {
-                    Part::Text { text } => t.count(text),
-                    _ => 0,
-                })
-                .sum();
+            if self.count_mode == CountMode::PerStep {
+                (used, bytes) = (0, 0);
+                uncounted.clear();
+            }
+            let len: usize = texts(&messages[i]).map(str::len).sum();
+            if used + bytes + len <= self.limit {
+                bytes += len;
+                uncounted.push(i);
+                continue;
+            }
+            for j in uncounted.drain(..) {
+                used += texts(&messages[j]).map(|s| t.count(s)).sum::<usize>();
+            }
+            bytes = 0;
+            let n: usize = texts(&messages[i]).map(|s| t.count(s)).sum();
             if used + n <= self.limit {
                 used += n;
                 continue;
@@ -630,7 +640,7 @@ impl TokenLimiter {
             if self.strategy == LimitStrategy::Abort {
                 return Err(self.answer_abort(abort, used + n));
             }
-            used += self.cut_message(t, m, self.limit - used);
+            used += self.cut_message(t, &mut messages[i], self.limit - used);
             changed = true;
         }
         Ok(match changed {
@@ -638,6 +648,14 @@ impl TokenLimiter {
             false => OutputOutcome::Unchanged,
         })
     }
+}
+
+/// The texts of `m`'s text parts.
+fn texts(m: &Message) -> impl Iterator<Item = &str> {
+    m.content.parts.iter().filter_map(|p| match p {
+        Part::Text { text } => Some(&**text),
+        _ => None,
+    })
 }
 
 /// The same `step-finish` or `finish` chunk with finish reason `length`.

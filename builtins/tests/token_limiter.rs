@@ -517,3 +517,32 @@ fn bi_49_a_custom_counter_counts_the_answer_and_names_itself() {
     assert_eq!(meta["encoding"], "words");
     assert_eq!(meta["tokens"], 5);
 }
+
+static COUNTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Words, counting how often it is asked.
+fn counting_words(text: &str) -> usize {
+    COUNTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    text.split_whitespace().count()
+}
+
+/// A token is at least a byte: an answer of fewer bytes than the limit is never tokenized,
+/// neither as it streams nor in the final answer.
+#[test]
+fn an_answer_far_below_the_limit_is_never_tokenized() {
+    use processors_builtins::tokenizer::Counter;
+    let words = Tokenizer::Custom(Counter::new("words", counting_words));
+    let model = ScriptedModel::new([Turn::deltas(["one two three ", "four five"])]);
+    let limiter = TokenLimiter::builder(1_000)
+        .tokenizer(words)
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .output(limiter)
+        .build()
+        .unwrap();
+    let result = generate(&agent, "count");
+    assert_eq!(result.text, "one two three four five");
+    assert_eq!(COUNTED.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
