@@ -68,6 +68,7 @@
 use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind, FinishReason};
+use processors_runtime::context::RequestContext;
 use processors_runtime::message::{Message, MessageList, MessageSource, Part, Role};
 use processors_runtime::model::{LanguageModel, ModelRequest, ToolSpec};
 use processors_runtime::processor::{
@@ -75,6 +76,8 @@ use processors_runtime::processor::{
 };
 use serde_json::json;
 use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::tokenizer::Tokenizer;
 use crate::tokenizer::{
@@ -90,6 +93,54 @@ pub enum LimitStrategy {
     Truncate,
     /// End the run with a trip wire, changing nothing.
     Abort,
+}
+
+/// The counts a [`TokenLimiter`] made, readable while and after a run: put a clone in the
+/// request context (`RequestContext::new().with(count.clone())`) and read it through the
+/// one you kept.
+///
+/// - [`prompt_tokens`](TokenCount::prompt_tokens): the last model call's prompt, as the
+///   input side counted it in `process_llm_request` (after trimming), at no extra cost.
+/// - [`answer_tokens`](TokenCount::answer_tokens): the run's answer as the output side
+///   keeps it, counted at the end of the run (`process_output_result`); only a limiter that
+///   finds a count in the context counts an answer far below its limit there.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_builtins::token_limiter::{TokenCount, TokenLimiter};
+/// use processors_runtime::prelude::*;
+///
+/// let count = TokenCount::new();
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([Turn::deltas(["one two ", "three"])]))
+///     .input(TokenLimiter::new(1_000)?)
+///     .output(TokenLimiter::new(1_000)?)
+///     .build()?;
+/// let options = GenerateOptions::new().request_context(RequestContext::new().with(count.clone()));
+/// agent.generate_with("count to three", options).await?;
+/// assert_eq!(count.answer_tokens(), 3);
+/// assert!(count.prompt_tokens() > 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TokenCount(Arc<(AtomicUsize, AtomicUsize)>);
+
+impl TokenCount {
+    /// A count of nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The last model call's prompt, in tokens (0 before the first).
+    pub fn prompt_tokens(&self) -> usize {
+        self.0.0.load(Ordering::Relaxed)
+    }
+
+    /// The run's answer, in tokens (0 before the run ends).
+    pub fn answer_tokens(&self) -> usize {
+        self.0.1.load(Ordering::Relaxed)
+    }
 }
 
 /// Which messages the input side leaves out when the conversation is over the limit.
@@ -501,6 +552,7 @@ impl TokenLimiter {
         &self,
         request: &ModelRequest,
         model: &dyn LanguageModel,
+        cx: &RequestContext,
         abort: Abort,
     ) -> Result<LlmRequestAction, ProcessorError> {
         let t = self.tokenizer.resolve(Some(model.model_id()));
@@ -517,6 +569,9 @@ impl TokenLimiter {
                 .sum::<usize>();
         let messages: Vec<&Message> = rest.iter().map(|&i| &prompt[i]).collect();
         let trim = self.plan(t, fixed, &messages, |_| true);
+        if let Some(count) = cx.get::<TokenCount>() {
+            count.0.0.store(trim.after, Ordering::Relaxed);
+        }
         if trim.after > self.limit {
             return Err(self.prompt_abort(abort, t, &trim));
         }
@@ -605,6 +660,7 @@ impl TokenLimiter {
     fn process_output_result(
         &self,
         mut messages: Vec<Message>,
+        cx: &RequestContext,
         abort: Abort,
     ) -> Result<OutputOutcome, ProcessorError> {
         let t = self.tokenizer.resolve(None);
@@ -642,6 +698,14 @@ impl TokenLimiter {
             }
             used += self.cut_message(t, &mut messages[i], self.limit - used);
             changed = true;
+        }
+        if let Some(count) = cx.get::<TokenCount>() {
+            let answer = (messages.iter())
+                .filter(|m| m.role == Role::Assistant)
+                .flat_map(texts)
+                .map(|s| t.count(s))
+                .sum();
+            count.0.1.store(answer, Ordering::Relaxed);
         }
         Ok(match changed {
             true => OutputOutcome::Messages(messages),

@@ -4,7 +4,7 @@
 mod support;
 
 use processors_builtins::token_limiter::{
-    CountMode, LimitStrategy, TokenLimiter, Tokenizer, TrimMode,
+    CountMode, LimitStrategy, TokenCount, TokenLimiter, Tokenizer, TrimMode,
 };
 use processors_runtime::memory::Thread;
 use processors_runtime::prelude::*;
@@ -545,4 +545,28 @@ fn an_answer_far_below_the_limit_is_never_tokenized() {
     let result = generate(&agent, "count");
     assert_eq!(result.text, "one two three four five");
     assert_eq!(COUNTED.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// A `TokenCount` in the request context reads the limiter's counts: the prompt it let go
+/// (after trimming) and the answer it kept (after cutting).
+#[test]
+fn bi_59_the_counts_are_readable_through_the_request_context() {
+    let count = TokenCount::new();
+    let t = Tokenizer::O200k;
+    let input = || vec![Message::user(long(0)), Message::user("and now?")];
+    let limit = 3 + t.count_message(&input()[1]) + 2;
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "one two three ",
+            "four five six seven",
+        ])]))
+        .input(TokenLimiter::new(limit).unwrap())
+        .output(truncating(3, CountMode::Cumulative))
+        .build()
+        .unwrap();
+    let options = GenerateOptions::new().request_context(RequestContext::new().with(count.clone()));
+    let result = generate_with(&agent, input(), options);
+    assert_eq!(result.text, "one two three");
+    assert_eq!(count.answer_tokens(), 3);
+    assert_eq!(count.prompt_tokens(), 3 + t.count_message(&input()[1]));
 }
