@@ -51,7 +51,8 @@
 //! (`[SYSTEM_PROMPT]`, or [your own](SystemPromptScrubberBuilder::placeholder); empty removes
 //! it). [`Strategy::Block`] ends the run with a trip wire (the text is not in it).
 //! [`Strategy::Warn`] lets the text through and reports a violation with the number of leaked
-//! spans.
+//! spans. [`Strategy::Filter`] cuts the text where the leak begins: the rest of the text
+//! block on the stream (the rest of the text part in the final answer) is dropped.
 //!
 //! # Where it works
 //!
@@ -108,6 +109,10 @@ pub enum Strategy {
     /// Replace each leaked span with the placeholder.
     #[default]
     Redact,
+    /// Cut the text at the leak: what comes before it goes on; the leak and the rest of its
+    /// text block (on the stream) or text part (in the final answer) are dropped, so the
+    /// client and the kept answer end where the repetition began.
+    Filter,
     /// Let the text through and report a violation.
     Warn,
 }
@@ -520,6 +525,8 @@ struct Held {
     leaking: bool,
     leaked_word: bool,
     leak_end: Option<u64>,
+    /// Under [`Strategy::Filter`], a leak began: the rest of the block is dropped.
+    filtered: bool,
 }
 
 impl Held {
@@ -592,6 +599,17 @@ impl Scrub<'_> {
         match self.f.strategy {
             Strategy::Block => return Err(self.f.block(self.prompt, self.at)),
             Strategy::Warn => {}
+            Strategy::Filter => {
+                self.release(suffix, out);
+                let h = &mut *self.held;
+                let lead = h.text.len()
+                    - h.text
+                        .trim_start_matches(|c: char| !c.is_alphanumeric())
+                        .len();
+                out.push_str(&h.text[..lead]);
+                h.clear_text();
+                h.filtered = true;
+            }
             Strategy::Redact => {
                 self.release(suffix, out);
                 // Spaces and punctuation at the start of the span stay out of it.
@@ -616,6 +634,9 @@ impl Scan for Scrub<'_> {
         let Some(span) = self.prompt.span else {
             return Ok(Fed::Unchanged);
         };
+        if self.held.filtered {
+            return Ok(Fed::Emit);
+        }
         let hold = self.f.strategy != Strategy::Warn;
         let was_holding = !self.held.text.is_empty();
         let mut leaked = false;
@@ -643,6 +664,9 @@ impl Scan for Scrub<'_> {
             }
             if !h.leaking {
                 self.begin_leak(suffix, out)?;
+                if self.held.filtered {
+                    return Ok(Fed::Emit);
+                }
             }
             let h = &mut *self.held;
             h.leak_end = Some(h.folded);

@@ -68,6 +68,7 @@
 use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind, FinishReason};
+use processors_runtime::context::RequestContext;
 use processors_runtime::message::{Message, MessageList, MessageSource, Part, Role};
 use processors_runtime::model::{LanguageModel, ModelRequest, ToolSpec};
 use processors_runtime::processor::{
@@ -75,6 +76,8 @@ use processors_runtime::processor::{
 };
 use serde_json::json;
 use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use crate::tokenizer::Tokenizer;
 use crate::tokenizer::{
@@ -90,6 +93,68 @@ pub enum LimitStrategy {
     Truncate,
     /// End the run with a trip wire, changing nothing.
     Abort,
+}
+
+/// The counts a [`TokenLimiter`] made, readable while and after a run: put a clone in the
+/// request context (`RequestContext::new().with(count.clone())`) and read it through the
+/// one you kept.
+///
+/// - [`prompt_tokens`](TokenCount::prompt_tokens): the last model call's prompt, as the
+///   input side counted it in `process_llm_request` (after trimming), at no extra cost.
+/// - [`answer_tokens`](TokenCount::answer_tokens): the run's answer as the output side
+///   keeps it, counted at the end of the run (`process_output_result`); only a limiter that
+///   finds a count in the context counts an answer far below its limit there.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_builtins::token_limiter::{TokenCount, TokenLimiter};
+/// use processors_runtime::prelude::*;
+///
+/// let count = TokenCount::new();
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([Turn::deltas(["one two ", "three"])]))
+///     .input(TokenLimiter::new(1_000)?)
+///     .output(TokenLimiter::new(1_000)?)
+///     .build()?;
+/// let options = GenerateOptions::new().request_context(RequestContext::new().with(count.clone()));
+/// agent.generate_with("count to three", options).await?;
+/// assert_eq!(count.answer_tokens(), 3);
+/// assert!(count.prompt_tokens() > 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TokenCount(Arc<(AtomicUsize, AtomicUsize)>);
+
+impl TokenCount {
+    /// A count of nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The last model call's prompt, in tokens (0 before the first).
+    pub fn prompt_tokens(&self) -> usize {
+        self.0.0.load(Ordering::Relaxed)
+    }
+
+    /// The run's answer, in tokens (0 before the run ends).
+    pub fn answer_tokens(&self) -> usize {
+        self.0.1.load(Ordering::Relaxed)
+    }
+}
+
+/// Which messages the input side leaves out when the conversation is over the limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TrimMode {
+    /// The oldest first, until the rest fits: what is kept is the newest part of the
+    /// conversation, without gaps (the default).
+    #[default]
+    Contiguous,
+    /// The newest that fit: going from the newest back, each message (with its tool results)
+    /// is kept when it fits in the room left and left out when it does not, so an older short
+    /// message can stay where a newer long one goes. More of the conversation fits; what is
+    /// kept may have gaps.
+    BestFit,
 }
 
 /// How the output side counts the answer.
@@ -109,6 +174,7 @@ pub struct TokenLimiter {
     tokenizer: Tokenizer,
     strategy: LimitStrategy,
     count_mode: CountMode,
+    trim_mode: TrimMode,
 }
 
 /// Builds a [`TokenLimiter`]; see [`TokenLimiter::builder`].
@@ -119,6 +185,7 @@ pub struct TokenLimiterBuilder {
     tokenizer: Tokenizer,
     strategy: LimitStrategy,
     count_mode: CountMode,
+    trim_mode: TrimMode,
 }
 
 impl TokenLimiterBuilder {
@@ -140,6 +207,12 @@ impl TokenLimiterBuilder {
         self
     }
 
+    /// Which messages the input side leaves out ([`TrimMode::Contiguous`] by default).
+    pub fn trim_mode(mut self, trim_mode: TrimMode) -> Self {
+        self.trim_mode = trim_mode;
+        self
+    }
+
     /// Checks the configuration and loads the tokenizer it names (`o200k_base` for
     /// [`Tokenizer::ByModel`]; `cl100k_base` is loaded when a model first needs it), so that
     /// no hook pays for loading it.
@@ -156,6 +229,7 @@ impl TokenLimiterBuilder {
             tokenizer: self.tokenizer,
             strategy: self.strategy,
             count_mode: self.count_mode,
+            trim_mode: self.trim_mode,
         })
     }
 }
@@ -288,6 +362,7 @@ impl TokenLimiter {
             tokenizer: Tokenizer::ByModel,
             strategy: LimitStrategy::Truncate,
             count_mode: CountMode::Cumulative,
+            trim_mode: TrimMode::Contiguous,
         }
     }
 
@@ -296,9 +371,10 @@ impl TokenLimiter {
         self.limit
     }
 
-    /// Which oldest messages to drop so that `fixed` tokens plus `messages` fit: groups
-    /// (a message and its tool results) oldest first, never the newest user message's, and
-    /// only groups whose every message is `removable`.
+    /// Which messages to drop so that `fixed` tokens plus `messages` fit: groups (a message
+    /// and its tool results), never the newest user message's, and only groups whose every
+    /// message is `removable`; the oldest first ([`TrimMode::Contiguous`]), or those that do
+    /// not fit going from the newest back ([`TrimMode::BestFit`]).
     fn plan(
         &self,
         t: Tokenizer,
@@ -317,17 +393,39 @@ impl TokenLimiter {
             return trim;
         }
         let newest_user = messages.iter().rposition(|m| m.role == Role::User);
-        for group in groups(messages) {
-            if trim.after <= self.limit {
-                break;
-            }
-            if newest_user.is_some_and(|u| group.contains(&u))
+        let kept = |group: &Range<usize>| {
+            newest_user.is_some_and(|u| group.contains(&u))
                 || !messages[group.clone()].iter().all(|m| removable(m))
-            {
-                continue;
+        };
+        let cost = |group: &Range<usize>| costs[group.clone()].iter().sum::<usize>();
+        let groups = groups(messages);
+        match self.trim_mode {
+            TrimMode::Contiguous => {
+                for group in groups {
+                    if trim.after <= self.limit {
+                        break;
+                    }
+                    if kept(&group) {
+                        continue;
+                    }
+                    trim.after -= cost(&group);
+                    trim.drop.extend(group);
+                }
             }
-            trim.after -= costs[group.clone()].iter().sum::<usize>();
-            trim.drop.extend(group);
+            TrimMode::BestFit => {
+                let fixed = fixed + groups.iter().filter(|g| kept(g)).map(cost).sum::<usize>();
+                let mut room = self.limit.saturating_sub(fixed);
+                for group in groups.iter().rev().filter(|g| !kept(g)) {
+                    match cost(group) <= room {
+                        true => room -= cost(group),
+                        false => {
+                            trim.after -= cost(group);
+                            trim.drop.extend(group.clone());
+                        }
+                    }
+                }
+                trim.drop.sort_unstable();
+            }
         }
         trim
     }
@@ -454,6 +552,7 @@ impl TokenLimiter {
         &self,
         request: &ModelRequest,
         model: &dyn LanguageModel,
+        cx: &RequestContext,
         abort: Abort,
     ) -> Result<LlmRequestAction, ProcessorError> {
         let t = self.tokenizer.resolve(Some(model.model_id()));
@@ -470,6 +569,9 @@ impl TokenLimiter {
                 .sum::<usize>();
         let messages: Vec<&Message> = rest.iter().map(|&i| &prompt[i]).collect();
         let trim = self.plan(t, fixed, &messages, |_| true);
+        if let Some(count) = cx.get::<TokenCount>() {
+            count.0.0.store(trim.after, Ordering::Relaxed);
+        }
         if trim.after > self.limit {
             return Err(self.prompt_abort(abort, t, &trim));
         }
@@ -558,24 +660,35 @@ impl TokenLimiter {
     fn process_output_result(
         &self,
         mut messages: Vec<Message>,
+        cx: &RequestContext,
         abort: Abort,
     ) -> Result<OutputOutcome, ProcessorError> {
         let t = self.tokenizer.resolve(None);
-        let mut used = 0;
+        // Tokens counted, and the bytes of the messages not counted yet: a token is at least
+        // a byte, so while the tokens and those bytes fit, nothing needs counting (an answer
+        // far below the limit is never tokenized here).
+        let (mut used, mut bytes) = (0, 0);
+        let mut uncounted: Vec<usize> = Vec::new();
         let mut changed = false;
-        for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-            if self.count_mode == CountMode::PerStep {
-                used = 0;
+        for i in 0..messages.len() {
+            if messages[i].role != Role::Assistant {
+                continue;
             }
-            let n: usize = m
-                .content
-                .parts
-                .iter()
-                .map(|p| match p {
-                    Part::Text { text } => t.count(text),
-                    _ => 0,
-                })
-                .sum();
+            if self.count_mode == CountMode::PerStep {
+                (used, bytes) = (0, 0);
+                uncounted.clear();
+            }
+            let len: usize = texts(&messages[i]).map(str::len).sum();
+            if used + bytes + len <= self.limit {
+                bytes += len;
+                uncounted.push(i);
+                continue;
+            }
+            for j in uncounted.drain(..) {
+                used += texts(&messages[j]).map(|s| t.count(s)).sum::<usize>();
+            }
+            bytes = 0;
+            let n: usize = texts(&messages[i]).map(|s| t.count(s)).sum();
             if used + n <= self.limit {
                 used += n;
                 continue;
@@ -583,14 +696,30 @@ impl TokenLimiter {
             if self.strategy == LimitStrategy::Abort {
                 return Err(self.answer_abort(abort, used + n));
             }
-            used += self.cut_message(t, m, self.limit - used);
+            used += self.cut_message(t, &mut messages[i], self.limit - used);
             changed = true;
+        }
+        if let Some(count) = cx.get::<TokenCount>() {
+            let answer = (messages.iter())
+                .filter(|m| m.role == Role::Assistant)
+                .flat_map(texts)
+                .map(|s| t.count(s))
+                .sum();
+            count.0.1.store(answer, Ordering::Relaxed);
         }
         Ok(match changed {
             true => OutputOutcome::Messages(messages),
             false => OutputOutcome::Unchanged,
         })
     }
+}
+
+/// The texts of `m`'s text parts.
+fn texts(m: &Message) -> impl Iterator<Item = &str> {
+    m.content.parts.iter().filter_map(|p| match p {
+        Part::Text { text } => Some(&**text),
+        _ => None,
+    })
 }
 
 /// The same `step-finish` or `finish` chunk with finish reason `length`.

@@ -67,6 +67,60 @@ pub enum Tokenizer {
     Cl100k,
     /// No tokenizer: one token per four bytes of UTF-8, rounded up.
     Estimate,
+    /// A counter of your own ([`Counter`]), for a model whose tokenizer is not one of these.
+    Custom(Counter),
+}
+
+/// A token counter of your own, named for reports: `Tokenizer::Custom(Counter::new(…))`.
+///
+/// The counter must count a text cut where a word begins as the sum of its two parts (as
+/// tokenizers that split text into words first do), and no more tokens than the text has
+/// bytes: the answer is counted as it streams, a delta at a time. A prefix is found by asking
+/// it for the counts of prefixes.
+///
+/// ```
+/// use processors_builtins::tokenizer::{Counter, Tokenizer};
+/// let words = Tokenizer::Custom(Counter::new("words", |text| text.split_whitespace().count()));
+/// assert_eq!(words.count("one two three"), 3);
+/// assert_eq!(words.prefix("one two three", 2), "one two ");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Counter {
+    name: &'static str,
+    count: fn(&str) -> usize,
+}
+
+impl Counter {
+    /// A counter called `name` (in reports and trip wires' metadata) that counts with `count`.
+    pub const fn new(name: &'static str, count: fn(&str) -> usize) -> Counter {
+        Counter { name, count }
+    }
+
+    /// Its name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Counters are told apart by their names.
+impl PartialEq for Counter {
+    fn eq(&self, other: &Counter) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Counter {}
+
+impl std::hash::Hash for Counter {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Counter").field(&self.name).finish()
+    }
 }
 
 impl Tokenizer {
@@ -134,6 +188,7 @@ impl Tokenizer {
             #[cfg(not(feature = "tiktoken"))]
             Tokenizer::ByModel => "estimate",
             Tokenizer::Estimate => "estimate",
+            Tokenizer::Custom(c) => c.name,
         }
     }
 
@@ -146,7 +201,7 @@ impl Tokenizer {
             Tokenizer::Cl100k => Some(tiktoken_rs::cl100k_base_singleton()),
             #[cfg(not(feature = "tiktoken"))]
             Tokenizer::ByModel => None,
-            Tokenizer::Estimate => None,
+            Tokenizer::Estimate | Tokenizer::Custom(_) => None,
         }
     }
 
@@ -163,6 +218,9 @@ impl Tokenizer {
     /// assert_eq!(Tokenizer::Estimate.count("Hello, world!"), 4); // 13 bytes / 4, rounded up
     /// ```
     pub fn count(self, text: &str) -> usize {
+        if let Tokenizer::Custom(c) = self {
+            return (c.count)(text);
+        }
         match self.bpe() {
             Some(bpe) => pieces(text).map(|p| bpe.encode_ordinary(p).len()).sum(),
             None => text.len().div_ceil(4),
@@ -190,6 +248,9 @@ impl Tokenizer {
     /// assert_eq!(Tokenizer::Estimate.prefix("abcdefgh", 1), "abcd");
     /// ```
     pub fn prefix(self, text: &str, tokens: usize) -> &str {
+        if let Tokenizer::Custom(c) = self {
+            return custom_prefix(c, text, tokens);
+        }
         let Some(bpe) = self.bpe() else {
             return &text[..floor_boundary(text, tokens.saturating_mul(4))];
         };
@@ -208,6 +269,32 @@ impl Tokenizer {
         }
         text
     }
+}
+
+/// The longest prefix of `text` that `counter` counts at most `tokens` in: a binary search
+/// over the character boundaries (a longer prefix never counts fewer).
+fn custom_prefix(counter: Counter, text: &str, tokens: usize) -> &str {
+    if (counter.count)(text) <= tokens {
+        return text;
+    }
+    let (mut fits, mut over) = (0, text.len());
+    while over - fits > 1 {
+        let mid = floor_boundary(text, fits + (over - fits) / 2);
+        let mid = if mid <= fits {
+            // The next boundary after `fits`.
+            fits + text[fits..].chars().next().map_or(1, char::len_utf8)
+        } else {
+            mid
+        };
+        if mid >= over {
+            break;
+        }
+        match (counter.count)(&text[..mid]) <= tokens {
+            true => fits = mid,
+            false => over = mid,
+        }
+    }
+    &text[..fits]
 }
 
 /// The largest character boundary of `text` at or below `at`.
@@ -489,5 +576,23 @@ mod without_tiktoken {
         assert_eq!(Tokenizer::ByModel.resolve(Some("gpt-4")).name(), "estimate");
         assert_eq!(Tokenizer::ByModel.resolve(None), Tokenizer::Estimate);
         assert_eq!(Tokenizer::ByModel.prefix("abcdefgh", 1), "abcd");
+    }
+}
+
+#[cfg(test)]
+mod custom {
+    use super::*;
+
+    #[test]
+    fn a_custom_prefix_fits_and_ends_at_a_character_boundary() {
+        let chars = Tokenizer::Custom(Counter::new("chars", |t| t.chars().count()));
+        let text = "né 漢字 👍🏽 done";
+        for k in 0..=chars.count(text) + 1 {
+            let p = chars.prefix(text, k);
+            assert!(text.starts_with(p));
+            assert_eq!(p.chars().count(), k.min(text.chars().count()), "{k}: {p:?}");
+        }
+        assert_eq!(chars.count(""), 0);
+        assert_eq!(chars.prefix("", 3), "");
     }
 }

@@ -14,7 +14,8 @@
 //!
 //! A call is always left out together with its results. A message left with nothing a provider
 //! sends (no text, file, tool call or tool result) is left out as well; text beside a call
-//! stays.
+//! stays. With [`preserve_model_output`](ToolCallFilterBuilder::preserve_model_output), a
+//! filtered exchange leaves a compact account of its result, as text, in its place.
 //!
 //! # Example
 //!
@@ -57,10 +58,10 @@
 
 use crate::config::ConfigError;
 use processors_macros::processor;
-use processors_runtime::message::{Message, Part, Role};
+use processors_runtime::message::{Message, Part, Role, ToolResult};
 use processors_runtime::model::ModelRequest;
 use processors_runtime::processor::LlmRequestAction;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Leaves tool calls and results out of the prompt; see the [module docs](self).
 #[derive(Debug, Clone, Default)]
@@ -69,7 +70,13 @@ pub struct ToolCallFilter {
     tools: Option<HashSet<String>>,
     /// Keep this many of the current turn's most recent tool steps, filtering older ones.
     keep_recent: Option<usize>,
+    /// The model-facing text of a filtered result, kept in place of the exchange.
+    model_output: Option<ModelOutput>,
 }
+
+/// What a filtered tool result leaves in the prompt, if anything: see
+/// [`ToolCallFilterBuilder::preserve_model_output`].
+pub type ModelOutput = fn(&ToolResult) -> Option<String>;
 
 /// Builds a [`ToolCallFilter`]; see [`ToolCallFilter::builder`].
 #[derive(Debug, Clone, Default)]
@@ -77,6 +84,7 @@ pub struct ToolCallFilter {
 pub struct ToolCallFilterBuilder {
     tools: Option<Vec<String>>,
     keep_recent: Option<usize>,
+    model_output: Option<ModelOutput>,
 }
 
 impl ToolCallFilterBuilder {
@@ -90,6 +98,16 @@ impl ToolCallFilterBuilder {
     /// a model answer with calls of the filtered tools).
     pub fn filter_after_tool_steps(mut self, n: usize) -> Self {
         self.keep_recent = Some(n);
+        self
+    }
+
+    /// Keeps a compact, model-facing account of each filtered exchange whose result `output`
+    /// gives a text for (as the reference keeps a tool's `toModelOutput`): the call and its
+    /// raw arguments and result leave the prompt, and the assistant message that made the
+    /// call says instead, as text, `` `name` returned: <text> ``. A result `output` gives
+    /// nothing for is filtered whole, as without it.
+    pub fn preserve_model_output(mut self, output: ModelOutput) -> Self {
+        self.model_output = Some(output);
         self
     }
 
@@ -120,6 +138,7 @@ impl ToolCallFilterBuilder {
         Ok(ToolCallFilter {
             tools,
             keep_recent: self.keep_recent,
+            model_output: self.model_output,
         })
     }
 }
@@ -195,6 +214,18 @@ impl ToolCallFilter {
         if !touched {
             return None;
         }
+        // The model-facing accounts of filtered results, by call.
+        let accounts: HashMap<&str, String> = match self.model_output {
+            None => HashMap::new(),
+            Some(output) => (prompt.iter().enumerate())
+                .flat_map(|(i, m)| m.content.parts.iter().map(move |p| (i, p)))
+                .filter(|(i, p)| filtered(*i, p))
+                .filter_map(|(_, p)| match p {
+                    Part::ToolResult(r) => Some((r.tool_call_id.as_str(), output(r)?)),
+                    _ => None,
+                })
+                .collect(),
+        };
         let mut out = Vec::with_capacity(prompt.len());
         for (i, m) in prompt.iter().enumerate() {
             if !m.content.parts.iter().any(|p| filtered(i, p)) {
@@ -202,7 +233,17 @@ impl ToolCallFilter {
                 continue;
             }
             let mut m = m.clone();
-            m.content.parts.retain(|p| !filtered(i, p));
+            let parts = std::mem::take(&mut m.content.parts);
+            for part in parts {
+                if !filtered(i, &part) {
+                    m.content.parts.push(part);
+                } else if let Part::ToolCall(c) = &part
+                    && let Some(text) = accounts.get(c.tool_call_id.as_str())
+                {
+                    let text = format!("`{}` returned: {text}", c.tool_name);
+                    m.content.parts.push(Part::Text { text: text.into() });
+                }
+            }
             if m.content.parts.iter().any(sent) {
                 out.push(m);
             }

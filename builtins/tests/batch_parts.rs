@@ -325,3 +325,104 @@ fn bad_configurations_are_errors_from_build() {
         "`max_wait` is 0: to send every delta at once, use `batch_size(1)`"
     );
 }
+
+/// With `emit_on_non_text(false)`, reasoning and `data-*` chunks join the batch in their
+/// place and count as a part each (as the reference's batcher counts parts), instead of
+/// sending it: the order is kept. A `text-end` still sends the batch.
+#[test]
+fn bi_50_without_emit_on_non_text_reasoning_joins_the_batch_in_order() {
+    let reasoning = |text: &str| ChunkKind::ReasoningDelta {
+        id: "r".into(),
+        text: text.into(),
+    };
+    let run = |emit: bool| {
+        let model = Script(vec![
+            (Duration::ZERO, ChunkKind::TextStart { id: "t".into() }),
+            (Duration::ZERO, delta("t", "a")),
+            (Duration::ZERO, reasoning("hm")),
+            (Duration::ZERO, delta("t", "b")),
+            (Duration::ZERO, delta("t", "c")),
+            (Duration::ZERO, reasoning("ok")),
+            (Duration::ZERO, delta("t", "d")),
+            (Duration::ZERO, ChunkKind::TextEnd { id: "t".into() }),
+            (Duration::ZERO, finish()),
+        ]);
+        let batcher = BatchParts::builder()
+            .batch_size(3)
+            .emit_on_non_text(emit)
+            .build()
+            .unwrap();
+        let agent = Agent::builder()
+            .model(model)
+            .output(batcher)
+            .build()
+            .expect("builds");
+        let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
+        assert_eq!(result.unwrap().text, "abcd", "emit_on_non_text({emit})");
+        chunks
+            .iter()
+            .filter_map(|c| match &c.kind {
+                ChunkKind::TextDelta { text, .. } => Some(format!("text {text}")),
+                ChunkKind::ReasoningDelta { text, .. } => Some(format!("reasoning {text}")),
+                _ => None,
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(
+        run(true),
+        [
+            "text a",
+            "reasoning hm",
+            "text bc",
+            "reasoning ok",
+            "text d"
+        ]
+    );
+    // `a`, `hm` and `b` make the first batch; `c`, `ok` and `d` the second.
+    assert_eq!(
+        run(false),
+        [
+            "text a",
+            "reasoning hm",
+            "text b",
+            "text c",
+            "reasoning ok",
+            "text d"
+        ]
+    );
+}
+
+/// A batcher that also sends its batch after a sentence, through the explicit flush.
+struct FlushOnPeriod(BatchParts);
+
+#[processor(crate = processors_runtime, id = "flush-on-period")]
+impl FlushOnPeriod {
+    fn process_output_stream(
+        &self,
+        chunk: &Chunk,
+        state: &mut processors_builtins::batch_parts::BatchPartsState,
+    ) -> StreamAction {
+        match self.0.batch(chunk, state) {
+            StreamAction::Drop if chunk.text_delta().is_some_and(|t| t.ends_with('.')) => {
+                StreamAction::Many(self.0.flush(state, chunk))
+            }
+            action => action,
+        }
+    }
+}
+
+/// `BatchParts::flush` sends what the batch holds at once, from a processor that wraps the
+/// batcher; the batch starts over.
+#[test]
+fn bi_51_an_explicit_flush_sends_the_batch_at_once() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "One", ".", " Two", " three", " four", " five", " six", ".",
+        ])]))
+        .output(FlushOnPeriod(batches(4)))
+        .build()
+        .expect("builds");
+    let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
+    assert_eq!(result.unwrap().text, "One. Two three four five six.");
+    assert_eq!(deltas(&chunks), ["One.", " Two three four five", " six."]);
+}

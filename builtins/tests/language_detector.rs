@@ -8,7 +8,7 @@ use common::*;
 use futures::executor::block_on;
 use judges::*;
 use processors_builtins::detector::{
-    ConfigError, Judge, LanguageDetector, LanguageStrategy, OnJudgeError,
+    ConfigError, Judge, LanguageDetector, LanguageStrategy, OnJudgeError, TranslationQuality,
 };
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
@@ -67,7 +67,7 @@ fn detect_annotates_every_judged_message_and_changes_no_text() {
     assert_eq!(sent[0].text(), FRENCH);
     assert_eq!(
         sent[0].metadata.as_ref().unwrap()["language"],
-        json!({ "detected": "fr", "confidence": 0.95 })
+        json!({ "detected": "fr", "confidence": 0.95, "targets": ["en"], "inTargets": false })
     );
     assert_eq!(
         sent[1].metadata.as_ref().unwrap()["language"]["detected"],
@@ -262,4 +262,59 @@ fn a_target_named_by_its_name_is_that_language_and_an_unknown_one_is_refused() {
             built.err()
         );
     }
+}
+
+/// Every judged message that goes on carries the detection's details in
+/// `metadata.language`: the language, the judge's confidence, the targets and whether it is
+/// one of them; also a message a warning was reported for.
+#[test]
+fn bi_55_detection_details_are_in_the_metadata_also_under_warn() {
+    let (model, result, violations) = run(
+        LanguageStrategy::Warn,
+        vec![
+            Message::user(FRENCH),
+            Message::user("Where is my order, please?"),
+        ],
+    );
+    assert!(result.tripwire.is_none());
+    assert_eq!(violations.all().len(), 1);
+    let sent = sent(&model);
+    assert_eq!(
+        sent[0].metadata.as_ref().unwrap()["language"],
+        json!({ "detected": "fr", "confidence": 0.95, "targets": ["en"], "inTargets": false })
+    );
+    assert_eq!(
+        sent[1].metadata.as_ref().unwrap()["language"]["inTargets"],
+        true
+    );
+}
+
+/// The translation quality is in the judge's prompt, and the reference's verdict shape
+/// (`iso_code`, `translated_text`) is read as well as ours.
+#[test]
+fn bi_56_translation_quality_and_the_references_verdict_shape() {
+    let reference = |content: &str| match content.contains("commande") {
+        true => {
+            json!({ "iso_code": "fr", "confidence": 0.9, "translated_text": "Where is my order?" })
+        }
+        false => json!({ "iso_code": "en", "confidence": 0.99 }),
+    };
+    let judge = judge(reference);
+    let model = ScriptedModel::new([Turn::text("ok")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(
+            LanguageDetector::builder(Judge::new(judge.clone()))
+                .target("English")
+                .strategy(LanguageStrategy::Translate)
+                .translation_quality(TranslationQuality::Quality)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    block_on(agent.generate(FRENCH)).unwrap();
+    assert_eq!(sent(&model)[0].text(), "Where is my order?");
+    let prompt = judge.requests()[0].prompt[0].text();
+    assert!(prompt.contains("keeping the tone, idioms"), "{prompt}");
 }

@@ -746,3 +746,33 @@ fn bad_configurations_are_errors_from_build() {
         ConfigError::Empty { .. }
     ));
 }
+
+/// However the answer is cut into deltas, the stream carries what the filter makes of the
+/// whole text: prose between the matches passes at once, and no match is missed at a cut.
+#[test]
+fn every_cut_of_the_answer_streams_what_the_whole_text_becomes() {
+    let filter = RegexFilter::builder()
+        .preset(Preset::Pii)
+        .preset(Preset::Secrets)
+        .sites(Sites::STREAM)
+        .build()
+        .unwrap();
+    let text = format!(
+        "the quick brown fox writes to jane.doe@example.com, calls +1 415 555 0100 and \
+         keeps {KEY} safe; café naïve 漢字 done"
+    );
+    let whole = filter.apply(&text).unwrap();
+    assert_ne!(whole, text);
+    let chars: Vec<char> = text.chars().collect();
+    for size in 1..=9 {
+        let deltas_in: Vec<String> = chars.chunks(size).map(|c| c.iter().collect()).collect();
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([Turn::deltas(deltas_in)]))
+            .output(filter.clone())
+            .build()
+            .unwrap();
+        let (chunks, result) = stream(&agent, "go", GenerateOptions::new());
+        assert_eq!(deltas(&chunks).concat(), whole, "deltas of {size}");
+        assert_eq!(result.unwrap().text, whole, "deltas of {size}");
+    }
+}

@@ -11,7 +11,7 @@ use processors_builtins::detector::{Judge, JudgeLedger, OnJudgeError, Structured
 use processors_runtime::prelude::*;
 use serde_json::json;
 
-#[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema, Debug, PartialEq)]
 struct Ticket {
     title: String,
     priority: u8,
@@ -203,4 +203,90 @@ fn it_is_declared_in_agent_macro_with_retries() {
         StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
         ticket()
     );
+}
+
+/// The structuring call is given the run's work, each piece marked: reasoning, the tools
+/// called and what they returned, and the answer; not the answer's text alone.
+#[test]
+fn bi_52_the_structuring_call_sees_reasoning_tool_calls_and_results() {
+    let lookup = tool(
+        "lookup",
+        "Finds a ticket's priority.",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!({ "priority": 1 })) },
+    );
+    let structurer = answers([JSON]);
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            Turn::empty().tool_call("c1", "lookup", json!({ "title": "Printer on fire" })),
+            Turn::text("Filed: Printer on fire.").reasoning("The lookup says priority 1."),
+        ]))
+        .tool(lookup)
+        .output(StructuredOutput::<Ticket>::structuring(Judge::new(
+            structurer.clone(),
+        )))
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        ticket()
+    );
+    let work = content(&structurer.requests()[0]);
+    for piece in [
+        r#"[tool call] lookup({"title":"Printer on fire"})"#,
+        r#"[tool result] lookup: {"priority":1}"#,
+        "[reasoning] The lookup says priority 1.",
+        "[answer] Filed: Printer on fire.",
+    ] {
+        assert!(work.contains(piece), "{piece:?} not in {work:?}");
+    }
+}
+
+/// Under `structuring`, an answer that cannot be structured gets the fallback value: its
+/// text, and its structured value; the run goes on.
+#[test]
+fn bi_53_a_fallback_value_replaces_an_answer_that_cannot_be_structured() {
+    let fallback = Ticket {
+        title: "unknown".into(),
+        priority: 3,
+    };
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("prose only")]))
+        .output(
+            StructuredOutput::<Ticket>::structuring(Judge::new(answers(["still prose"])))
+                .fallback(&fallback),
+        )
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate("file it")).unwrap();
+    assert!(result.tripwire.is_none());
+    assert_eq!(
+        StructuredOutput::<Ticket>::value(&result).unwrap().unwrap(),
+        fallback
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&result.text).unwrap(),
+        json!({ "title": "unknown", "priority": 3 })
+    );
+}
+
+/// `structuring_instructions` are what the structuring call is told to do; the schema is
+/// still in its prompt.
+#[test]
+fn bi_54_custom_structuring_instructions_reach_the_structuring_call() {
+    let structurer = answers([JSON]);
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("Printer on fire, urgent.")]))
+        .output(
+            StructuredOutput::<Ticket>::structuring(Judge::new(structurer.clone()))
+                .structuring_instructions("Urgent means priority 1."),
+        )
+        .build()
+        .unwrap();
+    block_on(agent.generate("file it")).unwrap();
+    let system = structurer.requests()[0].prompt[0].text();
+    assert!(system.starts_with("Urgent means priority 1."), "{system}");
+    assert!(system.contains("\"priority\""), "{system}");
+    assert!(!system.contains("invent nothing"), "{system}");
 }

@@ -3,7 +3,9 @@
 
 mod support;
 
-use processors_builtins::token_limiter::{CountMode, LimitStrategy, TokenLimiter, Tokenizer};
+use processors_builtins::token_limiter::{
+    CountMode, LimitStrategy, TokenCount, TokenLimiter, Tokenizer, TrimMode,
+};
 use processors_runtime::memory::Thread;
 use processors_runtime::prelude::*;
 use serde_json::json;
@@ -450,4 +452,122 @@ fn the_estimate_counts_four_bytes_a_token() {
     ) {
         assert_eq!(generate(&*agent, "go").text, "abcdefgh", "{path}");
     }
+}
+
+/// `TrimMode::BestFit` keeps the newest messages that fit, skipping a long one, where
+/// `Contiguous` (the default) drops the oldest until the rest fits.
+#[test]
+fn bi_48_best_fit_keeps_an_older_short_message_a_newer_long_one_did_not_fit_around() {
+    let input = || {
+        vec![
+            Message::user("a short one"),
+            Message::assistant(long(1)),
+            Message::user("and now?"),
+        ]
+    };
+    let t = Tokenizer::O200k;
+    let limit = 3 + t.count_message(&input()[0]) + t.count_message(&input()[2]) + 2;
+    let prompt_with = |mode: TrimMode| {
+        let limiter = TokenLimiter::builder(limit)
+            .trim_mode(mode)
+            .build()
+            .unwrap();
+        let mut prompts = Vec::new();
+        for (path, agent, model) in agents!(
+            model: ScriptedModel::new([Turn::text("ok")]),
+            input: [limiter.clone()],
+        ) {
+            generate(&*agent, input());
+            let texts: Vec<String> = model.requests()[0]
+                .prompt
+                .iter()
+                .map(Message::text)
+                .collect();
+            prompts.push((path, texts));
+        }
+        prompts
+    };
+    for (path, texts) in prompt_with(TrimMode::Contiguous) {
+        assert_eq!(texts, ["and now?"], "{path}");
+    }
+    for (path, texts) in prompt_with(TrimMode::BestFit) {
+        assert_eq!(texts, ["a short one", "and now?"], "{path}");
+    }
+}
+
+/// A counter of your own counts the prompt and the answer, and names itself in the trip
+/// wire.
+#[test]
+fn bi_49_a_custom_counter_counts_the_answer_and_names_itself() {
+    use processors_builtins::tokenizer::Counter;
+    let words = Tokenizer::Custom(Counter::new("words", |t| t.split_whitespace().count()));
+    let model = ScriptedModel::new([Turn::deltas(["one two three ", "four five six seven"])]);
+    let cut = TokenLimiter::builder(3).tokenizer(words).build().unwrap();
+    let agent = Agent::builder().model(model).output(cut).build().unwrap();
+    let result = generate(&agent, "count");
+    assert_eq!(result.text.trim_end(), "one two three");
+    let model = ScriptedModel::new([Turn::deltas(["one two three ", "four five"])]);
+    let stop = TokenLimiter::builder(4)
+        .tokenizer(words)
+        .strategy(LimitStrategy::Abort)
+        .build()
+        .unwrap();
+    let agent = Agent::builder().model(model).output(stop).build().unwrap();
+    let tw = generate(&agent, "count").tripwire.expect("over four words");
+    let meta = tw.metadata.unwrap();
+    assert_eq!(meta["encoding"], "words");
+    assert_eq!(meta["tokens"], 5);
+}
+
+static COUNTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Words, counting how often it is asked.
+fn counting_words(text: &str) -> usize {
+    COUNTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    text.split_whitespace().count()
+}
+
+/// A token is at least a byte: an answer of fewer bytes than the limit is never tokenized,
+/// neither as it streams nor in the final answer.
+#[test]
+fn an_answer_far_below_the_limit_is_never_tokenized() {
+    use processors_builtins::tokenizer::Counter;
+    let words = Tokenizer::Custom(Counter::new("words", counting_words));
+    let model = ScriptedModel::new([Turn::deltas(["one two three ", "four five"])]);
+    let limiter = TokenLimiter::builder(1_000)
+        .tokenizer(words)
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .output(limiter)
+        .build()
+        .unwrap();
+    let result = generate(&agent, "count");
+    assert_eq!(result.text, "one two three four five");
+    assert_eq!(COUNTED.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// A `TokenCount` in the request context reads the limiter's counts: the prompt it let go
+/// (after trimming) and the answer it kept (after cutting).
+#[test]
+fn bi_59_the_counts_are_readable_through_the_request_context() {
+    let count = TokenCount::new();
+    let t = Tokenizer::O200k;
+    let input = || vec![Message::user(long(0)), Message::user("and now?")];
+    let limit = 3 + t.count_message(&input()[1]) + 2;
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::deltas([
+            "one two three ",
+            "four five six seven",
+        ])]))
+        .input(TokenLimiter::new(limit).unwrap())
+        .output(truncating(3, CountMode::Cumulative))
+        .build()
+        .unwrap();
+    let options = GenerateOptions::new().request_context(RequestContext::new().with(count.clone()));
+    let result = generate_with(&agent, input(), options);
+    assert_eq!(result.text, "one two three");
+    assert_eq!(count.answer_tokens(), 3);
+    assert_eq!(count.prompt_tokens(), 3 + t.count_message(&input()[1]));
 }

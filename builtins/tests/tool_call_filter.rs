@@ -147,3 +147,42 @@ fn only_the_named_tools_leave_the_prompt() {
         assert_eq!(results_in(prompt), ["c2"]);
     }
 }
+
+/// With `preserve_model_output`, a filtered exchange leaves its model-facing account, as
+/// text of the assistant message that made the call; its raw arguments and result leave.
+#[test]
+fn bi_57_a_filtered_exchange_keeps_its_model_facing_output() {
+    let store = InMemoryStore::new();
+    let account = |r: &ToolResult| Some(format!("found {}", r.result["args"]["q"]));
+    for (path, agent, model) in agents!(
+        model: ScriptedModel::new([
+            Turn::text("Let me look.").tool_call("c1", "search", json!({ "q": "oslo" })),
+            Turn::text("Oslo is in Norway."),
+            Turn::text("You asked about Oslo."),
+        ]),
+        tools: [echo("search")],
+        memory: Memory::new(store.clone()),
+        input: [ToolCallFilter::builder().preserve_model_output(account).build().unwrap()],
+    ) {
+        let thread = format!("t-{path}");
+        let options = || {
+            GenerateOptions::new()
+                .request_context(RequestContext::new().with_thread(thread.as_str(), "u"))
+        };
+        generate_with(&*agent, "where is oslo?", options());
+        generate_with(&*agent, "what did I ask?", options());
+        let second = &model.requests()[2].prompt;
+        assert!(
+            calls_in(second).is_empty() && results_in(second).is_empty(),
+            "{path}"
+        );
+        let texts: Vec<String> = second.iter().map(Message::text).collect();
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("Let me look.")
+                    && t.contains("`search` returned: found \"oslo\"")),
+            "{path}: {texts:?}"
+        );
+    }
+}

@@ -18,8 +18,10 @@ use std::sync::Arc;
 /// What [`LanguageDetector`] does with a message outside the target languages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LanguageStrategy {
-    /// Record the language in the message's metadata (`metadata.language`) and let it
-    /// through (the default; every judged message is annotated).
+    /// Record the language in the message's metadata and let it through (the default).
+    /// Under every strategy, a judged message that goes on carries `metadata.language`:
+    /// `{detected, confidence, targets, inTargets}`, and, translated, `translatedTo` and
+    /// `original`.
     #[default]
     Detect,
     /// Replace the text with the judge's translation into the first target language; the
@@ -32,6 +34,32 @@ pub enum LanguageStrategy {
     Warn,
 }
 
+/// How the judge is asked to translate under [`LanguageStrategy::Translate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TranslationQuality {
+    /// A quick, literal translation.
+    Speed,
+    /// A faithful translation that reads naturally (the default).
+    #[default]
+    Balanced,
+    /// A careful translation that keeps the tone, idioms, names and formatting (lists, code,
+    /// line breaks) of the original.
+    Quality,
+}
+
+impl TranslationQuality {
+    fn instruction(self) -> &'static str {
+        match self {
+            TranslationQuality::Speed => "quickly and literally",
+            TranslationQuality::Balanced => "faithfully, so that it reads naturally",
+            TranslationQuality::Quality => {
+                "carefully, keeping the tone, idioms, names and formatting (lists, code, line \
+                 breaks) of the original"
+            }
+        }
+    }
+}
+
 /// Configures a [`LanguageDetector`].
 #[derive(Debug, Clone)]
 #[must_use]
@@ -41,6 +69,7 @@ pub struct LanguageDetectorBuilder {
     strategy: LanguageStrategy,
     min_text_length: usize,
     preserve_original: bool,
+    quality: TranslationQuality,
 }
 
 /// A language's ISO 639-1 code, from its code (`en-US`, ` EN ` → `en`) or its name
@@ -85,6 +114,13 @@ impl LanguageDetectorBuilder {
         self
     }
 
+    /// How the judge is asked to translate under [`LanguageStrategy::Translate`] (default
+    /// [`TranslationQuality::Balanced`]).
+    pub fn translation_quality(mut self, quality: TranslationQuality) -> Self {
+        self.quality = quality;
+        self
+    }
+
     /// Whether a translated message keeps its original text in its metadata (default: yes).
     pub fn preserve_original(mut self, yes: bool) -> Self {
         self.preserve_original = yes;
@@ -108,9 +144,10 @@ impl LanguageDetectorBuilder {
         let translate = match self.strategy {
             LanguageStrategy::Translate => format!(
                 "When the language is not one of {}, also give \"translation\": the content \
-                 translated into `{first}`, faithfully, with nothing added. Otherwise \
+                 translated into `{first}` {}, with nothing added. Otherwise \
                  \"translation\" is null.\n",
-                self.targets.join(", ")
+                self.targets.join(", "),
+                self.quality.instruction(),
             ),
             _ => String::new(),
         };
@@ -225,11 +262,17 @@ impl LanguageDetector {
             strategy: LanguageStrategy::Detect,
             min_text_length: 10,
             preserve_original: true,
+            quality: TranslationQuality::Balanced,
         }
     }
 
     fn read(&self, v: &Map<String, Value>, r: &mut JudgeRecord) -> Result<Detected, JudgeError> {
-        let language = verdict::opt_str(v, "language")?
+        // Ours is `language`; the reference's verdict calls it `iso_code`.
+        let language = match verdict::opt_str(v, "language")? {
+            Some(l) => Some(l),
+            None => verdict::opt_str(v, "iso_code")?,
+        };
+        let language = language
             .map(primary)
             .filter(|l| !l.is_empty())
             .ok_or_else(|| JudgeError::Malformed("the verdict has no `language`".into()))?;
@@ -245,14 +288,16 @@ impl LanguageDetector {
             confidence >= self.inner.options.threshold && !self.inner.targets.contains(&language);
         let translation = match (self.inner.strategy, outside) {
             (LanguageStrategy::Translate, true) => Some(
-                verdict::opt_str(v, "translation")?
-                    .ok_or_else(|| {
-                        JudgeError::Malformed(
-                            "the language is not a target but the verdict has no `translation`"
-                                .into(),
-                        )
-                    })?
-                    .to_owned(),
+                match verdict::opt_str(v, "translation")? {
+                    Some(t) => Some(t),
+                    None => verdict::opt_str(v, "translated_text")?,
+                }
+                .ok_or_else(|| {
+                    JudgeError::Malformed(
+                        "the language is not a target but the verdict has no `translation`".into(),
+                    )
+                })?
+                .to_owned(),
             ),
             _ => None,
         };
@@ -322,8 +367,13 @@ impl LanguageDetector {
                 }
                 continue;
             };
-            let mut note = json!({ "detected": d.language, "confidence": d.confidence });
             let outside = !record.flagged.is_empty();
+            let mut note = json!({
+                "detected": d.language,
+                "confidence": d.confidence,
+                "targets": inner.targets,
+                "inTargets": inner.targets.contains(&d.language),
+            });
             match inner.strategy {
                 LanguageStrategy::Block if outside => {
                     return Err(Abort::new()
@@ -335,10 +385,7 @@ impl LanguageDetector {
                         .metadata(rep.metadata(&[&record]))
                         .into());
                 }
-                LanguageStrategy::Warn if outside => {
-                    warnings.push(record);
-                    continue;
-                }
+                LanguageStrategy::Warn if outside => warnings.push(record),
                 LanguageStrategy::Translate if outside => {
                     if let Some(t) = d.translation {
                         note["translatedTo"] = json!(inner.targets[0]);
@@ -348,7 +395,7 @@ impl LanguageDetector {
                         message.set_text(t);
                     }
                 }
-                LanguageStrategy::Detect => {}
+                LanguageStrategy::Detect | LanguageStrategy::Warn => {}
                 _ => continue,
             }
             annotate(&mut message, note);

@@ -105,6 +105,7 @@ pub use classifier::{
 };
 pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
+    TranslationQuality,
 };
 pub use moderation::{
     DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,

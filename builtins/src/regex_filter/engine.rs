@@ -85,6 +85,13 @@ impl Engine {
         mut found: impl FnMut(Found) -> Result<(), E>,
     ) -> Result<usize, E> {
         let end = hay.len();
+        // Prose: one pass of the DFA finds no match and nothing in progress, and the text
+        // goes as it came.
+        if let Some(cache) = streaming.as_deref_mut()
+            && self.quiet(cache, hay, from)
+        {
+            return Ok(end);
+        }
         let mut hold = match streaming.as_deref_mut() {
             Some(cache) => self.earliest_live(cache, hay, from),
             None => end,
@@ -162,6 +169,31 @@ impl Engine {
             .is_none_or(|f| f(text))
     }
 
+    /// Whether `hay[from..]` holds no match and no match is in progress at its end, found by
+    /// one unanchored pass of the DFA: no match state on the way, and the state at the end is
+    /// the start state of that place (nothing begun is still going). `false` also when the
+    /// DFA cannot tell (a Unicode `\b` next to non-ASCII text): the full scan decides then.
+    fn quiet(&self, cache: &mut Cache, hay: &str, from: usize) -> bool {
+        let bytes = hay.as_bytes();
+        let start = |cache: &mut Cache, at: usize| {
+            let config = start::Config::new()
+                .anchored(Anchored::No)
+                .look_behind(at.checked_sub(1).map(|i| bytes[i]));
+            self.dfa.start_state(cache, &config).ok()
+        };
+        let Some(mut sid) = start(cache, from) else {
+            return false;
+        };
+        for &b in &bytes[from..] {
+            sid = match self.dfa.next_state(cache, sid, b) {
+                Ok(sid) if !sid.is_quit() && !sid.is_match() => sid,
+                _ => return false,
+            };
+        }
+        let at_end = self.dfa.next_eoi_state(cache, sid);
+        at_end.is_ok_and(|eoi| !eoi.is_match()) && start(cache, bytes.len()) == Some(sid)
+    }
+
     /// The earliest position at or after `from` where a match may still be in progress at
     /// the end of `hay` (`hay.len()` when there is none).
     fn earliest_live(&self, cache: &mut Cache, hay: &str, from: usize) -> usize {
@@ -219,6 +251,25 @@ fn next_char(hay: &str, at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass check says quiet for prose only: never with a match in the text, nor
+    /// with one begun at its end.
+    #[test]
+    fn only_text_with_no_match_and_nothing_in_progress_is_quiet() {
+        let e = engine(&[r"[a-z]+@[a-z]+\.com", r"(?-u:\b)sk-[a-z0-9]{8}(?-u:\b)"]);
+        let mut cache = e.create_cache();
+        assert!(e.quiet(&mut cache, "the quick brown fox jumps ", 0));
+        assert!(e.quiet(&mut cache, "", 0));
+        assert!(!e.quiet(&mut cache, "write to jane@example.com now", 0));
+        assert!(!e.quiet(&mut cache, "write to jane@exa", 0), "in progress");
+        assert!(!e.quiet(&mut cache, "the key sk-", 0), "in progress");
+        assert!(
+            !e.quiet(&mut cache, "the key sk-abcdefgh", 0),
+            "a match at the end"
+        );
+        // What comes before `from` is look-behind only.
+        assert!(e.quiet(&mut cache, "jane@example.com and then ", 17));
+    }
 
     fn engine(patterns: &[&str]) -> Engine {
         let checks = vec![None; patterns.len()];
