@@ -543,6 +543,7 @@ pub use macros_doc::{agent, processor};
 pub mod prelude {
     pub use crate::{agent, processor};
     /// `Memory::sqlite("agent.db")`.
+    #[cfg(feature = "sqlite")]
     pub use processors_builtins::storage::SqliteMemory as _;
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;

@@ -40,7 +40,7 @@ fn refusal(r: &GenerateResult) -> String {
 }
 
 #[tokio::test]
-async fn bi_90_validation_refuses_arguments_its_tools_schema_rejects_and_says_why() {
+async fn bi_60_validation_refuses_arguments_its_tools_schema_rejects_and_says_why() {
     let runs = Arc::new(AtomicUsize::new(0));
     let schema = json!({
         "type": "object",
@@ -75,7 +75,7 @@ async fn bi_90_validation_refuses_arguments_its_tools_schema_rejects_and_says_wh
 }
 
 #[tokio::test]
-async fn bi_91_validation_lets_a_valid_call_run_and_refuses_a_broken_schema() {
+async fn bi_61_validation_lets_a_valid_call_run_and_refuses_a_broken_schema() {
     let runs = Arc::new(AtomicUsize::new(0));
     let good = counted(
         "search",
@@ -110,7 +110,7 @@ async fn bi_91_validation_lets_a_valid_call_run_and_refuses_a_broken_schema() {
 }
 
 #[tokio::test]
-async fn bi_92_validation_rules_deny_values_and_keep_paths_and_hosts_inside() {
+async fn bi_62_validation_rules_deny_values_and_keep_paths_and_hosts_inside() {
     let root = std::env::temp_dir().join(format!("tool-validation-{}", std::process::id()));
     std::fs::create_dir_all(root.join("docs")).unwrap();
     let outside = std::env::temp_dir().join(format!("tool-outside-{}", std::process::id()));
@@ -231,7 +231,7 @@ fn echo(name: &str) -> Arc<dyn Tool> {
 }
 
 #[test]
-fn bi_93_validation_configuration_errors() {
+fn bi_63_validation_configuration_errors() {
     assert!(matches!(
         ToolValidation::builder().deny("a|").build(),
         Err(ConfigError::Pattern { .. })
@@ -253,7 +253,7 @@ fn bi_93_validation_configuration_errors() {
 }
 
 #[tokio::test]
-async fn bi_94_parameters_fill_cap_and_pin_per_tool_and_history_records_the_rewrite() {
+async fn bi_64_parameters_fill_cap_and_pin_per_tool_and_history_records_the_rewrite() {
     let runs = Arc::new(AtomicUsize::new(0));
     let model = ScriptedModel::new([
         Turn::empty()
@@ -306,7 +306,7 @@ async fn bi_94_parameters_fill_cap_and_pin_per_tool_and_history_records_the_rewr
 }
 
 #[tokio::test]
-async fn bi_95_approval_by_tool_and_by_arguments_pauses_and_resumes() {
+async fn bi_65_approval_by_tool_and_by_arguments_pauses_and_resumes() {
     let runs = Arc::new(AtomicUsize::new(0));
     let model = ScriptedModel::new([
         Turn::empty()
@@ -362,7 +362,7 @@ async fn bi_95_approval_by_tool_and_by_arguments_pauses_and_resumes() {
 }
 
 #[tokio::test]
-async fn bi_96_the_result_limiter_cuts_what_the_model_reads_and_only_that() {
+async fn bi_66_the_result_limiter_cuts_what_the_model_reads_and_only_that() {
     let log = "line of the log\n".repeat(500);
     let read = {
         let log = log.clone();
@@ -436,7 +436,7 @@ async fn bi_96_the_result_limiter_cuts_what_the_model_reads_and_only_that() {
 }
 
 #[tokio::test]
-async fn bi_97_injection_offers_tools_by_context_and_step() {
+async fn bi_67_injection_offers_tools_by_context_and_step() {
     #[derive(Clone)]
     struct Plan(&'static str);
     let runs = Arc::new(AtomicUsize::new(0));
@@ -487,7 +487,7 @@ async fn bi_97_injection_offers_tools_by_context_and_step() {
 }
 
 #[test]
-fn bi_98_tool_builtins_configuration_errors() {
+fn bi_68_tool_builtins_configuration_errors() {
     assert!(matches!(
         ToolParameters::builder().build(),
         Err(ConfigError::NothingToDo(_))
@@ -521,7 +521,7 @@ fn bi_98_tool_builtins_configuration_errors() {
 }
 
 #[tokio::test]
-async fn bi_99_a_rewrite_the_tools_schema_rejects_is_refused_before_the_tool_runs() {
+async fn bi_69_a_rewrite_the_tools_schema_rejects_is_refused_before_the_tool_runs() {
     let runs = Arc::new(AtomicUsize::new(0));
     let schema = json!({
         "type": "object",
