@@ -12,7 +12,7 @@ use processors::prelude::*;
 #[processor(output_stream)]
 fn redact_keys(chunk: &Chunk) -> StreamAction {
     match chunk.text_delta() {
-        Some(text) if text.contains("sk-") => chunk.clone().map_text(|t| redact(&t)).into(),
+        Some(text) if text.contains("sk-") => chunk.clone().map_text(redact).into(),
         _ => StreamAction::Pass,
     }
 }
