@@ -1847,3 +1847,73 @@ on_every_path!(
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     }
 );
+
+/// Holds text deltas and `text-end` until a chunk `release` says, then lets them through
+/// before it.
+fn hold_until(release: fn(&ChunkKind) -> bool) -> Probe {
+    Probe::new("hold").stream(move |a| {
+        let mut held = a
+            .state
+            .as_array_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let action = match &a.chunk.kind {
+            ChunkKind::TextDelta { .. } | ChunkKind::TextEnd { .. } => {
+                held.push(serde_json::to_value(a.chunk).unwrap());
+                StreamAction::Drop
+            }
+            kind if release(kind) => {
+                let mut out: Vec<Chunk> = std::mem::take(&mut held)
+                    .into_iter()
+                    .map(|v| serde_json::from_value(v).unwrap())
+                    .collect();
+                out.push(a.chunk.clone());
+                StreamAction::Many(out)
+            }
+            _ => StreamAction::Pass,
+        };
+        *a.state = Value::Array(held);
+        Ok(action)
+    })
+}
+
+on_every_path!(
+    b32_text_held_until_the_step_or_the_run_ends_is_kept_as_it_reached_the_client,
+    |path| {
+        let releases: [fn(&ChunkKind) -> bool; 2] = [
+            |k| matches!(k, ChunkKind::StepFinish { .. }),
+            |k| matches!(k, ChunkKind::Finish { .. }),
+        ];
+        for (at_step_end, release) in [true, false].into_iter().zip(releases) {
+            let m = model([
+                Turn::deltas(["Let me ", "check."]).tool_call("call-1", "weather", json!({})),
+                Turn::deltas(["Hel", "lo"]),
+            ]);
+            let store = InMemoryStore::new();
+            let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], memory: Memory::new(store.clone()), output: [hold_until(release)]);
+            let (chunks, r) = collect(&*agent, "hi", thread()).await;
+            let r = r.unwrap();
+            assert_eq!(deltas(&chunks).concat(), "Let me check.Hello");
+            assert_eq!(r.text, "Let me check.Hello", "what the client read");
+            let steps: Vec<&str> = r.steps.iter().map(|s| s.text.as_str()).collect();
+            let saved = store.list_messages("thread-1", None).await.unwrap();
+            let said: Vec<String> = saved
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .map(Message::text)
+                .collect();
+            match at_step_end {
+                // Released at each step's end: each step keeps its own.
+                true => {
+                    assert_eq!(steps, ["Let me check.", "Hello"]);
+                    assert_eq!(said, ["Let me check.", "Hello"]);
+                }
+                // Released at the run's end: all of it with the last answer.
+                false => {
+                    assert_eq!(steps, ["", "Let me check.Hello"]);
+                    assert_eq!(said, ["", "Let me check.Hello"]);
+                }
+            }
+        }
+    }
+);

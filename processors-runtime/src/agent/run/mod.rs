@@ -11,7 +11,7 @@ use super::tools::{self, Gate};
 use super::*;
 use crate::chunk::{ChunkKind, FinishReason, RunId, Usage};
 use crate::memory::MemoryStore;
-use crate::message::{MessageList, MessageSource, Part, Text};
+use crate::message::{MessageList, MessageSource, Part, Role, Text};
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
 use crate::processor::state::StateMap;
@@ -144,7 +144,7 @@ mod model;
 mod outcome;
 
 pub use outcome::FEEDBACK_TAG;
-use outcome::{attach_data, step_text};
+use outcome::{attach_data, keep_late_text, step_text};
 
 /// A run of the agent on `input`: set up when this is called, driven when the future is
 /// polled. The future holds each argument once (an `async fn` would hold its arguments, then
@@ -503,9 +503,14 @@ impl Run {
             retry: None,
         };
         emit!(driver, self.s, self.out, step_finish, true);
+        let mut text = step.text;
+        if !driver.acc.text.is_empty() {
+            // The paused step made calls, so its answer is in the list.
+            text = keep_late_text(&mut self.s.list, &mut driver.acc.text, true, text);
+        }
         self.s.steps.push(StepResult {
             step_number: step.step_number,
-            text: step.text,
+            text,
             finish_reason: step.finish_reason,
             usage: step.usage,
             tool_calls: step.calls,
@@ -535,6 +540,22 @@ impl Run {
         let through = last_reason != FinishReason::ToolCalls;
         self.out.hold();
         emit!(driver, self.s, self.out, finish, through);
+        if !driver.acc.text.is_empty() {
+            // It reached the client after everything else: it ends the last answer, or is
+            // an answer of its own after the last tool results.
+            let answered =
+                (self.s.list.response().last()).is_some_and(|m| m.role == Role::Assistant);
+            let last = self
+                .s
+                .steps
+                .last()
+                .map(|s| s.text.clone())
+                .unwrap_or_default();
+            let kept = keep_late_text(&mut self.s.list, &mut driver.acc.text, answered, last);
+            if let Some(step) = self.s.steps.last_mut() {
+                step.text = kept;
+            }
+        }
         self.carried.append(&mut driver.acc.data);
         if !self.carried.is_empty() {
             attach_data(&mut self.s.list, std::mem::take(&mut self.carried));
@@ -702,7 +723,9 @@ impl Run {
         // The step's messages are followed by id only for output-step processors, which may
         // replace them; without any, the step's text is the answer's.
         let by_id = lists.output.has(Hook::OutputStep);
+        let listed = self.s.list.len();
         let mut step_ids = self.add_answer(&mut driver.acc, by_id);
+        let answered = self.s.list.len() > listed;
         let answer = driver.acc.answer.clone();
         if by_id {
             let step = Step {
@@ -785,10 +808,13 @@ impl Run {
             retry: None,
         };
         emit!(driver, self.s, self.out, step_finish, through);
-        let text = match by_id {
+        let mut text = match by_id {
             true => step_text(&self.s.list, &step_ids),
             false => answer,
         };
+        if !driver.acc.text.is_empty() {
+            text = keep_late_text(&mut self.s.list, &mut driver.acc.text, answered, text);
+        }
         self.s.steps.push(StepResult {
             step_number,
             text,

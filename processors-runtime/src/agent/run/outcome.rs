@@ -264,6 +264,41 @@ pub(super) fn step_text(list: &MessageList, step_ids: &[String]) -> Text {
     )
 }
 
+/// Keeps text a stream processor let through only at the end of its step (on `step-finish`)
+/// or of the run (on `finish`), as the client received it: appended to the answer it ends
+/// (`answered`: the last assistant message is it), or as an answer of its own. Returns
+/// `text`, the step's text, with it.
+pub(super) fn keep_late_text(
+    list: &mut MessageList,
+    late: &mut String,
+    answered: bool,
+    text: Text,
+) -> Text {
+    let late = std::mem::take(late);
+    let part = Part::Text {
+        text: Text::from(late.clone()),
+    };
+    let last = answered
+        .then(|| {
+            list.response()
+                .filter(|m| m.role == Role::Assistant)
+                .last()
+                .cloned()
+        })
+        .flatten();
+    match last {
+        Some(mut m) => {
+            m.content.parts.push(part);
+            list.replace(m);
+        }
+        None => list.add(
+            Message::new(Role::Assistant, vec![part]),
+            MessageSource::Response,
+        ),
+    }
+    Text::from(format!("{text}{late}"))
+}
+
 /// Saves data written at the end of the run with the last answer (or as an answer of its own).
 pub(super) fn attach_data(list: &mut MessageList, data: Vec<Part>) {
     let last = list
