@@ -39,7 +39,7 @@ pub(crate) enum Step {
 /// processor's id and the workflow goes on. Inner processors keep their own state (one per id,
 /// as in a list, and stream history when they keep one) for the request.
 ///
-/// A workflow runs all nine hooks of the processors inside it, each as a list would: in step
+/// A workflow runs all ten hooks of the processors inside it, each as a list would: in step
 /// order, each processor seeing what the ones before it left. Its hooks
 /// ([`Processor::hooks`]) are those of its processors, so an agent refuses it in a list where
 /// none of them belongs, when it is built.
