@@ -45,6 +45,17 @@ struct Pause {
     originals: Vec<Message>,
 }
 
+impl Pause {
+    /// A pause at `step`; `steps` fills in what the steps after it need.
+    fn at(step: PausedStep) -> Self {
+        Pause {
+            step,
+            accepted: 0,
+            originals: Vec::new(),
+        }
+    }
+}
+
 /// What a paused run needs from its agent to be kept.
 #[derive(Clone, Copy)]
 struct Pausing<'a> {
@@ -144,7 +155,7 @@ mod model;
 mod outcome;
 
 pub use outcome::FEEDBACK_TAG;
-use outcome::{attach_data, keep_late_text, step_text};
+use outcome::{attach_data, calls_and_results, keep_late_text, step_text};
 
 /// A run of the agent on `input`: set up when this is called, driven when the future is
 /// polled. The future holds each argument once (an `async fn` would hold its arguments, then
@@ -495,29 +506,19 @@ impl Run {
             out,
         ))
         .await?;
-        self.carried.append(&mut driver.acc.data);
-        let step_finish = ChunkKind::StepFinish {
-            finish_reason: step.finish_reason,
-            usage: step.usage,
-            is_continued: step.finish_reason == FinishReason::ToolCalls,
-            retry: None,
-        };
-        emit!(driver, self.s, self.out, step_finish, true);
-        let mut text = step.text;
-        if !driver.acc.text.is_empty() {
-            // The paused step made calls, so its answer is in the list.
-            text = keep_late_text(&mut self.s.list, &mut driver.acc.text, true, text);
-        }
-        self.s.steps.push(StepResult {
+        let reason = step.finish_reason;
+        let done = StepResult {
             step_number: step.step_number,
-            text,
-            finish_reason: step.finish_reason,
+            text: step.text,
+            finish_reason: reason,
             usage: step.usage,
             tool_calls: step.calls,
             tool_results: results,
             tripwire: None,
-        });
-        Ok(step.finish_reason)
+        };
+        // The paused step made calls, so its answer is in the list.
+        self.close_step(driver, done, true, true).await?;
+        Ok(reason)
     }
 
     /// The end of a run whose steps are done: the `finish`, `process_output_result` (memory
@@ -579,18 +580,13 @@ impl Run {
         }
 
         let steps = std::mem::take(&mut self.s.steps);
+        let (tool_calls, tool_results) = calls_and_results(&steps);
         // Nothing fails from here on: `end`, which also gives the id, does not run.
         Ok(GenerateResult {
             run_id: std::mem::take(&mut self.run_id),
             text: summary.text,
-            tool_calls: steps
-                .iter()
-                .flat_map(|s| s.tool_calls.iter().cloned())
-                .collect(),
-            tool_results: steps
-                .iter()
-                .flat_map(|s| s.tool_results.iter().cloned())
-                .collect(),
+            tool_calls,
+            tool_results,
             steps,
             finish_reason: last_reason,
             usage: self.usage,
@@ -678,6 +674,15 @@ impl Run {
         Ok(last_reason)
     }
 
+    /// Accepts the open step: the feedback was about the rejected answer, this one ends it;
+    /// the data carried to it is saved with it.
+    fn accept(&mut self) {
+        self.open = None;
+        self.carried.clear();
+        self.s.retry_count = 0;
+        self.s.list.clear_tag(FEEDBACK_TAG);
+    }
+
     /// The number of the next step: each attempt (a model call, or an input-step rejection)
     /// is a step of its own.
     fn next_number(&self) -> u32 {
@@ -700,14 +705,7 @@ impl Run {
             started: false,
             through: true,
         });
-        let mut config = StepConfig {
-            model: agent.model.clone(),
-            tools: agent.tools.clone(),
-            tool_choice: agent.tool_choice.clone(),
-            active_tools: None,
-            provider_options: agent.provider_options.clone(),
-            model_settings: agent.model_settings.clone(),
-        };
+        let mut config = step_config(agent);
         if lists.step.has(Hook::InputStep) {
             hooks::input_step(&lists.step, &mut self.s, step_number, &mut config)
                 .await
@@ -744,87 +742,90 @@ impl Run {
         // rejects the step as one in `process_output_step` does.
         let runs_tools = reason == FinishReason::ToolCalls || !driver.acc.tool_calls.is_empty();
         let gates = match runs_tools && lists.output.has(Hook::ToolCall) {
-            true => Box::pin(tools::gate(
-                &mut driver.acc.tool_calls,
-                &offered,
-                &lists.output,
-                &mut self.s,
-                step_number,
-            ))
-            .await
-            .map_err(rejecting)?,
+            true => {
+                let calls = &mut driver.acc.tool_calls;
+                let gate = tools::gate(calls, &offered, &lists.output, &mut self.s, step_number);
+                Box::pin(gate).await.map_err(rejecting)?
+            }
             false => Vec::new(),
         };
-        // Accepted: the feedback was about the rejected answer, this one ends it; the data
-        // carried to it is saved with it.
-        self.open = None;
-        self.carried.clear();
-        self.s.retry_count = 0;
-        self.s.list.clear_tag(FEEDBACK_TAG);
-
+        self.accept();
+        let text = |list: &MessageList, answer| match by_id {
+            true => step_text(list, &step_ids),
+            false => answer,
+        };
         if gates.iter().any(|g| matches!(g, Gate::Approval { .. })) {
             // No call of the step runs until a person answers: the run pauses here.
-            let text = match by_id {
-                true => step_text(&self.s.list, &step_ids),
-                false => answer,
+            let step = PausedStep {
+                step_number,
+                finish_reason: reason,
+                usage,
+                text: text(&self.s.list, answer),
+                calls: std::mem::take(&mut driver.acc.tool_calls),
+                gates,
+                data: std::mem::take(&mut driver.acc.data),
             };
-            return Err(Stop::Paused(Box::new(Pause {
-                step: PausedStep {
-                    step_number,
-                    finish_reason: reason,
-                    usage,
-                    text,
-                    calls: std::mem::take(&mut driver.acc.tool_calls),
-                    gates,
-                    data: std::mem::take(&mut driver.acc.data),
-                },
-                accepted: 0,
-                originals: Vec::new(),
-            })));
+            return Err(Stop::Paused(Box::new(Pause::at(step))));
         }
         let calls = std::mem::take(&mut driver.acc.tool_calls);
         let results = match runs_tools {
             true => {
-                let (s, out) = (&mut self.s, &mut self.out);
-                Box::pin(tools::execute(
-                    &calls,
-                    &gates,
-                    &offered,
-                    &lists.output,
-                    driver,
-                    s,
-                    out,
-                ))
-                .await?
+                let (s, out, output) = (&mut self.s, &mut self.out, &lists.output);
+                let run = tools::execute(&calls, &gates, &offered, output, driver, s, out);
+                Box::pin(run).await?
             }
             false => Vec::new(),
         };
-        // Data written after the tools, with no tool message to join, goes with what follows.
-        self.carried.append(&mut driver.acc.data);
-        let step_finish = ChunkKind::StepFinish {
-            finish_reason: reason,
-            usage,
-            is_continued: reason == FinishReason::ToolCalls,
-            retry: None,
-        };
-        emit!(driver, self.s, self.out, step_finish, through);
-        let mut text = match by_id {
-            true => step_text(&self.s.list, &step_ids),
-            false => answer,
-        };
-        if !driver.acc.text.is_empty() {
-            text = keep_late_text(&mut self.s.list, &mut driver.acc.text, answered, text);
-        }
-        self.s.steps.push(StepResult {
+        let step = StepResult {
             step_number,
-            text,
+            text: text(&self.s.list, answer),
             finish_reason: reason,
             usage,
             tool_calls: calls,
             tool_results: results,
             tripwire: None,
-        });
+        };
+        self.close_step(driver, step, through, answered).await?;
         Ok(reason)
+    }
+
+    /// A step's end, after its tools: data written since, with no tool message to join, goes
+    /// with what follows; its `step-finish` streams; text a stream processor let through only
+    /// then joins its answer (`answered`: the step's answer is in the list); the step is
+    /// recorded.
+    async fn close_step<O: Pipeline>(
+        &mut self,
+        driver: &mut StreamDriver<'_, O>,
+        mut step: StepResult,
+        through: bool,
+        answered: bool,
+    ) -> Result<(), Stop> {
+        self.carried.append(&mut driver.acc.data);
+        let step_finish = ChunkKind::StepFinish {
+            finish_reason: step.finish_reason,
+            usage: step.usage,
+            is_continued: step.finish_reason == FinishReason::ToolCalls,
+            retry: None,
+        };
+        emit!(driver, self.s, self.out, step_finish, through);
+        if !driver.acc.text.is_empty() {
+            let text = std::mem::take(&mut step.text);
+            step.text = keep_late_text(&mut self.s.list, &mut driver.acc.text, answered, text);
+        }
+        self.s.steps.push(step);
+        Ok(())
+    }
+}
+
+/// A step's settings as the agent gives them, before the input-step processors.
+fn step_config<I, O, E>(agent: &AgentInner<I, O, E>) -> StepConfig {
+    StepConfig {
+        model: agent.model.clone(),
+        tools: agent.tools.clone(),
+        tool_choice: agent.tool_choice.clone(),
+        active_tools: None,
+        provider_options: agent.provider_options.clone(),
+        model_settings: agent.model_settings.clone(),
     }
 }
 

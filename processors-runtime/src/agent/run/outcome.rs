@@ -5,7 +5,9 @@ use super::{Pause, Pausing, Run, Stop};
 use crate::agent::approval::{ApprovalError, PAUSED_RUN_VERSION, PausedRun};
 use crate::agent::{AgentError, GenerateResult};
 use crate::chunk::{ChunkKind, FinishReason, StepRetry, Usage};
-use crate::message::{Message, MessageList, MessageSource, Part, Role, Text, concat_texts};
+use crate::message::{
+    Message, MessageList, MessageSource, Part, Role, Text, ToolCall, ToolResult, concat_texts,
+};
 use crate::processor::{Pipeline, ViolationKind};
 use crate::runner::stream::{StepAcc, StreamDriver};
 use crate::step::StepResult;
@@ -229,17 +231,12 @@ impl Run {
             })
             .await;
         let steps = std::mem::take(&mut self.s.steps);
+        let (tool_calls, tool_results) = calls_and_results(&steps);
         Ok(GenerateResult {
             run_id: self.run_id.clone(),
             text: crate::runner::hooks::response_text(&self.s.list),
-            tool_calls: steps
-                .iter()
-                .flat_map(|s| s.tool_calls.iter().cloned())
-                .collect(),
-            tool_results: steps
-                .iter()
-                .flat_map(|s| s.tool_results.iter().cloned())
-                .collect(),
+            tool_calls,
+            tool_results,
             steps,
             finish_reason: FinishReason::AwaitingApproval,
             usage: self.usage,
@@ -262,6 +259,13 @@ pub(super) fn step_text(list: &MessageList, step_ids: &[String]) -> Text {
             .filter(|m| m.role == Role::Assistant)
             .flat_map(|m| &m.content.parts),
     )
+}
+
+/// Every tool call and result of `steps`, in order, as a run's result lists them.
+pub(super) fn calls_and_results(steps: &[StepResult]) -> (Vec<ToolCall>, Vec<ToolResult>) {
+    let calls = steps.iter().flat_map(|s| s.tool_calls.iter().cloned());
+    let results = steps.iter().flat_map(|s| s.tool_results.iter().cloned());
+    (calls.collect(), results.collect())
 }
 
 /// Keeps text a stream processor let through only at the end of its step (on `step-finish`)
