@@ -46,7 +46,9 @@ pub mod prelude {
     pub use crate::message::{
         Message, MessageList, MessageSource, Part, Role, Text, ToolCall, ToolResult,
     };
-    pub use crate::model::{ApiError, LanguageModel, ScriptedModel, ToolChoice, Turn};
+    pub use crate::model::{
+        ApiError, LanguageModel, LanguageModelExt, ScriptedModel, ToolChoice, Turn,
+    };
     pub use crate::processor::{Abort, ProcessorError};
     pub use crate::processor::{
         ApiErrorAction, ApiErrorArgs, DynPipeline, DynProcessor, ErrorProcessor, Hook, Hooks,

@@ -287,6 +287,28 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
     }
 }
 
+impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
+    /// A model call of this agent's lists on `request`, its chunks handed to `slot`: what a
+    /// [`Processed`](crate::model::Processed) model runs.
+    pub(crate) fn model_call(
+        &self,
+        request: crate::model::ModelRequest,
+        tools: Vec<Arc<dyn Tool>>,
+        slot: Arc<crate::runner::stream::outbox::Handoff>,
+    ) -> impl Future<Output = Result<crate::chunk::ChunkKind, AgentError>> + use<I, O, E> {
+        run::model_call(self.inner.clone(), request, tools, slot)
+    }
+
+    /// Every processor of the agent's lists, in order: input, output, error.
+    pub(crate) fn processors(&self) -> Vec<&dyn DynProcessor> {
+        let mut all = Vec::new();
+        self.inner.input.collect(&mut all);
+        self.inner.output.collect(&mut all);
+        self.inner.error.collect(&mut all);
+        all
+    }
+}
+
 /// An agent with its processor types erased, to keep agents of different types together.
 pub trait AnyAgent: Send + Sync {
     /// [`Agent::name`].
@@ -353,6 +375,17 @@ pub enum BuildError {
         "memory must be the last output processor: processors after it would change what streams but not what is saved"
     )]
     MemoryNotLast,
+    /// A processor of a wrapped model ([`Processed`](crate::model::Processed)) has no hook
+    /// that runs around a model call.
+    #[error(
+        "processor `{id}` has no hook that runs around a model call (its hooks: {hooks:?}); a wrapped model runs process_input, process_input_step, process_llm_request, process_output_stream, process_llm_response and process_api_error: give it to an agent instead"
+    )]
+    NotAroundAModel {
+        /// The processor's id.
+        id: String,
+        /// The hooks it has.
+        hooks: Hooks,
+    },
     /// A processor is in a list it has no hook for.
     #[error(
         "processor `{id}` is in the {list} list but has no {list} hook (its hooks: {hooks:?}); {hint}"

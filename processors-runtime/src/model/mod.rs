@@ -1,8 +1,10 @@
 //! Language models: the [`LanguageModel`] trait, its request and errors, and the
 //! [`ScriptedModel`] used offline.
 
+mod processed;
 mod scripted;
 
+pub use processed::{AROUND_A_MODEL_CALL, LanguageModelExt, Processed, ProcessedBuilder};
 pub use scripted::{ScriptedModel, Turn};
 
 use crate::chunk::ChunkKind;

@@ -152,8 +152,10 @@ macro_rules! emit {
 }
 
 mod model;
+mod model_call;
 mod outcome;
 
+pub(crate) use model_call::model_call;
 pub use outcome::FEEDBACK_TAG;
 use outcome::{attach_data, calls_and_results, keep_late_text, step_text};
 

@@ -269,15 +269,18 @@ impl Run {
             if collect_raw {
                 raw.push(kind.clone());
             }
-            if let ChunkKind::Finish {
-                finish_reason,
-                usage,
-            } = kind
-            {
-                finish = Some((finish_reason, usage));
-                continue;
+            match kind {
+                ChunkKind::Finish {
+                    finish_reason,
+                    usage,
+                } => {
+                    finish = Some((finish_reason, usage));
+                    continue;
+                }
+                // A wrapped model's processor aborted: the run ends with its trip wire.
+                ChunkKind::Tripwire(tw) => return Err(Stop::Tripwire(tw)),
+                kind => emit!(driver, self.s, self.out, kind, through),
             }
-            emit!(driver, self.s, self.out, kind, through);
         }
         drop(stream);
         // The pump puts the chain's states back whenever it stops for anything but a wait.
