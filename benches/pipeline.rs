@@ -31,6 +31,11 @@ fn stream(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new(d.name(), k), &k, |b, &k| {
                 b.iter(|| block_on(support::run_stream(&*agent, k, chars)))
             });
+            let model = support::wrapped(d, k, Turn::repeated(DELTA, N));
+            let id = BenchmarkId::new(format!("wrapped-{}", d.name()), k);
+            g.bench_with_input(id, &k, |b, _| {
+                b.iter(|| block_on(support::run_wrapped(&*model, chars)))
+            });
         }
     }
     g.finish();

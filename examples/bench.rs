@@ -293,10 +293,12 @@ fn generate() {
 }
 
 /// One streamed run of one configuration, unmeasured, for a profiler:
-/// `once baseline|adapter|static|dynamic K N`.
+/// `once baseline|adapter|static|dynamic|wrapped-static|wrapped-dynamic K N`.
 fn once(args: Vec<String>) {
     let [dispatch, k, n] = args.as_slice() else {
-        eprintln!("usage: bench once baseline|adapter|static|dynamic K N");
+        eprintln!(
+            "usage: bench once baseline|adapter|static|dynamic|wrapped-static|wrapped-dynamic K N"
+        );
         std::process::exit(2);
     };
     let (Ok(k), Ok(n)) = (k.parse::<usize>(), n.parse::<usize>()) else {
@@ -315,6 +317,14 @@ fn once(args: Vec<String>) {
         "dynamic" => block_on(support::run_stream(
             &*support::agent(Dispatch::Dynamic, k, turn),
             k,
+            chars,
+        )),
+        "wrapped-static" => block_on(support::run_wrapped(
+            &*support::wrapped(Dispatch::Static, k, turn),
+            chars,
+        )),
+        "wrapped-dynamic" => block_on(support::run_wrapped(
+            &*support::wrapped(Dispatch::Dynamic, k, turn),
             chars,
         )),
         other => {

@@ -156,6 +156,70 @@ pub fn agent(dispatch: Dispatch, k: usize, turn: Turn) -> Arc<dyn AnyAgent> {
     }
 }
 
+/// The model of every scenario wrapped with `k` pass-through input processors and `k`
+/// counting output processors (`Processed`), as a shared model.
+pub fn wrapped(dispatch: Dispatch, k: usize, turn: Turn) -> Arc<dyn LanguageModel> {
+    let m = model(turn);
+    macro_rules! tuples {
+        ($($pass:ident $count:ident),*) => {
+            Arc::new(
+                m.with_processors()
+                    .input_pipeline(($($pass,)*))
+                    .output_pipeline(($($count,)*))
+                    .build()
+                    .expect("the wrapped model builds"),
+            )
+        };
+    }
+    match dispatch {
+        Dispatch::Static => match k {
+            0 => tuples!(),
+            1 => tuples!(Pass0 Count0),
+            5 => tuples!(Pass0 Count0, Pass1 Count1, Pass2 Count2, Pass3 Count3, Pass4 Count4),
+            10 => tuples!(Pass0 Count0, Pass1 Count1, Pass2 Count2, Pass3 Count3, Pass4 Count4,
+                Pass5 Count5, Pass6 Count6, Pass7 Count7, Pass8 Count8, Pass9 Count9),
+            _ => panic!("no static wrapped model with k = {k}; the scenarios use {KS:?}"),
+        },
+        Dispatch::Dynamic => {
+            let mut b = m.with_processors();
+            for p in dyn_inputs(k) {
+                b = b.input_ref(p);
+            }
+            for p in dyn_outputs(k) {
+                b = b.output_ref(p);
+            }
+            Arc::new(b.build().expect("the wrapped model builds"))
+        }
+    }
+}
+
+/// Streams one call of a wrapped model; returns the number of chunks received and checks
+/// that the caller got every character. (The counting processors report at the end of a
+/// run, which a model call is not: their work per chunk is done, their report is not.)
+pub async fn run_wrapped(model: &dyn LanguageModel, chars: usize) -> usize {
+    let request = ModelRequest {
+        prompt: vec![Message::user("go")],
+        ..ModelRequest::default()
+    };
+    let mut stream = match model.stream(request).await {
+        Ok(s) => s,
+        Err(e) => panic!("the wrapped model failed: {e}"),
+    };
+    let (mut chunks, mut received) = (0usize, 0usize);
+    while let Some(item) = stream.next().await {
+        let Ok(kind) = item else {
+            panic!("the wrapped model's stream failed")
+        };
+        if let ChunkKind::TextDelta { text, .. } = &kind {
+            received += text.len();
+        }
+        black_box(&kind);
+        chunks += 1;
+    }
+    assert_eq!(received, chars, "the caller got every character");
+    chunks
+}
+
 /// Streams one run through `agent.stream(..)` + `StreamExt::next`; returns the number of
 /// chunks received and checks that every counting processor saw every character.
 pub async fn run_stream(agent: &dyn AnyAgent, k: usize, chars: usize) -> usize {

@@ -341,6 +341,8 @@ struct ProcessedStream {
     call: Option<CallFuture>,
     slot: Arc<Handoff>,
     ready: VecDeque<Chunk>,
+    /// The first chunk, taken to see that the call started, and sent first.
+    first: Option<ChunkKind>,
     /// Whether a `finish` was sent.
     finished: bool,
     /// How the call ended, once it has: sent after its chunks.
@@ -358,6 +360,7 @@ impl ProcessedStream {
             call: Some(Box::pin(start(slot.clone()))),
             slot,
             ready: VecDeque::new(),
+            first: None,
             finished: false,
             end: None,
         }
@@ -370,8 +373,8 @@ impl ProcessedStream {
         match self.next().await {
             Some(Err(e)) => Err(e),
             Some(Ok(first)) => {
-                let first = futures::stream::once(futures::future::ready(Ok(first)));
-                Ok(Box::pin(first.chain(self)))
+                self.first = Some(first);
+                Ok(Box::pin(self))
             }
             None => Ok(Box::pin(self)),
         }
@@ -392,6 +395,9 @@ impl Stream for ProcessedStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(first)));
+        }
         loop {
             while let Some(chunk) = this.ready.pop_front() {
                 match chunk.kind {
