@@ -7,6 +7,8 @@
 
 use futures::StreamExt;
 use processors::prelude::*;
+use std::io::Write;
+use std::time::Duration;
 
 /// Replaces each API key (`sk-…`) in streamed text, and only the key.
 #[processor(output_stream)]
@@ -40,7 +42,10 @@ fn no_passwords(messages: Vec<Message>, abort: Abort) -> Result<(), ProcessorErr
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let agent = agent! {
-        model: ScriptedModel::new([Turn::deltas(["Your key is ", "sk-123 and", " it works."])]),
+        // A scripted model, offline: three deltas, 50 ms apart, as a model streams them.
+        model: ScriptedModel::new([
+            Turn::deltas(["Your key is ", "sk-123 and", " it works."]).pace(Duration::from_millis(50)),
+        ]),
         input: [NoPasswords],
         output: [RedactKeys],
     };
@@ -50,6 +55,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     while let Some(chunk) = stream.next().await {
         if let Some(text) = chunk.text_delta() {
             print!("{text}");
+            std::io::stdout().flush()?;
         }
     }
     println!();

@@ -6,6 +6,8 @@
 
 use futures::StreamExt;
 use processors::prelude::*;
+use std::io::Write;
+use std::time::Duration;
 
 /// Collapses runs of whitespace in the user's input.
 #[processor(input)]
@@ -55,10 +57,13 @@ fn no_apologies(text: &str, abort: Abort) -> Result<(), ProcessorError> {
     Ok(())
 }
 
+/// How long the scripted model takes per delta: the answer streams as a model's would.
+const PACE: Duration = Duration::from_millis(40);
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), AgentError> {
     let model = ScriptedModel::new([
-        Turn::deltas(["Sorry, ", "I cannot ", "help."]),
+        Turn::deltas(["Sorry, ", "I cannot ", "help."]).pace(PACE),
         Turn::deltas([
             "Your key ",
             "sk-12345 ",
@@ -66,6 +71,7 @@ async fn main() -> Result<(), AgentError> {
             "rotate it ",
             "monthly.",
         ])
+        .pace(PACE)
         .usage(42, 12),
     ]);
 
@@ -83,7 +89,10 @@ async fn main() -> Result<(), AgentError> {
     let mut stream = agent.stream("  is   my key   set? ");
     while let Some(chunk) = stream.next().await {
         match &chunk.kind {
-            ChunkKind::TextDelta { text, .. } => print!("{text}"),
+            ChunkKind::TextDelta { text, .. } => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+            }
             ChunkKind::StepFinish { finish_reason, .. } => println!("   <step: {finish_reason:?}>"),
             ChunkKind::Tripwire(t) => println!("\n[tripwire] {}", t.reason),
             _ => {}

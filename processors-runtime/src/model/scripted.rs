@@ -24,6 +24,7 @@ pub struct Turn {
     data: Vec<ChunkKind>,
     reject: Option<ApiError>,
     fail_mid_stream: Option<ApiError>,
+    pace: Option<std::time::Duration>,
 }
 
 impl Turn {
@@ -103,6 +104,29 @@ impl Turn {
     /// The stream fails with this error after the text, before `finish`.
     pub fn fail_mid_stream(mut self, error: ApiError) -> Self {
         self.fail_mid_stream = Some(error);
+        self
+    }
+
+    /// Waits `per_delta` before each text and reasoning delta and before the `finish`, as a
+    /// model that generates them would: a streamed answer then reaches its reader as it
+    /// comes, rather than at once. The wait needs no particular executor (a helper thread wakes the stream), so it
+    /// works under Tokio and `futures::executor::block_on` alike; it is meant for examples
+    /// and demonstrations, not for measurements.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::prelude::*;
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let model = ScriptedModel::new([Turn::deltas(["a", "b", "c"]).pace(Duration::from_millis(5))]);
+    /// let agent = Agent::builder().model(model).build().unwrap();
+    /// let started = Instant::now();
+    /// assert_eq!(agent.generate("hi").await.unwrap().text, "abc");
+    /// assert!(started.elapsed() >= Duration::from_millis(20)); // three deltas and the finish
+    /// # });
+    /// ```
+    pub fn pace(mut self, per_delta: std::time::Duration) -> Self {
+        self.pace = Some(per_delta);
         self
     }
 
@@ -191,7 +215,86 @@ impl Turn {
             .chain(listed)
             .chain(repeated)
             .chain(tail);
-        Box::pin(futures::stream::iter(iter))
+        let stream = futures::stream::iter(iter);
+        match turn.pace {
+            None => Box::pin(stream),
+            Some(pace) => Box::pin(futures::StreamExt::then(stream, move |item| async move {
+                if let Ok(
+                    ChunkKind::TextDelta { .. }
+                    | ChunkKind::ReasoningDelta { .. }
+                    | ChunkKind::Finish { .. },
+                ) = &item
+                {
+                    Delay::new(pace).await;
+                }
+                item
+            })),
+        }
+    }
+}
+
+/// Whether a [`Delay`] is over, and the task to wake then.
+type Wake = Arc<Mutex<(bool, Option<std::task::Waker>)>>;
+
+/// A wait of a set length on any executor: a helper thread sleeps it, then wakes the task.
+struct Delay {
+    until: std::time::Instant,
+    /// Whether the wait is over, and the task to wake then; shared with the helper thread
+    /// once it runs.
+    shared: Option<Wake>,
+}
+
+impl Delay {
+    fn new(length: std::time::Duration) -> Self {
+        Delay {
+            until: std::time::Instant::now() + length,
+            shared: None,
+        }
+    }
+}
+
+impl std::future::Future for Delay {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let until = self.until;
+        if std::time::Instant::now() >= until {
+            return std::task::Poll::Ready(());
+        }
+        if let Some(shared) = &self.shared {
+            let mut s = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            if s.0 {
+                return std::task::Poll::Ready(());
+            }
+            s.1 = Some(cx.waker().clone());
+            return std::task::Poll::Pending;
+        }
+        let shared: Wake = Arc::new(Mutex::new((false, Some(cx.waker().clone()))));
+        let theirs = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("scripted-model-pace".into())
+            .spawn(move || {
+                let now = std::time::Instant::now();
+                if until > now {
+                    std::thread::sleep(until - now);
+                }
+                let mut s = theirs.lock().unwrap_or_else(PoisonError::into_inner);
+                s.0 = true;
+                if let Some(waker) = s.1.take() {
+                    waker.wake();
+                }
+            });
+        match spawned {
+            Ok(_) => {
+                self.shared = Some(shared);
+                std::task::Poll::Pending
+            }
+            // No thread to wait on: the delta comes at once rather than never.
+            Err(_) => std::task::Poll::Ready(()),
+        }
     }
 }
 
