@@ -530,7 +530,11 @@
 #[cfg(feature = "otel")]
 pub mod otel;
 
+// Inlined, so that `cargo doc -p processors` documents them under `processors::` (the paths a
+// user writes) and the links to them resolve in its pages.
+#[doc(inline)]
 pub use processors_builtins as builtins;
+#[doc(inline)]
 pub use processors_providers as providers;
 pub use processors_runtime::*;
 

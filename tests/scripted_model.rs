@@ -23,6 +23,9 @@ async fn a_paced_turn_reaches_the_consumer_delta_by_delta() {
     assert_eq!(arrivals.len(), 3);
     for (i, at) in arrivals.iter().enumerate() {
         let waited = pace * u32::try_from(i + 1).unwrap();
-        assert!(*at >= waited, "delta {i} arrived at {at:?}, before {waited:?}");
+        assert!(
+            *at >= waited,
+            "delta {i} arrived at {at:?}, before {waited:?}"
+        );
     }
 }

@@ -444,6 +444,16 @@ pub(crate) fn is_memory(p: &dyn crate::processor::DynProcessor) -> bool {
 /// The thread and resource come from the request context
 /// ([`RequestContext::with_thread`](crate::RequestContext::with_thread)); without them memory
 /// does nothing. A run that ends in a trip wire saves nothing.
+///
+/// Where it keeps them is its [`MemoryStore`]:
+///
+/// - in the process: `Memory::new(InMemoryStore::new())`;
+/// - in a SQLite file, across restarts: `Memory::sqlite("agent.db")`, a method of
+///   `processors::builtins::storage::SqliteMemory`, which `use processors::prelude::*;`
+///   brings in (feature `sqlite`, on by default);
+/// - in PostgreSQL, shared by several processes:
+///   `Memory::new(PostgresStore::builder(url).connect().await?)`, with
+///   `processors::builtins::storage::PostgresStore` (feature `postgres`).
 #[derive(Clone)]
 pub struct Memory {
     store: Arc<dyn MemoryStore>,
