@@ -24,6 +24,13 @@ use crate::message::{Message, MessageList};
 use crate::processor::DataWriter;
 use std::marker::PhantomData;
 
+/// What `agent!` stands for after the mistakes it reported: an agent (lists built at run
+/// time, a model with no answer), so that the code using it reports nothing more and the code
+/// after it stays reachable.
+pub fn agent_after_errors() -> Agent {
+    Agent::builder().__build_checked(crate::model::ScriptedModel::new([]))
+}
+
 /// Whether two static ids are known and equal.
 pub const fn same_id(a: Option<&str>, b: Option<&str>) -> bool {
     let (Some(a), Some(b)) = (a, b) else {

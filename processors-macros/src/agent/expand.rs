@@ -36,7 +36,7 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
             #errors
             #uses
             #(#entries)*
-            ::core::unreachable!()
+            #p::agent_after_errors()
         }};
     }
 
