@@ -266,7 +266,8 @@ pub struct Harness<P: ?Sized = dyn DynProcessor> {
     calls: Vec<ToolCall>,
     /// `process_api_error` retries asked for in this step.
     api_retries: u32,
-    processor: PhantomData<fn() -> Box<P>>,
+    /// The processor's type, whose state [`state`](Harness::state) reads.
+    typed: PhantomData<fn() -> Box<P>>,
 }
 
 /// The harness's processor, as the runner binds it: its list of one, its state slot and what
@@ -364,7 +365,7 @@ impl<P: ?Sized> Harness<P> {
             run_id: crate::message::new_id("run"),
             calls: Vec::new(),
             api_retries: 0,
-            processor: PhantomData,
+            typed: PhantomData,
         }
     }
 

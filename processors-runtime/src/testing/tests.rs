@@ -146,7 +146,7 @@ fn text_that_streams_at_once_is_not_released_text() {
 }
 
 #[test]
-fn the_models_finish_gives_the_steps_end_its_reason_and_a_tool_steps_finish_passes_the_chain_by() {
+fn the_models_finish_ends_the_step_and_a_tool_steps_finish_passes_the_chain_by() {
     block_on(async {
         let seen = output_stream_fn("seen", |a: &mut OutputStreamArgs<'_, Vec<String>>| {
             a.state.push(a.chunk.kind.type_name().into_owned());
