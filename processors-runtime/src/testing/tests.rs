@@ -844,3 +844,37 @@ fn the_retry_count_is_what_the_hooks_see() {
         assert_eq!(*h.state(), 2);
     });
 }
+
+#[test]
+fn a_warning_a_stream_hook_gives_through_the_request_context_is_in_its_report() {
+    block_on(async {
+        let note = output_stream_fn("note", |a: &mut OutputStreamArgs<'_, ()>| {
+            if a.chunk.text_delta().is_some()
+                && let ProcessorError::Warning(w) = a.abort().reason("unjudged").warn()
+            {
+                a.request_context.report_warning(w.into_tripwire("note"));
+            }
+        });
+        let report = Harness::new(note).output_stream(["a"]).await.unwrap();
+        assert_eq!(report.warning_reasons(), ["unjudged"]);
+    });
+}
+
+#[test]
+fn the_warnings_of_a_failed_call_go_with_its_error() {
+    block_on(async {
+        let fail = input_fn("fail", |a: &mut InputArgs<'_, u8>| {
+            *a.state += 1;
+            if *a.state > 1 {
+                return Ok(());
+            }
+            if let ProcessorError::Warning(w) = a.abort().reason("first").warn() {
+                a.request_context.report_warning(w.into_tripwire("fail"));
+            }
+            Err(ProcessorError::Failed("broken".into()))
+        });
+        let mut h = Harness::new(fail);
+        assert!(h.input("one").await.is_err());
+        assert!(h.input("two").await.unwrap().warnings.is_empty());
+    });
+}
