@@ -92,6 +92,26 @@
 //! themselves (tool calls, reasoning, data), framed the same way, and
 //! [`output_stream_raw`](Harness::output_stream_raw) sends exactly the chunks it is given.
 //!
+//! # The model's response
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors_runtime::prelude::*;
+//! use processors_runtime::testing::Harness;
+//!
+//! // `process_llm_response`: the request an agent would send now, and the response to it.
+//! let log = llm_response_fn("log", |a: &mut LlmResponseArgs<'_, Vec<(usize, bool)>>| {
+//!     let seen = (a.response.chunks.len(), a.from_cache);
+//!     a.state.push(seen);
+//! });
+//! let mut h = Harness::new(log);
+//! h.add_input("hi");
+//! let finish = ChunkKind::Finish { finish_reason: FinishReason::Stop, usage: Usage::default() };
+//! h.llm_response(LlmResponse { chunks: vec![finish] }, true).await.unwrap();
+//! assert_eq!(*h.state(), [(1, true)]);
+//! # });
+//! ```
+//!
 //! # Output step and output result
 //!
 //! ```
