@@ -427,6 +427,34 @@
 //! # });
 //! ```
 //!
+//! # Testing a processor
+//!
+//! [`testing::Harness`] calls one hook of one processor without an agent, through the
+//! dispatcher and stream chain an agent runs, and reports what it did: the outcome, the trip
+//! wire of an abort, the warnings and the message list after it (a panic is an error value
+//! that names the processor). The module has an example for each hook.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors::prelude::*;
+//! use processors::testing::Harness;
+//!
+//! /// Ends the run before the model is called when the question holds a password.
+//! #[processor(input)]
+//! fn no_passwords(messages: Vec<Message>, abort: Abort) -> Result<(), ProcessorError> {
+//!     match messages.iter().any(|m| m.text().contains("password")) {
+//!         true => Err(abort.reason("do not send passwords").into()),
+//!         false => Ok(()),
+//!     }
+//! }
+//!
+//! let mut h = Harness::new(NoPasswords);
+//! let blocked = h.input("my password is hunter2").await.unwrap();
+//! assert_eq!(blocked.tripwire.unwrap().reason, "do not send passwords");
+//! assert!(Harness::new(NoPasswords).input("hi").await.unwrap().tripwire.is_none());
+//! # });
+//! ```
+//!
 //! # Built-in processors
 //!
 //! [`builtins`] has processors for the common guards, limits and transforms (`RegexFilter`,

@@ -9,6 +9,7 @@ use processors_builtins::regex_filter::{Preset, Redaction, RegexFilter, Rule, St
 use processors_builtins::{ConfigError, Sites};
 use processors_macros::agent;
 use processors_runtime::prelude::*;
+use processors_runtime::testing::Harness;
 use serde_json::json;
 
 const KEY: &str = "sk-proj-1234567890abcdefghijklmnop";
@@ -89,47 +90,37 @@ fn a_key_split_across_three_deltas_is_redacted_with_agent_macro() {
 
 #[test]
 fn a_key_that_ends_the_text_is_redacted_when_the_text_ends() {
-    let agent = agent! {
-        crate: processors_runtime,
-        model: ScriptedModel::new([Turn::deltas(["the key is sk-proj-1234567", "890abcdefghijklmnop"])]),
-        output: [secrets()],
-    };
-    let (chunks, result) = stream(&agent, "key?", GenerateOptions::new());
-    assert_no_piece_of_key(&chunks);
-    assert_eq!(result.unwrap().text, "the key is [OPENAI_API_KEY]");
+    let mut h = Harness::new(secrets());
+    let out = block_on(h.output_stream(["the key is sk-proj-1234567", "890abcdefghijklmnop"]));
+    let out = out.unwrap();
+    assert_no_piece_of_key(out.chunks());
+    assert_eq!(out.text(), "the key is [OPENAI_API_KEY]");
     // The held key goes out just before the text-end that lets it go.
-    let kinds = types(&chunks);
+    let kinds = out.outcome.types();
     let end = kinds.iter().position(|t| t == "text-end").unwrap();
-    assert_eq!(kinds[end - 1], "text-delta");
-    assert_eq!(chunks[end - 1].text_delta(), Some("[OPENAI_API_KEY]"));
+    assert_eq!(out.chunks()[end - 1].text_delta(), Some("[OPENAI_API_KEY]"));
+    h.add_answer(out.text());
+    let result = block_on(h.output_result()).unwrap();
+    assert_eq!(result.outcome.text, "the key is [OPENAI_API_KEY]");
 }
 
 #[test]
 fn deltas_without_a_possible_match_pass_unchanged_and_at_once() {
     let parts = ["Hello there. ", "How are you today? ", "Fine, thanks!"];
-    let agent = Agent::builder()
-        .model(ScriptedModel::new([Turn::deltas(parts)]))
-        .output(pii_and_secrets())
-        .build()
-        .unwrap();
-    let (chunks, _) = stream(&agent, "hi", GenerateOptions::new());
-    assert_eq!(deltas(&chunks), parts);
+    let out = block_on(Harness::new(pii_and_secrets()).output_stream(parts)).unwrap();
+    assert_eq!(out.deltas(), parts);
 }
 
 #[test]
 fn only_the_end_of_a_delta_that_may_start_a_match_is_held() {
-    let agent = Agent::builder()
-        .model(ScriptedModel::new([Turn::deltas([
-            "Write to ops",
-            "@example.com today!",
-        ])]))
-        .output(pii_and_secrets())
-        .build()
-        .unwrap();
-    let (chunks, result) = stream(&agent, "hi", GenerateOptions::new());
+    let mut h = Harness::new(pii_and_secrets());
+    let out = block_on(h.output_stream(["Write to ops", "@example.com today!"])).unwrap();
     // "Write to " goes at once; "ops" waits for what follows it.
-    assert_eq!(deltas(&chunks), ["Write to ", "[EMAIL] today!"]);
-    assert_eq!(result.unwrap().text, "Write to [EMAIL] today!");
+    assert_eq!(out.deltas(), ["Write to ", "[EMAIL] today!"]);
+    // The answer the stream left is the result's text.
+    h.add_answer(out.text());
+    let result = block_on(h.output_result()).unwrap();
+    assert_eq!(result.outcome.text, "Write to [EMAIL] today!");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use processors_builtins::token_limiter::{
 };
 use processors_runtime::memory::Thread;
 use processors_runtime::prelude::*;
+use processors_runtime::testing::Harness;
 use serde_json::json;
 use support::*;
 
@@ -467,32 +468,21 @@ fn bi_48_best_fit_keeps_an_older_short_message_a_newer_long_one_did_not_fit_arou
     };
     let t = Tokenizer::O200k;
     let limit = 3 + t.count_message(&input()[0]) + t.count_message(&input()[2]) + 2;
+    // The prompt a model would be sent: the input hooks as a run's first step runs them.
     let prompt_with = |mode: TrimMode| {
         let limiter = TokenLimiter::builder(limit)
             .trim_mode(mode)
             .build()
             .unwrap();
-        let mut prompts = Vec::new();
-        for (path, agent, model) in agents!(
-            model: ScriptedModel::new([Turn::text("ok")]),
-            input: [limiter.clone()],
-        ) {
-            generate(&*agent, input());
-            let texts: Vec<String> = model.requests()[0]
-                .prompt
-                .iter()
-                .map(Message::text)
-                .collect();
-            prompts.push((path, texts));
-        }
-        prompts
+        let mut h = Harness::new(limiter);
+        futures::executor::block_on(async {
+            h.input(input()).await.unwrap();
+            h.input_step().await.unwrap();
+            h.llm_request().await.unwrap().outcome.prompt_texts()
+        })
     };
-    for (path, texts) in prompt_with(TrimMode::Contiguous) {
-        assert_eq!(texts, ["and now?"], "{path}");
-    }
-    for (path, texts) in prompt_with(TrimMode::BestFit) {
-        assert_eq!(texts, ["a short one", "and now?"], "{path}");
-    }
+    assert_eq!(prompt_with(TrimMode::Contiguous), ["and now?"]);
+    assert_eq!(prompt_with(TrimMode::BestFit), ["a short one", "and now?"]);
 }
 
 /// A counter of your own counts the prompt and the answer, and names itself in the trip

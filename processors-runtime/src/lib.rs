@@ -20,6 +20,7 @@ pub mod model;
 pub mod processor;
 pub mod runner;
 pub mod step;
+pub mod testing;
 pub mod tool;
 pub mod trace;
 pub mod tripwire;

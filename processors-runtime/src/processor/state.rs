@@ -82,6 +82,11 @@ impl StateMap {
         });
     }
 
+    /// The value of `slot`, if there is such a slot.
+    pub(crate) fn get(&self, slot: usize) -> Option<&(dyn Any + Send)> {
+        self.slots.get(slot).map(|s| &*s.value)
+    }
+
     pub(crate) fn get_mut(&mut self, slot: usize) -> &mut (dyn Any + Send) {
         &mut *self.slots[slot].value
     }

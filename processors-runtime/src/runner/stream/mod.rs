@@ -209,7 +209,10 @@ macro_rules! stream_cx {
 pub(crate) struct StreamDriver<'a, O: Pipeline> {
     list: StreamList<'a, O>,
     slots: Cow<'a, [usize]>,
-    histories: Vec<Vec<Chunk>>,
+    /// The chunks each position's processor received, for those that keep their stream
+    /// history: one run's, kept across its steps (and across a harness's stream calls,
+    /// `crate::testing`).
+    pub(crate) histories: Vec<Vec<Chunk>>,
     /// The memory of each position's stream hook future behind `dyn`, kept from chunk to
     /// chunk; only for a list behind `dyn` whose hooks may wait.
     futures: Vec<FutureSlot>,
