@@ -531,6 +531,7 @@
 pub mod otel;
 
 pub use processors_builtins as builtins;
+pub use processors_config as config;
 pub use processors_providers as providers;
 pub use processors_runtime::*;
 
@@ -545,6 +546,8 @@ pub mod prelude {
     /// `Memory::sqlite("agent.db")`.
     #[cfg(feature = "sqlite")]
     pub use processors_builtins::storage::SqliteMemory as _;
+    /// `Agent::from_config("agent.toml")`.
+    pub use processors_config::FromConfig as _;
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
     pub use processors_runtime::processor::extract::{

@@ -107,6 +107,14 @@ impl<'s> Errors<'s> {
     pub fn serde(&mut self, error: &toml::de::Error, fallback: &Range<usize>, prefix: &str) {
         let span = error.span().unwrap_or_else(|| fallback.clone());
         let message = crate::names::suggest_in(error.message().trim_end());
+        // Serde says "field"; a file says "option", and the fix is to add it.
+        let message = match message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'))
+        {
+            Some(field) => format!("the option `{field}` is required; add it, like `{field} = ...`"),
+            None => message,
+        };
         self.at(&span, format!("{prefix}{message}"));
     }
 

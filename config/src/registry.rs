@@ -39,11 +39,11 @@ impl Cx<'_> {
     }
 
     /// The agent's memory, for a built-in that keeps its data in the agent's store.
-    pub fn memory(&self, name: &str) -> Result<&Memory, Refusal> {
+    pub fn memory(&self) -> Result<&Memory, Refusal> {
         self.memory.ok_or_else(|| {
-            Refusal::Other(format!(
-                "`{name}` keeps its data in the agent's memory store, and the agent has none; add a `[memory]` table, like `memory = {{ store = \"in-memory\" }}`"
-            ))
+            Refusal::Other(
+                "it keeps its data in the agent's memory store, and the agent has none; give the agent memory, like `memory = { store = \"in-memory\" }`".to_owned(),
+            )
         })
     }
 }

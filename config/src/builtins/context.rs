@@ -119,7 +119,7 @@ enum ScopeName {
 }
 
 fn working_memory(o: WorkingMemoryOptions, cx: &Cx<'_>) -> Result<WorkingMemory, Refusal> {
-    let store = cx.memory("working-memory")?.store().clone();
+    let store = cx.memory()?.store().clone();
     let mut w = WorkingMemory::shared(store);
     w = set(w, o.scope, |w, s| {
         w.scope(match s {
