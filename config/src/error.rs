@@ -8,7 +8,7 @@ use std::path::PathBuf;
 ///
 /// ```
 /// use processors_config::Loader;
-/// let error = Loader::new().agent_str("agent.toml", "modle = \"openai/gpt-4o\"\n").unwrap_err();
+/// let error = Loader::new().agent_str("agent.toml", "modle = \"openai/gpt-4o\"\n").err().unwrap();
 /// let first = &error.diagnostics()[0];
 /// assert_eq!((first.file.as_str(), first.line, first.column), ("agent.toml", 1, 1));
 /// assert!(first.message.starts_with("unknown key `modle` (did you mean `model`?)"));
@@ -37,7 +37,7 @@ impl fmt::Display for Diagnostic {
 /// ```
 /// use processors_config::{Loader, LoadError};
 /// let text = "model = { scripted = [\"hi\"] }\ninput = [\"regex-filtr\"]\nmax_steps = 0\n";
-/// let error = Loader::new().agent_str("agent.toml", text).unwrap_err();
+/// let error = Loader::new().agent_str("agent.toml", text).err().unwrap();
 /// assert_eq!(error.diagnostics().len(), 2);
 /// assert!(error.to_string().starts_with("agent.toml:2:10: unknown processor `regex-filtr`"));
 /// ```

@@ -32,7 +32,7 @@
 //! input = ["unicode-normalizer"]
 //! output = ["unicode-normalizer", { processor = "batch-parts", batch_sise = 4 }]
 //! "#;
-//! let error = Loader::new().agent_str("agent.toml", file).unwrap_err();
+//! let error = Loader::new().agent_str("agent.toml", file).err().unwrap();
 //! assert_eq!(
 //!     error.to_string(),
 //!     "agent.toml:4:11: `unicode-normalizer` is in `output` but has no output hook (its hooks: {\"process_input\"}); it belongs in `input`\n\

@@ -143,7 +143,7 @@ impl Loader {
     /// let agent = loader.agent_str("agent.toml", "model = \"openai/gpt-4o-mini\"\n");
     /// assert!(agent.is_ok());
     /// let error = Loader::new().env(|_| None).agent_str("agent.toml", "model = \"openai/gpt-4o-mini\"\n");
-    /// assert!(error.unwrap_err().to_string().contains("set the OPENAI_API_KEY environment variable"));
+    /// assert!(error.err().unwrap().to_string().contains("set the OPENAI_API_KEY environment variable"));
     /// ```
     pub fn env(mut self, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         self.env = Arc::new(env);

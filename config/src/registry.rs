@@ -112,7 +112,7 @@ pub(crate) struct Entry {
 ///         args: InputArgs<'_, ()>,
 ///     ) -> Result<InputOutcome, ProcessorError> {
 ///         match args.messages.iter().any(|m| m.text().chars().count() > self.max_chars) {
-///             true => Err(args.abort.reason("the question is too long").into()),
+///             true => Err(args.abort().reason("the question is too long").into()),
 ///             false => Ok(InputOutcome::Unchanged),
 ///         }
 ///     }
@@ -219,7 +219,7 @@ impl Registry {
     ///     false => Ok(Blocklist(o.words)),
     /// });
     /// let file = "model = { scripted = [] }\ninput = [{ processor = \"blocklist\", words = [] }]\n";
-    /// let error = Loader::new().registry(registry).agent_str("agent.toml", file).unwrap_err();
+    /// let error = Loader::new().registry(registry).agent_str("agent.toml", file).err().unwrap();
     /// assert_eq!(
     ///     error.to_string(),
     ///     "agent.toml:2:10: `blocklist`: `words` is empty; give at least one"

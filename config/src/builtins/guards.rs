@@ -78,6 +78,11 @@ impl From<FilterStrategy> for Strategy {
 }
 
 fn regex_filter(o: RegexFilterOptions, _: &Cx<'_>) -> Result<RegexFilter, Refusal> {
+    if o.presets.is_empty() && o.rules.is_empty() {
+        return Err(Refusal::Other(
+            "it has no rules; add a preset, like `presets = [\"pii\"]`, or a rule, like `rules = [{ name = \"ticket\", pattern = \"TCK-[0-9]+\" }]`".to_owned(),
+        ));
+    }
     let mut b = RegexFilter::builder();
     for preset in o.presets {
         b = b.preset(match preset {
