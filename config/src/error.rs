@@ -27,7 +27,11 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
     }
 }
 
@@ -112,7 +116,9 @@ impl<'s> Errors<'s> {
             .strip_prefix("missing field `")
             .and_then(|rest| rest.strip_suffix('`'))
         {
-            Some(field) => format!("the option `{field}` is required; add it, like `{field} = ...`"),
+            Some(field) => {
+                format!("the option `{field}` is required; add it, like `{field} = ...`")
+            }
             None => message,
         };
         self.at(&span, format!("{prefix}{message}"));

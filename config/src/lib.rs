@@ -36,7 +36,7 @@
 //! assert_eq!(
 //!     error.to_string(),
 //!     "agent.toml:4:11: `unicode-normalizer` is in `output` but has no output hook (its hooks: {\"process_input\"}); it belongs in `input`\n\
-//!      agent.toml:4:67: `batch-parts` has no option `batch_sise` (did you mean `batch_size`?); its options: batch_size, max_chars, max_wait_ms, emit_on_non_text"
+//!      agent.toml:4:62: `batch-parts` has no option `batch_sise` (did you mean `batch_size`?); its options: batch_size, max_chars, max_wait_ms, emit_on_non_text"
 //! );
 //! ```
 #![forbid(unsafe_code)]

@@ -155,8 +155,13 @@ impl Loader {
     pub fn agent(&self, path: impl AsRef<Path>) -> Result<Agent, LoadError> {
         let path = path.as_ref();
         let text = read(path)?;
-        self.load(&path.display().to_string(), &text, path.parent(), Want::Agent)?
-            .agent()
+        self.load(
+            &path.display().to_string(),
+            &text,
+            path.parent(),
+            Want::Agent,
+        )?
+        .agent()
     }
 
     /// The agent of `text`, named `file` in errors. Relative paths in it are relative to the
@@ -170,7 +175,12 @@ impl Loader {
         let path = path.as_ref();
         let text = read(path)?;
         Ok(self
-            .load(&path.display().to_string(), &text, path.parent(), Want::Lists)?
+            .load(
+                &path.display().to_string(),
+                &text,
+                path.parent(),
+                Want::Lists,
+            )?
             .lists)
     }
 
@@ -192,7 +202,10 @@ impl Loader {
             for e in &parse_errors {
                 errors.serde(e, &(0..0), "");
             }
-            return Err(errors.finish().err().unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+            return Err(errors
+                .finish()
+                .err()
+                .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
         }
         let raw = Raw::read(root.into_inner(), want, &mut errors);
         let loaded = self.check(raw, base, want, &mut errors);
@@ -201,15 +214,23 @@ impl Loader {
     }
 
     /// Builds what the file describes, reporting every mistake.
-    fn check(&self, raw: Raw<'_>, base: Option<&Path>, want: Want, errors: &mut Errors<'_>) -> Loaded {
+    fn check(
+        &self,
+        raw: Raw<'_>,
+        base: Option<&Path>,
+        want: Want,
+        errors: &mut Errors<'_>,
+    ) -> Loaded {
         let memory = raw.memory.and_then(|m| open_memory(m, base, errors));
-        let model = raw.model.and_then(|(spec, span)| match spec.build(&self.env) {
-            Ok(model) => Some(model),
-            Err(message) => {
-                errors.at(&span, message);
-                None
-            }
-        });
+        let model = raw
+            .model
+            .and_then(|(spec, span)| match spec.build(&self.env) {
+                Ok(model) => Some(model),
+                Err(message) => {
+                    errors.at(&span, message);
+                    None
+                }
+            });
         if want == Want::Agent && model.is_none() && !raw.has_model {
             errors.at(
                 &(0..0),
@@ -288,7 +309,10 @@ impl Loader {
         let mut ids: Vec<(String, Range<usize>)> = Vec::new();
         for entry in entries {
             let name = entry.name.as_str();
-            if memory_at.is_some() && list == "output" && name != processors_runtime::memory::MEMORY_ID {
+            if memory_at.is_some()
+                && list == "output"
+                && name != processors_runtime::memory::MEMORY_ID
+            {
                 errors.at(
                     &entry.span,
                     format!(
@@ -323,7 +347,10 @@ impl Loader {
                         ),
                     );
                 } else if memory_at.is_some() {
-                    errors.at(&entry.span, format!("`memory` is twice in `{list}`; keep one"));
+                    errors.at(
+                        &entry.span,
+                        format!("`memory` is twice in `{list}`; keep one"),
+                    );
                 } else {
                     built.push(Built {
                         hooks: Hooks::NONE,
@@ -508,7 +535,9 @@ impl<'i> Raw<'i> {
                 "name" => raw.name = value(v, &key, errors),
                 "instructions" => {
                     raw.instructions = match v.get_ref() {
-                        DeValue::String(_) => value::<String>(v, &key, errors).into_iter().collect(),
+                        DeValue::String(_) => {
+                            value::<String>(v, &key, errors).into_iter().collect()
+                        }
                         _ => value::<Vec<String>>(v, &key, errors).unwrap_or_default(),
                     }
                 }
@@ -535,7 +564,11 @@ impl<'i> Raw<'i> {
 
 /// The entries of a list: names (`"batch-parts"`) and tables (`{ processor = "…", … }`, or
 /// `[[output]]` tables).
-fn entries<'i>(list: Spanned<DeValue<'i>>, key: &str, errors: &mut Errors<'_>) -> Vec<RawEntry<'i>> {
+fn entries<'i>(
+    list: Spanned<DeValue<'i>>,
+    key: &str,
+    errors: &mut Errors<'_>,
+) -> Vec<RawEntry<'i>> {
     let span = list.span();
     let DeValue::Array(items) = list.into_inner() else {
         errors.at(
@@ -604,7 +637,11 @@ fn entries<'i>(list: Spanned<DeValue<'i>>, key: &str, errors: &mut Errors<'_>) -
 }
 
 /// The memory the file describes, or nothing after reporting why not.
-fn open_memory(spec: Spanned<MemorySpec>, base: Option<&Path>, errors: &mut Errors<'_>) -> Option<Memory> {
+fn open_memory(
+    spec: Spanned<MemorySpec>,
+    base: Option<&Path>,
+    errors: &mut Errors<'_>,
+) -> Option<Memory> {
     let span = spec.span();
     let spec = spec.into_inner();
     let store: Arc<dyn MemoryStore> = match *spec.store.get_ref() {

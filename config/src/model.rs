@@ -3,8 +3,8 @@
 
 use crate::registry::Env;
 use processors_runtime::model::{LanguageModel, ScriptedModel, Turn};
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 use std::sync::Arc;
 

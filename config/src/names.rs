@@ -72,7 +72,10 @@ fn by_words<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
 }
 
 /// " (did you mean `x`?)" or "".
-pub(crate) fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> String {
     closest(name, candidates)
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default()
@@ -90,11 +93,7 @@ pub(crate) fn suggest_in(message: &str) -> String {
     let Some((name, expected)) = rest.split_once('`') else {
         return message.to_owned();
     };
-    let candidates: Vec<&str> = expected
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .collect();
+    let candidates: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
     let hint = did_you_mean(name, candidates);
     match hint.is_empty() {
         true => message.to_owned(),

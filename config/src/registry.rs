@@ -27,7 +27,8 @@ pub(crate) struct Cx<'a> {
 impl Cx<'_> {
     /// A judge's model, as the agent's is given.
     pub fn model(&self, spec: &ModelSpec) -> Result<Arc<dyn LanguageModel>, Refusal> {
-        spec.build(self.env).map_err(|e| Refusal::Option("judge", e))
+        spec.build(self.env)
+            .map_err(|e| Refusal::Option("judge", e))
     }
 
     /// A path of the file, relative to the file's directory.
@@ -70,9 +71,8 @@ impl From<processors_builtins::ConfigError> for Refusal {
     }
 }
 
-type Build = dyn for<'i> Fn(Spanned<DeValue<'i>>, &Cx<'_>) -> Result<ProcessorRef, Refusal>
-    + Send
-    + Sync;
+type Build =
+    dyn for<'i> Fn(Spanned<DeValue<'i>>, &Cx<'_>) -> Result<ProcessorRef, Refusal> + Send + Sync;
 
 /// A registered processor: the lists it may go in (its hooks), the options it takes, and how
 /// it is built.

@@ -200,7 +200,10 @@ fn list_shapes_are_explained() {
 
 #[test]
 fn syntax_errors_are_reported_with_their_place() {
-    assert_eq!(report("model = [\n"), "agent.toml:1:10: unclosed array, expected `]`");
+    assert_eq!(
+        report("model = [\n"),
+        "agent.toml:1:10: unclosed array, expected `]`"
+    );
 }
 
 #[test]
@@ -262,7 +265,9 @@ lists.toml:2:10: a file of lists has no memory to place in `input`; give the age
 fn a_missing_file_names_its_path() {
     let error = Loader::new().agent("no/such/agent.toml").err().unwrap();
     assert!(
-        error.to_string().starts_with("cannot read no/such/agent.toml: "),
+        error
+            .to_string()
+            .starts_with("cannot read no/such/agent.toml: "),
         "{error}"
     );
     assert!(error.diagnostics().is_empty());

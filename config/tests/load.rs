@@ -20,12 +20,13 @@ impl Processor for Probe {
     fn id(&self) -> &str {
         "probe"
     }
-    async fn process_input(
-        &self,
-        args: InputArgs<'_, ()>,
-    ) -> Result<InputOutcome, ProcessorError> {
+    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
         let mut seen = self.0.lock().unwrap();
-        seen.extend(args.system_messages.iter().map(|m| format!("system: {}", m.text())));
+        seen.extend(
+            args.system_messages
+                .iter()
+                .map(|m| format!("system: {}", m.text())),
+        );
         seen.extend(args.message_list.all().map(|m| m.text()));
         Ok(InputOutcome::Unchanged)
     }
@@ -124,14 +125,38 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("error", "stream-error-retry", ""),
     ("output", "tool-approval", "tools = [\"refund\"]"),
     ("output", "tool-result-limiter", "max_tokens = 500"),
-    ("output", "tool-validation", "deny = [{ pattern = \"rm -rf\" }]"),
-    ("output", "tool-parameters", "max = [{ tool = \"search\", key = \"limit\", value = 10 }]"),
+    (
+        "output",
+        "tool-validation",
+        "deny = [{ pattern = \"rm -rf\" }]",
+    ),
+    (
+        "output",
+        "tool-parameters",
+        "max = [{ tool = \"search\", key = \"limit\", value = 10 }]",
+    ),
     ("input", "moderation", "judge = { scripted = [] }"),
-    ("input", "prompt-injection-detector", "judge = { scripted = [] }"),
+    (
+        "input",
+        "prompt-injection-detector",
+        "judge = { scripted = [] }",
+    ),
     ("input", "pii-detector", "judge = { scripted = [] }"),
-    ("output", "prompt-leak-detector", "judge = { scripted = [] }"),
-    ("input", "language-detector", "judge = { scripted = [] }, targets = [\"en\"]"),
-    ("input", "classifier", "judge = { scripted = [] }, classes = { billing = \"invoices\" }"),
+    (
+        "output",
+        "prompt-leak-detector",
+        "judge = { scripted = [] }",
+    ),
+    (
+        "input",
+        "language-detector",
+        "judge = { scripted = [] }, targets = [\"en\"]",
+    ),
+    (
+        "input",
+        "classifier",
+        "judge = { scripted = [] }, classes = { billing = \"invoices\" }",
+    ),
 ];
 
 #[test]
@@ -154,10 +179,13 @@ fn every_built_in_loads_from_its_name_and_options() {
 
 #[test]
 fn docs_list_every_built_in_by_name() {
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/config.md"))
-        .unwrap();
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/config.md")).unwrap();
     for name in Registry::new().names() {
-        assert!(docs.contains(&format!("### `{name}`")), "docs/config.md lacks `{name}`");
+        assert!(
+            docs.contains(&format!("### `{name}`")),
+            "docs/config.md lacks `{name}`"
+        );
     }
 }
 
@@ -174,10 +202,7 @@ impl Processor for Blocklist {
     fn id(&self) -> &str {
         "blocklist"
     }
-    async fn process_input(
-        &self,
-        args: InputArgs<'_, ()>,
-    ) -> Result<InputOutcome, ProcessorError> {
+    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
         let text: String = args.messages.iter().map(|m| m.text()).collect();
         match self.words.iter().find(|w| text.contains(w.as_str())) {
             Some(w) => Err(args.abort().reason(format!("`{w}` is not allowed")).into()),
@@ -223,13 +248,21 @@ fn a_factory_builds_a_processor_from_its_options_or_refuses_them() {
     let loader = Loader::new().registry(registry);
     let file = "model = { scripted = [] }\ninput = [{ processor = \"blocklist\", words = [] }]\n";
     assert_eq!(
-        loader.agent_str("agent.toml", file).err().unwrap().to_string(),
+        loader
+            .agent_str("agent.toml", file)
+            .err()
+            .unwrap()
+            .to_string(),
         "agent.toml:2:10: `blocklist`: `words` is empty; give at least one word"
     );
     // The built-ins are not in an empty registry.
     let file = "model = { scripted = [] }\ninput = [\"unicode-normalizer\"]\n";
     assert_eq!(
-        loader.agent_str("agent.toml", file).err().unwrap().to_string(),
+        loader
+            .agent_str("agent.toml", file)
+            .err()
+            .unwrap()
+            .to_string(),
         "agent.toml:2:10: unknown processor `unicode-normalizer`; known processors: blocklist"
     );
 }
@@ -238,14 +271,20 @@ fn a_factory_builds_a_processor_from_its_options_or_refuses_them() {
 fn lists_load_alone_for_an_agent_built_in_code_or_for_one_call() {
     let text = "input = [\"unicode-normalizer\"]\noutput = [{ processor = \"regex-filter\", presets = [\"pii\"] }]\nerror = [\"prefill-error-handler\"]\n";
     let lists = Loader::new().lists_str("lists.toml", text).unwrap();
-    assert_eq!((lists.input.len(), lists.output.len(), lists.error.len()), (1, 1, 1));
+    assert_eq!(
+        (lists.input.len(), lists.output.len(), lists.error.len()),
+        (1, 1, 1)
+    );
     let model = ScriptedModel::new([Turn::text("Mail ann@example.com.")]);
     let agent = lists
         .clone()
         .apply(Agent::builder().model(model))
         .build()
         .unwrap();
-    assert_eq!(block_on(agent.generate("hi")).unwrap().text, "Mail [EMAIL].");
+    assert_eq!(
+        block_on(agent.generate("hi")).unwrap().text,
+        "Mail [EMAIL]."
+    );
 
     let plain = Agent::builder()
         .model(ScriptedModel::new([Turn::text("Mail ann@example.com.")]))
@@ -269,9 +308,8 @@ fn memory_in_sqlite_lives_next_to_the_file_and_outlasts_the_agent() {
         "model = { scripted = [\"Noted.\"], cycle = true }\nmemory = { store = \"sqlite\", path = \"chat.db\" }\ninput = [\"memory\", \"probe\"]\n",
     )
     .unwrap();
-    let options = || {
-        GenerateOptions::new().request_context(RequestContext::new().with_thread("t-1", "u-1"))
-    };
+    let options =
+        || GenerateOptions::new().request_context(RequestContext::new().with_thread("t-1", "u-1"));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (loader, probe) = probing();
     let first = loader.agent(&path).unwrap();
@@ -306,8 +344,16 @@ fn a_provider_model_reads_its_key_and_address_from_the_loader_environment() {
     // A key in the file is no option of the model.
     let error = Loader::new()
         .env(env)
-        .agent_str("agent.toml", "model = \"openai/gpt-4o-mini\"\napi_key = \"sk-1\"\n")
+        .agent_str(
+            "agent.toml",
+            "model = \"openai/gpt-4o-mini\"\napi_key = \"sk-1\"\n",
+        )
         .err()
         .unwrap();
-    assert!(error.to_string().starts_with("agent.toml:2:1: unknown key `api_key`"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .starts_with("agent.toml:2:1: unknown key `api_key`"),
+        "{error}"
+    );
 }

@@ -88,7 +88,13 @@ enum StrategyName {
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| {
@@ -131,7 +137,13 @@ enum InjectionStrategyName {
 }
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| {
@@ -180,7 +192,13 @@ enum PiiStrategyName {
 }
 
 fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = PiiDetector::builder(j);
     b = set(b, o.types, |b, t| b.types(t));
     b = set(b, o.strategy, |b, s| {
@@ -236,7 +254,13 @@ enum LeakStrategyName {
 }
 
 fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = PromptLeakDetector::builder(j);
     b = set(b, o.strategy, |b, s| {
         let redact = |r: RedactionName| LeakStrategy::Redact(r.into());
@@ -297,7 +321,13 @@ enum QualityName {
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = LanguageDetector::builder(j);
     for target in o.targets {
         b = b.target(target);
@@ -338,7 +368,13 @@ struct ClassifierOptions {
 }
 
 fn classifier(o: ClassifierOptions, cx: &Cx<'_>) -> Result<Classifier, Refusal> {
-    let j = judge(cx, &o.judge, o.judge_timeout_ms, o.on_judge_error, o.concurrency)?;
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
     let mut b = Classifier::builder(j);
     for (name, description) in o.classes {
         b = b.class(name, description);

@@ -125,7 +125,10 @@ enum FormName {
     Keep,
 }
 
-fn unicode_normalizer(o: UnicodeNormalizerOptions, _: &Cx<'_>) -> Result<UnicodeNormalizer, Refusal> {
+fn unicode_normalizer(
+    o: UnicodeNormalizerOptions,
+    _: &Cx<'_>,
+) -> Result<UnicodeNormalizer, Refusal> {
     let mut b = UnicodeNormalizer::builder();
     b = set(b, o.form, |b, f| {
         b.form(match f {

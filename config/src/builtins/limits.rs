@@ -93,9 +93,11 @@ fn batch_parts(o: BatchPartsOptions, _: &Cx<'_>) -> Result<BatchParts, Refusal> 
     let mut b = BatchParts::builder();
     b = set(b, o.batch_size, |b, n| b.batch_size(n));
     b = set(b, o.max_chars, |b, n| b.max_chars(n));
-    b = set(b, o.max_wait_ms, |b, ms| b.max_wait(Duration::from_millis(ms)));
+    b = set(b, o.max_wait_ms, |b, ms| {
+        b.max_wait(Duration::from_millis(ms))
+    });
     b = set(b, o.emit_on_non_text, |b, y| b.emit_on_non_text(y));
-    Ok(b.build().map_err(|e| rename(e, "max_wait", "max_wait_ms"))?)
+    b.build().map_err(|e| rename(e, "max_wait", "max_wait_ms"))
 }
 
 /// A refusal of the builder's option `from`, reported at the file's option `to`.
@@ -133,8 +135,12 @@ fn loop_detection(o: LoopDetectionOptions, _: &Cx<'_>) -> Result<LoopDetection, 
     b = set(b, o.tool_call_repeats, |b, n| b.tool_call_repeats(n));
     b = set(b, o.answer_repeats, |b, n| b.answer_repeats(n));
     b = set(b, o.answer_similarity, |b, t| b.answer_similarity(t));
-    b = set(b, o.ignore_tool_calls.then_some(()), |b, ()| b.ignore_tool_calls());
-    b = set(b, o.ignore_answers.then_some(()), |b, ()| b.ignore_answers());
+    b = set(b, o.ignore_tool_calls.then_some(()), |b, ()| {
+        b.ignore_tool_calls()
+    });
+    b = set(b, o.ignore_answers.then_some(()), |b, ()| {
+        b.ignore_answers()
+    });
     b = set(b, o.strategy, |b, s| {
         b.strategy(match s {
             LoopStrategyName::Abort => LoopStrategy::Abort,
@@ -212,9 +218,12 @@ fn cost_guard(o: CostGuardOptions, _: &Cx<'_>) -> Result<CostGuard, Refusal> {
     });
     b = set(b, o.warn_at_percent, |b, p| b.warn_at_percent(p));
     if !o.prices.is_empty() {
-        let table = o.prices.into_iter().fold(PriceTable::new(), |t, (model, p)| {
-            t.with(model, Price::per_million(p.input, p.output))
-        });
+        let table = o
+            .prices
+            .into_iter()
+            .fold(PriceTable::new(), |t, (model, p)| {
+                t.with(model, Price::per_million(p.input, p.output))
+            });
         b = b.prices(table);
     }
     b = set(b, o.fallback_price, |b, p| {
@@ -256,6 +265,8 @@ struct ToolCallFilterOptions {
 fn tool_call_filter(o: ToolCallFilterOptions, _: &Cx<'_>) -> Result<ToolCallFilter, Refusal> {
     let mut b = ToolCallFilter::builder();
     b = set(b, o.tools, |b, t| b.tools(t));
-    b = set(b, o.filter_after_tool_steps, |b, n| b.filter_after_tool_steps(n));
+    b = set(b, o.filter_after_tool_steps, |b, n| {
+        b.filter_after_tool_steps(n)
+    });
     Ok(b.build()?)
 }

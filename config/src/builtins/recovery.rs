@@ -62,12 +62,11 @@ impl From<RuleName> for BuiltinRule {
     }
 }
 
-fn provider_history_compat(
-    o: CompatOptions,
-    _: &Cx<'_>,
-) -> Result<ProviderHistoryCompat, Refusal> {
+fn provider_history_compat(o: CompatOptions, _: &Cx<'_>) -> Result<ProviderHistoryCompat, Refusal> {
     let mut b = ProviderHistoryCompat::builder();
-    b = set(b, o.only, |b, rules| b.only(rules.into_iter().map(Into::into)));
+    b = set(b, o.only, |b, rules| {
+        b.only(rules.into_iter().map(Into::into))
+    });
     for rule in o.disable {
         b = b.disable(rule.into());
     }
