@@ -15,7 +15,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-TARGETS=(sse openai_stream anthropic_stream message_serde message_list)
+TARGETS=(sse openai_stream anthropic_stream message_serde message_list config_file)
 target="${1:-all}"
 seconds="${2:-60}"
 nice_level="${FUZZ_NICE:-15}"

@@ -563,6 +563,8 @@ pub mod otel;
 #[doc(inline)]
 pub use processors_builtins as builtins;
 #[doc(inline)]
+pub use processors_config as config;
+#[doc(inline)]
 pub use processors_providers as providers;
 pub use processors_runtime::*;
 
@@ -577,6 +579,8 @@ pub mod prelude {
     /// `Memory::sqlite("agent.db")`.
     #[cfg(feature = "sqlite")]
     pub use processors_builtins::storage::SqliteMemory as _;
+    /// `Agent::from_config("agent.toml")`.
+    pub use processors_config::FromConfig as _;
     pub use processors_runtime::model::ModelRequest;
     pub use processors_runtime::prelude::*;
     pub use processors_runtime::processor::extract::{

@@ -1,0 +1,132 @@
+//! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `working-memory`.
+
+use super::set;
+use crate::registry::{Cx, Refusal, Registry};
+use processors_builtins::at_file::OnRefusal;
+use processors_builtins::{
+    AtFileExpansion, EnvironmentContext, SystemPromptInjector, WorkingMemory,
+};
+use processors_runtime::memory::WorkingMemoryScope;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+pub(super) fn register(registry: Registry) -> Registry {
+    registry
+        .builtin("system-prompt-injector", system_prompt_injector)
+        .builtin("environment-context", environment_context)
+        .builtin("at-file-expansion", at_file_expansion)
+        .builtin("working-memory", working_memory)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InjectorOptions {
+    text: String,
+    #[serde(default)]
+    first: bool,
+}
+
+fn system_prompt_injector(o: InjectorOptions, _: &Cx<'_>) -> Result<SystemPromptInjector, Refusal> {
+    if o.text.trim().is_empty() {
+        return Err(Refusal::Option(
+            "text",
+            "`text` is empty; give the instructions to add".to_owned(),
+        ));
+    }
+    let injector = SystemPromptInjector::new(o.text);
+    Ok(match o.first {
+        true => injector.first(),
+        false => injector,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvironmentOptions {
+    #[serde(default)]
+    cwd: bool,
+    cwd_at: Option<PathBuf>,
+    #[serde(default)]
+    git_branch: bool,
+    #[serde(default)]
+    date: bool,
+    #[serde(default)]
+    os: bool,
+}
+
+fn environment_context(o: EnvironmentOptions, cx: &Cx<'_>) -> Result<EnvironmentContext, Refusal> {
+    let mut e = EnvironmentContext::new();
+    e = set(e, o.cwd.then_some(()), |e, ()| e.cwd());
+    e = set(e, o.cwd_at, |e, dir| e.cwd_at(cx.path(&dir)));
+    e = set(e, o.git_branch.then_some(()), |e, ()| e.git_branch());
+    e = set(e, o.date.then_some(()), |e, ()| e.date());
+    e = set(e, o.os.then_some(()), |e, ()| e.os());
+    match o.cwd || o.git_branch || o.date || o.os {
+        true => Ok(e),
+        false => Err(Refusal::Other(
+            "it would tell the model nothing; turn on at least one of `cwd`, `git_branch`, `date` and `os`".to_owned(),
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AtFileOptions {
+    root: PathBuf,
+    max_bytes: Option<u64>,
+    max_files: Option<usize>,
+    on_refusal: Option<OnRefusalName>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum OnRefusalName {
+    Abort,
+    Note,
+}
+
+fn at_file_expansion(o: AtFileOptions, cx: &Cx<'_>) -> Result<AtFileExpansion, Refusal> {
+    let root = cx.path(&o.root);
+    let mut e = AtFileExpansion::new(&root).map_err(|error| {
+        Refusal::Option(
+            "root",
+            format!("cannot use {} as the root: {error}", root.display()),
+        )
+    })?;
+    e = set(e, o.max_bytes, |e, n| e.max_bytes(n));
+    e = set(e, o.max_files, |e, n| e.max_files(n));
+    e = set(e, o.on_refusal, |e, r| {
+        e.on_refusal(match r {
+            OnRefusalName::Abort => OnRefusal::Abort,
+            OnRefusalName::Note => OnRefusal::Note,
+        })
+    });
+    Ok(e)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkingMemoryOptions {
+    scope: Option<ScopeName>,
+    template: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ScopeName {
+    Resource,
+    Thread,
+}
+
+fn working_memory(o: WorkingMemoryOptions, cx: &Cx<'_>) -> Result<WorkingMemory, Refusal> {
+    let store = cx.memory()?.store().clone();
+    let mut w = WorkingMemory::shared(store);
+    w = set(w, o.scope, |w, s| {
+        w.scope(match s {
+            ScopeName::Resource => WorkingMemoryScope::Resource,
+            ScopeName::Thread => WorkingMemoryScope::Thread,
+        })
+    });
+    w = set(w, o.template, |w, t| w.template(t));
+    Ok(w)
+}

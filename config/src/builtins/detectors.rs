@@ -1,0 +1,385 @@
+//! The detectors that ask a judging model: `moderation`, `prompt-injection-detector`,
+//! `pii-detector`, `prompt-leak-detector`, `language-detector`, `classifier`. Each names its
+//! judge as the agent names its model (`judge = "openai/gpt-4o-mini"`, or a scripted one).
+
+use super::{RedactionName, Site, set, sites};
+use crate::model::ModelSpec;
+use crate::registry::{Cx, Refusal, Registry};
+use processors_builtins::detector::{
+    InjectionStrategy, LanguageStrategy, LeakStrategy, OnJudgeError, PiiStrategy, Strategy,
+    TranslationQuality,
+};
+use processors_builtins::{
+    Classifier, Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector,
+    PromptLeakDetector,
+};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+pub(super) fn register(registry: Registry) -> Registry {
+    registry
+        .builtin("moderation", moderation)
+        .builtin("prompt-injection-detector", prompt_injection)
+        .builtin("pii-detector", pii)
+        .builtin("prompt-leak-detector", prompt_leak)
+        .builtin("language-detector", language)
+        .builtin("classifier", classifier)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum OnJudgeErrorName {
+    Warn,
+    Block,
+    FailOpen,
+}
+
+/// The judge of a detector, from its options.
+fn judge(
+    cx: &Cx<'_>,
+    model: &ModelSpec,
+    timeout_ms: Option<u64>,
+    on_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+) -> Result<Judge, Refusal> {
+    let mut j = Judge::shared(cx.model(model)?);
+    j = set(j, timeout_ms, |j, ms| j.timeout(Duration::from_millis(ms)));
+    j = set(j, on_error, |j, e| {
+        j.on_error(match e {
+            OnJudgeErrorName::Warn => OnJudgeError::Warn,
+            OnJudgeErrorName::Block => OnJudgeError::Block,
+            OnJudgeErrorName::FailOpen => OnJudgeError::FailOpen,
+        })
+    });
+    if concurrency == Some(0) {
+        return Err(Refusal::Option(
+            "concurrency",
+            "`concurrency` is 0: no judging call could run; give at least 1".to_owned(),
+        ));
+    }
+    Ok(set(j, concurrency, |j, n| j.concurrency(n)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModerationOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    categories: Option<Vec<String>>,
+    strategy: Option<StrategyName>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+    chunk_window: Option<NonZeroUsize>,
+    sites: Option<Vec<Site>>,
+    include_scores: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum StrategyName {
+    Block,
+    Warn,
+    Filter,
+    Retry,
+}
+
+fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = Moderation::builder(j);
+    b = set(b, o.categories, |b, c| b.categories(c));
+    b = set(b, o.strategy, |b, s| {
+        b.strategy(match s {
+            StrategyName::Block => Strategy::Block,
+            StrategyName::Warn => Strategy::Warn,
+            StrategyName::Filter => Strategy::Filter,
+            StrategyName::Retry => Strategy::Retry,
+        })
+    });
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    b = set(b, o.chunk_window, |b, w| b.chunk_window(w));
+    b = set(b, o.sites, |b, s| b.sites(sites(&s)));
+    b = set(b, o.include_scores, |b, y| b.include_scores(y));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InjectionOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    categories: Option<Vec<String>>,
+    strategy: Option<InjectionStrategyName>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+    include_scores: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum InjectionStrategyName {
+    Block,
+    Warn,
+    Filter,
+    Rewrite,
+}
+
+fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = PromptInjectionDetector::builder(j);
+    b = set(b, o.categories, |b, c| b.categories(c));
+    b = set(b, o.strategy, |b, s| {
+        b.strategy(match s {
+            InjectionStrategyName::Block => InjectionStrategy::Block,
+            InjectionStrategyName::Warn => InjectionStrategy::Warn,
+            InjectionStrategyName::Filter => InjectionStrategy::Filter,
+            InjectionStrategyName::Rewrite => InjectionStrategy::Rewrite,
+        })
+    });
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    b = set(b, o.include_scores, |b, y| b.include_scores(y));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PiiOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    types: Option<Vec<String>>,
+    strategy: Option<PiiStrategyName>,
+    hold: Option<usize>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+    chunk_window: Option<NonZeroUsize>,
+    sites: Option<Vec<Site>>,
+}
+
+/// `block`, `warn`, `filter`, or a redaction (`redact` is `mask`).
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum PiiStrategyName {
+    Block,
+    Warn,
+    Filter,
+    Redact,
+    Placeholder,
+    Mask,
+    PreserveFormat,
+    Hash,
+    Remove,
+}
+
+fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = PiiDetector::builder(j);
+    b = set(b, o.types, |b, t| b.types(t));
+    b = set(b, o.strategy, |b, s| {
+        let redact = |r: RedactionName| PiiStrategy::Redact(r.into());
+        b.strategy(match s {
+            PiiStrategyName::Block => PiiStrategy::Block,
+            PiiStrategyName::Warn => PiiStrategy::Warn,
+            PiiStrategyName::Filter => PiiStrategy::Filter,
+            PiiStrategyName::Redact | PiiStrategyName::Mask => redact(RedactionName::Mask),
+            PiiStrategyName::Placeholder => redact(RedactionName::Placeholder),
+            PiiStrategyName::PreserveFormat => redact(RedactionName::PreserveFormat),
+            PiiStrategyName::Hash => redact(RedactionName::Hash),
+            PiiStrategyName::Remove => redact(RedactionName::Remove),
+        })
+    });
+    b = set(b, o.hold, |b, n| b.hold(n));
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    b = set(b, o.chunk_window, |b, w| b.chunk_window(w));
+    b = set(b, o.sites, |b, s| b.sites(sites(&s)));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeakOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    strategy: Option<LeakStrategyName>,
+    placeholder: Option<String>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+    chunk_window: Option<NonZeroUsize>,
+    sites: Option<Vec<Site>>,
+    include_scores: Option<bool>,
+}
+
+/// `block`, `warn`, `filter`, `retry`, or a redaction (`redact` is `placeholder`).
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LeakStrategyName {
+    Block,
+    Warn,
+    Filter,
+    Retry,
+    Redact,
+    Placeholder,
+    Mask,
+    Hash,
+    Remove,
+}
+
+fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = PromptLeakDetector::builder(j);
+    b = set(b, o.strategy, |b, s| {
+        let redact = |r: RedactionName| LeakStrategy::Redact(r.into());
+        b.strategy(match s {
+            LeakStrategyName::Block => LeakStrategy::Block,
+            LeakStrategyName::Warn => LeakStrategy::Warn,
+            LeakStrategyName::Filter => LeakStrategy::Filter,
+            LeakStrategyName::Retry => LeakStrategy::Retry,
+            LeakStrategyName::Redact | LeakStrategyName::Placeholder => {
+                redact(RedactionName::Placeholder)
+            }
+            LeakStrategyName::Mask => redact(RedactionName::Mask),
+            LeakStrategyName::Hash => redact(RedactionName::Hash),
+            LeakStrategyName::Remove => redact(RedactionName::Remove),
+        })
+    });
+    b = set(b, o.placeholder, |b, p| b.placeholder(p));
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    b = set(b, o.chunk_window, |b, w| b.chunk_window(w));
+    b = set(b, o.sites, |b, s| b.sites(sites(&s)));
+    b = set(b, o.include_scores, |b, y| b.include_scores(y));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LanguageOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    #[serde(default)]
+    targets: Vec<String>,
+    strategy: Option<LanguageStrategyName>,
+    min_text_length: Option<usize>,
+    translation_quality: Option<QualityName>,
+    preserve_original: Option<bool>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum LanguageStrategyName {
+    Detect,
+    Translate,
+    Block,
+    Warn,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum QualityName {
+    Speed,
+    Balanced,
+    Quality,
+}
+
+fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = LanguageDetector::builder(j);
+    for target in o.targets {
+        b = b.target(target);
+    }
+    b = set(b, o.strategy, |b, s| {
+        b.strategy(match s {
+            LanguageStrategyName::Detect => LanguageStrategy::Detect,
+            LanguageStrategyName::Translate => LanguageStrategy::Translate,
+            LanguageStrategyName::Block => LanguageStrategy::Block,
+            LanguageStrategyName::Warn => LanguageStrategy::Warn,
+        })
+    });
+    b = set(b, o.min_text_length, |b, n| b.min_text_length(n));
+    b = set(b, o.translation_quality, |b, q| {
+        b.translation_quality(match q {
+            QualityName::Speed => TranslationQuality::Speed,
+            QualityName::Balanced => TranslationQuality::Balanced,
+            QualityName::Quality => TranslationQuality::Quality,
+        })
+    });
+    b = set(b, o.preserve_original, |b, y| b.preserve_original(y));
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifierOptions {
+    judge: ModelSpec,
+    judge_timeout_ms: Option<u64>,
+    on_judge_error: Option<OnJudgeErrorName>,
+    concurrency: Option<usize>,
+    /// Each class's name and description.
+    classes: BTreeMap<String, String>,
+    threshold: Option<f64>,
+    instructions: Option<String>,
+}
+
+fn classifier(o: ClassifierOptions, cx: &Cx<'_>) -> Result<Classifier, Refusal> {
+    let j = judge(
+        cx,
+        &o.judge,
+        o.judge_timeout_ms,
+        o.on_judge_error,
+        o.concurrency,
+    )?;
+    let mut b = Classifier::builder(j);
+    for (name, description) in o.classes {
+        b = b.class(name, description);
+    }
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    Ok(b.build()?)
+}

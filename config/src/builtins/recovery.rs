@@ -1,0 +1,114 @@
+//! `prefill-error-handler`, `provider-history-compat`, `context-length-handler`,
+//! `stream-error-retry`.
+
+use super::{TokenizerName, set, tokenizer};
+use crate::registry::{Cx, Refusal, Registry};
+use processors_builtins::recovery::BuiltinRule;
+use processors_builtins::{
+    ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
+};
+use serde::Deserialize;
+
+pub(super) fn register(registry: Registry) -> Registry {
+    registry
+        .builtin("prefill-error-handler", prefill_error_handler)
+        .builtin("provider-history-compat", provider_history_compat)
+        .builtin("context-length-handler", context_length_handler)
+        .builtin("stream-error-retry", stream_error_retry)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrefillOptions {
+    continuation: Option<String>,
+}
+
+fn prefill_error_handler(o: PrefillOptions, _: &Cx<'_>) -> Result<PrefillErrorHandler, Refusal> {
+    let b = set(PrefillErrorHandler::builder(), o.continuation, |b, c| {
+        b.continuation(c)
+    });
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompatOptions {
+    #[serde(default)]
+    disable: Vec<RuleName>,
+    only: Option<Vec<RuleName>>,
+    before_call: Option<bool>,
+    after_error: Option<bool>,
+}
+
+#[derive(Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RuleName {
+    ToolCallIds,
+    OrphanToolResults,
+    UnansweredToolCalls,
+    UnsignedReasoning,
+    EmptyAssistantMessages,
+}
+
+impl From<RuleName> for BuiltinRule {
+    fn from(r: RuleName) -> BuiltinRule {
+        match r {
+            RuleName::ToolCallIds => BuiltinRule::ToolCallIds,
+            RuleName::OrphanToolResults => BuiltinRule::OrphanToolResults,
+            RuleName::UnansweredToolCalls => BuiltinRule::UnansweredToolCalls,
+            RuleName::UnsignedReasoning => BuiltinRule::UnsignedReasoning,
+            RuleName::EmptyAssistantMessages => BuiltinRule::EmptyAssistantMessages,
+        }
+    }
+}
+
+fn provider_history_compat(o: CompatOptions, _: &Cx<'_>) -> Result<ProviderHistoryCompat, Refusal> {
+    let mut b = ProviderHistoryCompat::builder();
+    b = set(b, o.only, |b, rules| {
+        b.only(rules.into_iter().map(Into::into))
+    });
+    for rule in o.disable {
+        b = b.disable(rule.into());
+    }
+    b = set(b, o.before_call, |b, y| b.before_call(y));
+    b = set(b, o.after_error, |b, y| b.after_error(y));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextLengthOptions {
+    fraction: Option<f64>,
+    max_attempts: Option<u32>,
+    tokenizer: Option<TokenizerName>,
+    #[serde(default)]
+    matching: Vec<String>,
+}
+
+fn context_length_handler(
+    o: ContextLengthOptions,
+    _: &Cx<'_>,
+) -> Result<ContextLengthHandler, Refusal> {
+    let mut b = ContextLengthHandler::builder();
+    b = set(b, o.fraction, |b, f| b.fraction(f));
+    b = set(b, o.max_attempts, |b, n| b.max_attempts(n));
+    b = set(b, tokenizer(o.tokenizer)?, |b, t| b.tokenizer(t));
+    for phrase in o.matching {
+        b = b.matching(phrase);
+    }
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamRetryOptions {
+    max_retries: Option<u32>,
+    retryable_only: Option<bool>,
+}
+
+fn stream_error_retry(o: StreamRetryOptions, _: &Cx<'_>) -> Result<StreamErrorRetry, Refusal> {
+    let mut b = StreamErrorRetry::builder();
+    b = set(b, o.max_retries, |b, n| b.max_retries(n));
+    b = set(b, o.retryable_only, |b, y| b.retryable_only(y));
+    Ok(b.build()?)
+}

@@ -1,0 +1,284 @@
+//! What a user sees for each mistake of a file: the exact messages, with their places.
+
+use processors_config::{Loader, Registry};
+
+/// The report of a file that must not load (no provider key in the environment).
+fn report(text: &str) -> String {
+    match Loader::new().env(|_| None).agent_str("agent.toml", text) {
+        Ok(_) => panic!("the file loaded:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const MODEL: &str = "model = { scripted = [\"Hi.\"] }\n";
+
+fn with_model(rest: &str) -> String {
+    report(&format!("{MODEL}{rest}"))
+}
+
+#[test]
+fn a_processor_in_a_list_it_has_no_hook_for_is_told_where_it_belongs() {
+    assert_eq!(
+        with_model("input = [\"batch-parts\"]\n"),
+        "agent.toml:2:10: `batch-parts` is in `input` but has no input hook (its hooks: {\"process_output_stream\"}); it belongs in `output`"
+    );
+    assert_eq!(
+        with_model("error = [\"unicode-normalizer\"]\n"),
+        "agent.toml:2:10: `unicode-normalizer` is in `error` but has no error hook (its hooks: {\"process_input\"}); it belongs in `input`"
+    );
+}
+
+#[test]
+fn an_unknown_key_suggests_the_closest_and_lists_the_valid_ones() {
+    assert_eq!(
+        with_model("ouput = [\"batch-parts\"]\n"),
+        "agent.toml:2:1: unknown key `ouput` (did you mean `output`?); valid keys: name, instructions, model, memory, input, output, error, max_processor_retries, max_steps"
+    );
+    assert_eq!(
+        with_model("max_retries = 2\n"),
+        "agent.toml:2:1: unknown key `max_retries` (did you mean `max_processor_retries`?); valid keys: name, instructions, model, memory, input, output, error, max_processor_retries, max_steps"
+    );
+}
+
+#[test]
+fn an_unknown_processor_suggests_the_closest_or_lists_them_all() {
+    assert_eq!(
+        with_model("input = [\"regex-filtr\"]\n"),
+        "agent.toml:2:10: unknown processor `regex-filtr` (did you mean `regex-filter`?)"
+    );
+    let names: Vec<String> = Registry::new().names().map(str::to_owned).collect();
+    assert_eq!(
+        with_model("input = [{ processor = \"spell-checker\" }]\n"),
+        format!(
+            "agent.toml:2:24: unknown processor `spell-checker`; known processors: {}",
+            names.join(", ")
+        )
+    );
+}
+
+#[test]
+fn an_unknown_option_suggests_the_closest_and_lists_the_options() {
+    assert_eq!(
+        with_model("output = [{ processor = \"batch-parts\", batch_sise = 4 }]\n"),
+        "agent.toml:2:40: `batch-parts` has no option `batch_sise` (did you mean `batch_size`?); its options: batch_size, max_chars, max_wait_ms, emit_on_non_text"
+    );
+}
+
+#[test]
+fn a_bad_value_is_reported_at_the_value_with_the_choices() {
+    assert_eq!(
+        with_model("output = [{ processor = \"regex-filter\", strategy = \"redcat\" }]\n"),
+        "agent.toml:2:52: `regex-filter`: unknown variant `redcat` (did you mean `redact`?), expected one of `block`, `warn`, `redact`, `placeholder`, `mask`, `preserve-format`, `hash`, `remove`"
+    );
+    assert_eq!(
+        with_model("max_steps = -1\n"),
+        "agent.toml:2:13: `max_steps`: invalid value: integer `-1`, expected u32"
+    );
+}
+
+#[test]
+fn a_value_the_builder_refuses_is_reported_at_its_option() {
+    assert_eq!(
+        with_model("input = [{ processor = \"token-limiter\", limit = 0 }]\n"),
+        "agent.toml:2:49: `token-limiter`: `limit` is 0: no prompt or answer fits in it; give a limit of at least 1"
+    );
+}
+
+#[test]
+fn a_missing_option_is_asked_for() {
+    assert_eq!(
+        with_model("input = [\"token-limiter\"]\n"),
+        "agent.toml:2:10: `token-limiter`: the option `limit` is required; add it, like `limit = ...`"
+    );
+}
+
+#[test]
+fn two_processors_with_one_id_in_a_list_are_refused() {
+    assert_eq!(
+        with_model("output = [\"batch-parts\", \"batch-parts\"]\n"),
+        "agent.toml:2:26: `batch-parts` has the id `batch-parts`, as the processor at 2:11 before it in `output`: the two would share one state; keep one, or merge their options into one entry"
+    );
+}
+
+#[test]
+fn misplaced_memory_is_refused() {
+    let memory = "memory = { store = \"in-memory\" }\n";
+    assert_eq!(
+        with_model("input = [\"memory\"]\n"),
+        "agent.toml:2:10: `memory` in `input` refers to the agent's memory, but there is no `memory` key; add one, like `memory = { store = \"in-memory\" }`"
+    );
+    assert_eq!(
+        with_model(&format!("{memory}error = [\"memory\"]\n")),
+        "agent.toml:3:10: memory has no `process_api_error` hook; place it in `input` or `output`"
+    );
+    assert_eq!(
+        with_model(&format!("{memory}input = [\"memory\", \"memory\"]\n")),
+        "agent.toml:3:20: `memory` is twice in `input`; keep one"
+    );
+    assert_eq!(
+        with_model(&format!("{memory}output = [\"memory\", \"batch-parts\"]\n")),
+        "agent.toml:3:21: `batch-parts` comes after `memory` in `output`: it would change what streams but not what is saved; move `memory` to the end of the list"
+    );
+}
+
+#[test]
+fn memory_stores_are_checked() {
+    assert_eq!(
+        with_model("memory = { store = \"sqlit\" }\n"),
+        "agent.toml:2:20: `memory`: unknown variant `sqlit` (did you mean `sqlite`?), expected `in-memory` or `sqlite`"
+    );
+    assert_eq!(
+        with_model("memory = { store = \"in-memory\", path = \"a.db\" }\n"),
+        "agent.toml:2:40: an in-memory store has no `path`; remove it, or use `store = \"sqlite\"` to keep the memory in that file"
+    );
+    #[cfg(feature = "sqlite")]
+    assert_eq!(
+        with_model("memory = { store = \"sqlite\" }\n"),
+        "agent.toml:2:10: `store = \"sqlite\"` needs a `path` to its file, like `path = \"agent.db\"`"
+    );
+}
+
+#[test]
+fn models_are_checked_and_keys_come_from_the_environment() {
+    assert_eq!(
+        report("model = \"openai/gpt-4o-mini\"\n"),
+        "agent.toml:1:9: no API key for the `openai` provider: set the OPENAI_API_KEY environment variable or pass `.api_key(...)` to the builder"
+    );
+    assert_eq!(
+        report("model = \"gpt-4o\"\n"),
+        "agent.toml:1:9: `gpt-4o` is not a model id; write `provider/model`, like `openai/gpt-4o-mini`, or a scripted model, like `{ scripted = [\"Hello!\"] }`"
+    );
+    assert_eq!(
+        report("model = \"mistery/m\"\n"),
+        "agent.toml:1:9: unknown provider `mistery` in `mistery/m`; known providers: openai, anthropic, ollama, lmstudio, vllm, llamacpp"
+    );
+    assert_eq!(
+        report("model = { scripted = [\"Hi.\"], api_key = \"sk-1\" }\n"),
+        "agent.toml:1:31: `model`: unknown field `api_key`, expected `scripted` or `cycle`"
+    );
+}
+
+#[test]
+fn an_agent_without_a_model_is_refused() {
+    assert_eq!(
+        report("name = \"support\"\n"),
+        "agent.toml:1:1: the agent has no model; add one, like `model = \"openai/gpt-4o-mini\"` (its key read from the environment) or `model = { scripted = [\"Hello!\"] }`"
+    );
+}
+
+#[test]
+fn retry_and_step_limits_that_cannot_apply_are_refused() {
+    assert_eq!(
+        with_model("max_processor_retries = 2\ninput = [\"unicode-normalizer\"]\n"),
+        "agent.toml:2:25: `max_processor_retries` is set, but no processor of this agent can ask for a retry (none has `process_input_step`, `process_output_step`, `process_tool_call` or `process_api_error`); remove the key or add such a processor"
+    );
+    assert_eq!(
+        with_model("max_processor_retries = 0\nerror = [\"prefill-error-handler\"]\n"),
+        "agent.toml:2:25: with `max_processor_retries = 0` the error processors could never retry; remove the key (error processors then get 3 retries) or raise it"
+    );
+    assert_eq!(
+        with_model("max_steps = 0\n"),
+        "agent.toml:2:13: `max_steps` is 0: a run needs at least one step; remove the key (5 steps) or raise it"
+    );
+}
+
+#[test]
+fn list_shapes_are_explained() {
+    assert_eq!(
+        with_model("input = \"batch-parts\"\n"),
+        "agent.toml:2:9: `input` takes a list of processors, like `input = [\"batch-parts\", { processor = \"regex-filter\", presets = [\"pii\"] }]`"
+    );
+    assert_eq!(
+        with_model("input = [3]\n"),
+        "agent.toml:2:10: an entry of `input` is a processor's name, or a table with `processor = \"...\"` and its options, not integer"
+    );
+    assert_eq!(
+        with_model("[[input]]\nlimit = 3\n"),
+        "agent.toml:2:1: this entry of `input` names no processor; add `processor = \"...\"` with its options"
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_with_their_place() {
+    assert_eq!(
+        report("model = [\n"),
+        "agent.toml:1:10: unclosed array, expected `]`"
+    );
+}
+
+#[test]
+fn a_judge_is_named_as_a_model_is() {
+    assert_eq!(
+        with_model("input = [{ processor = \"moderation\", judge = \"gpt\" }]\n"),
+        "agent.toml:2:46: `moderation`: `gpt` is not a model id; write `provider/model`, like `openai/gpt-4o-mini`, or a scripted model, like `{ scripted = [\"Hello!\"] }`"
+    );
+}
+
+#[test]
+fn a_processor_that_needs_memory_says_so() {
+    assert_eq!(
+        with_model("input = [\"working-memory\"]\n"),
+        "agent.toml:2:10: `working-memory`: it keeps its data in the agent's memory store, and the agent has none; give the agent memory, like `memory = { store = \"in-memory\" }`"
+    );
+}
+
+#[test]
+fn a_file_with_several_mistakes_reports_them_all_in_file_order() {
+    let text = "\
+name = \"support\"
+modle = \"openai/gpt-4o-mini\"
+input = [\"batch-parts\", { processor = \"token-limiter\", limit = 0 }]
+
+[[output]]
+processor = \"regex-filter\"
+presets = [\"pi\"]
+
+[[output]]
+processor = \"regex-filter\"
+";
+    assert_eq!(
+        report(text),
+        "\
+agent.toml:1:1: the agent has no model; add one, like `model = \"openai/gpt-4o-mini\"` (its key read from the environment) or `model = { scripted = [\"Hello!\"] }`
+agent.toml:2:1: unknown key `modle` (did you mean `model`?); valid keys: name, instructions, model, memory, input, output, error, max_processor_retries, max_steps
+agent.toml:3:10: `batch-parts` is in `input` but has no input hook (its hooks: {\"process_output_stream\"}); it belongs in `output`
+agent.toml:3:64: `token-limiter`: `limit` is 0: no prompt or answer fits in it; give a limit of at least 1
+agent.toml:7:12: `regex-filter`: unknown variant `pi` (did you mean `pii`?), expected one of `pii`, `secrets`, `urls`
+agent.toml:9:1: `regex-filter`: it has no rules; add a preset, like `presets = [\"pii\"]`, or a rule, like `rules = [{ name = \"ticket\", pattern = \"TCK-[0-9]+\" }]`"
+    );
+}
+
+#[test]
+fn a_file_of_lists_holds_lists_alone() {
+    let error = Loader::new()
+        .lists_str("lists.toml", "model = \"x\"\ninput = [\"memory\"]\n")
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "\
+lists.toml:1:1: `model` configures an agent; a file of lists holds only `input`, `output` and `error` (load it as an agent, or set `model` in code)
+lists.toml:2:10: a file of lists has no memory to place in `input`; give the agent memory in code (`.memory(...)`): it loads first in `input` and saves last in `output` by itself"
+    );
+}
+
+#[test]
+fn a_missing_file_names_its_path() {
+    let error = Loader::new().agent("no/such/agent.toml").err().unwrap();
+    assert!(
+        error
+            .to_string()
+            .starts_with("cannot read no/such/agent.toml: "),
+        "{error}"
+    );
+    assert!(error.diagnostics().is_empty());
+}
+
+#[test]
+fn diagnostics_carry_file_line_and_column() {
+    let error = Loader::new()
+        .agent_str("x.toml", "model = { scripted = [] }\n\n  ouput = []\n")
+        .err()
+        .unwrap();
+    let d = &error.diagnostics()[0];
+    assert_eq!((d.file.as_str(), d.line, d.column), ("x.toml", 3, 3));
+}

@@ -1,0 +1,359 @@
+//! Files that load: the agents they describe run as declared.
+
+use futures::StreamExt;
+use processors_config::{FromConfig, Loader, Registry};
+use processors_runtime::prelude::*;
+use serde::Deserialize;
+use std::sync::{Arc, Mutex};
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+/// Records what an input processor sees: the agent's instructions and the conversation.
+#[derive(Clone, Default)]
+struct Probe(Arc<Mutex<Vec<String>>>);
+
+impl Processor for Probe {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    fn id(&self) -> &str {
+        "probe"
+    }
+    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        let mut seen = self.0.lock().unwrap();
+        seen.extend(
+            args.system_messages
+                .iter()
+                .map(|m| format!("system: {}", m.text())),
+        );
+        seen.extend(args.message_list.all().map(|m| m.text()));
+        Ok(InputOutcome::Unchanged)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
+/// A loader whose `probe` processor records into the probe returned.
+fn probing() -> (Loader, Probe) {
+    let probe = Probe::default();
+    let shared = probe.clone();
+    let registry = Registry::new().register_with("probe", move |_: NoOptions| {
+        Ok::<_, std::convert::Infallible>(shared.clone())
+    });
+    (Loader::new().registry(registry), probe)
+}
+
+#[test]
+fn a_loaded_agent_runs_its_lists_on_its_scripted_model() {
+    let file = r#"
+name = "support"
+instructions = ["You are the support assistant of Acme.", "Answer in one sentence."]
+model = { scripted = [["Write to ", "jane@example.com", " today."], "Second turn."] }
+input = [{ processor = "regex-filter", presets = ["secrets"], strategy = "block" }]
+
+[[output]]
+processor = "regex-filter"
+presets = ["pii"]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    assert_eq!(agent.name(), "support");
+    block_on(async {
+        let mut stream = agent.stream("Who can help?");
+        let mut streamed = String::new();
+        while let Some(chunk) = stream.next().await {
+            streamed.extend(chunk.text_delta());
+        }
+        assert_eq!(streamed, "Write to [EMAIL] today.");
+        let result = stream.finish().await.unwrap();
+        assert_eq!(result.text, "Write to [EMAIL] today.");
+
+        let blocked = agent
+            .generate("my key is sk-abcdefghijklmnopqrstuvwxyz")
+            .await
+            .unwrap();
+        let tripwire = blocked.tripwire.unwrap();
+        assert_eq!(tripwire.processor_id, "regex-filter");
+    });
+}
+
+#[test]
+fn instructions_reach_the_model_as_system_messages() {
+    let (loader, probe) = probing();
+    let file = "instructions = [\"Be brief.\", \"Be kind.\"]\nmodel = { scripted = [\"Ok.\"] }\ninput = [\"probe\"]\n";
+    let agent = loader.agent_str("agent.toml", file).unwrap();
+    let result = block_on(agent.generate("hi")).unwrap();
+    assert_eq!(result.text, "Ok.");
+    assert_eq!(
+        *probe.0.lock().unwrap(),
+        ["system: Be brief.", "system: Be kind.", "hi"]
+    );
+    let one = Agent::from_config_str("instructions = \"Be brief.\"\nmodel = { scripted = [] }\n");
+    assert!(one.is_ok());
+}
+
+#[test]
+fn a_scripted_model_that_cycles_answers_every_call() {
+    let agent =
+        Agent::from_config_str("model = { scripted = [\"Again.\"], cycle = true }\n").unwrap();
+    for _ in 0..3 {
+        assert_eq!(block_on(agent.generate("hi")).unwrap().text, "Again.");
+    }
+}
+
+/// The smallest options of each built-in (a judge where it needs one).
+const MINIMAL: &[(&str, &str, &str)] = &[
+    ("input", "regex-filter", "presets = [\"pii\"]"),
+    ("input", "unicode-normalizer", ""),
+    ("output", "system-prompt-scrubber", ""),
+    ("output", "batch-parts", ""),
+    ("input", "token-limiter", "limit = 1000"),
+    ("input", "tool-call-filter", ""),
+    ("input", "loop-detection", ""),
+    ("input", "ensure-final-response", "max_steps = 3"),
+    ("input", "cost-guard", "max_tokens = 10000"),
+    ("input", "history-window", "last_turns = 4"),
+    ("input", "system-prompt-injector", "text = \"Be brief.\""),
+    ("input", "environment-context", "os = true"),
+    ("input", "at-file-expansion", "root = \".\""),
+    ("input", "working-memory", ""),
+    ("error", "prefill-error-handler", ""),
+    ("input", "provider-history-compat", ""),
+    ("error", "context-length-handler", ""),
+    ("error", "stream-error-retry", ""),
+    ("output", "tool-approval", "tools = [\"refund\"]"),
+    ("output", "tool-result-limiter", "max_tokens = 500"),
+    (
+        "output",
+        "tool-validation",
+        "deny = [{ pattern = \"rm -rf\" }]",
+    ),
+    (
+        "output",
+        "tool-parameters",
+        "max = [{ tool = \"search\", key = \"limit\", value = 10 }]",
+    ),
+    ("input", "moderation", "judge = { scripted = [] }"),
+    (
+        "input",
+        "prompt-injection-detector",
+        "judge = { scripted = [] }",
+    ),
+    ("input", "pii-detector", "judge = { scripted = [] }"),
+    (
+        "output",
+        "prompt-leak-detector",
+        "judge = { scripted = [] }",
+    ),
+    (
+        "input",
+        "language-detector",
+        "judge = { scripted = [] }, targets = [\"en\"]",
+    ),
+    (
+        "input",
+        "classifier",
+        "judge = { scripted = [] }, classes = { billing = \"invoices\" }",
+    ),
+];
+
+#[test]
+fn every_built_in_loads_from_its_name_and_options() {
+    let registry = Registry::new();
+    let names: Vec<&str> = registry.names().collect();
+    let mut listed: Vec<&str> = MINIMAL.iter().map(|(_, name, _)| *name).collect();
+    listed.sort_unstable();
+    assert_eq!(names, listed, "each registered built-in has a case here");
+    for (list, name, options) in MINIMAL {
+        let sep = if options.is_empty() { "" } else { ", " };
+        let file = format!(
+            "model = {{ scripted = [] }}\nmemory = {{ store = \"in-memory\" }}\n{list} = [{{ processor = \"{name}\"{sep}{options} }}]\n"
+        );
+        if let Err(e) = Loader::new().agent_str("agent.toml", &file) {
+            panic!("{name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn docs_list_every_built_in_by_name() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/config.md")).unwrap();
+    for name in Registry::new().names() {
+        assert!(
+            docs.contains(&format!("### `{name}`")),
+            "docs/config.md lacks `{name}`"
+        );
+    }
+}
+
+/// Ends the run when the input holds a word of the list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Blocklist {
+    words: Vec<String>,
+}
+
+impl Processor for Blocklist {
+    type State = ();
+    const HOOKS: Hooks = Hooks::INPUT;
+    fn id(&self) -> &str {
+        "blocklist"
+    }
+    async fn process_input(&self, args: InputArgs<'_, ()>) -> Result<InputOutcome, ProcessorError> {
+        let text: String = args.messages.iter().map(|m| m.text()).collect();
+        match self.words.iter().find(|w| text.contains(w.as_str())) {
+            Some(w) => Err(args.abort().reason(format!("`{w}` is not allowed")).into()),
+            None => Ok(InputOutcome::Unchanged),
+        }
+    }
+}
+
+#[test]
+fn a_user_processor_registered_by_type_loads_with_its_options() {
+    let loader = Loader::new().registry(Registry::new().register::<Blocklist>("blocklist"));
+    let file = "model = { scripted = [\"Fine.\"] }\ninput = [{ processor = \"blocklist\", words = [\"refund\"] }]\n";
+    let agent = loader.agent_str("agent.toml", file).unwrap();
+    let result = block_on(agent.generate("I want a refund")).unwrap();
+    assert_eq!(result.tripwire.unwrap().reason, "`refund` is not allowed");
+
+    // Its hooks place it, and its fields are its options.
+    let bad = "model = { scripted = [] }\noutput = [{ processor = \"blocklist\", word = [] }]\n";
+    let error = loader.agent_str("agent.toml", bad).err().unwrap();
+    assert_eq!(
+        error.to_string(),
+        "agent.toml:2:11: `blocklist`: the option `words` is required; add it, like `words = ...`\n\
+         agent.toml:2:25: `blocklist` is in `output` but has no output hook (its hooks: {\"process_input\"}); it belongs in `input`\n\
+         agent.toml:2:38: `blocklist` has no option `word` (did you mean `words`?); its options: words"
+    );
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlocklistOptions {
+    words: Vec<String>,
+}
+
+#[test]
+fn a_factory_builds_a_processor_from_its_options_or_refuses_them() {
+    let registry = Registry::empty().register_with("blocklist", |o: BlocklistOptions| {
+        match o.words.is_empty() {
+            true => Err("`words` is empty; give at least one word"),
+            false => Ok(Blocklist { words: o.words }),
+        }
+    });
+    assert_eq!(registry.names().collect::<Vec<_>>(), ["blocklist"]);
+    let loader = Loader::new().registry(registry);
+    let file = "model = { scripted = [] }\ninput = [{ processor = \"blocklist\", words = [] }]\n";
+    assert_eq!(
+        loader
+            .agent_str("agent.toml", file)
+            .err()
+            .unwrap()
+            .to_string(),
+        "agent.toml:2:10: `blocklist`: `words` is empty; give at least one word"
+    );
+    // The built-ins are not in an empty registry.
+    let file = "model = { scripted = [] }\ninput = [\"unicode-normalizer\"]\n";
+    assert_eq!(
+        loader
+            .agent_str("agent.toml", file)
+            .err()
+            .unwrap()
+            .to_string(),
+        "agent.toml:2:10: unknown processor `unicode-normalizer`; known processors: blocklist"
+    );
+}
+
+#[test]
+fn lists_load_alone_for_an_agent_built_in_code_or_for_one_call() {
+    let text = "input = [\"unicode-normalizer\"]\noutput = [{ processor = \"regex-filter\", presets = [\"pii\"] }]\nerror = [\"prefill-error-handler\"]\n";
+    let lists = Loader::new().lists_str("lists.toml", text).unwrap();
+    assert_eq!(
+        (lists.input.len(), lists.output.len(), lists.error.len()),
+        (1, 1, 1)
+    );
+    let model = ScriptedModel::new([Turn::text("Mail ann@example.com.")]);
+    let agent = lists
+        .clone()
+        .apply(Agent::builder().model(model))
+        .build()
+        .unwrap();
+    assert_eq!(
+        block_on(agent.generate("hi")).unwrap().text,
+        "Mail [EMAIL]."
+    );
+
+    let plain = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("Mail ann@example.com.")]))
+        .build()
+        .unwrap();
+    let options = GenerateOptions::new().output_processors(lists.output);
+    assert_eq!(
+        block_on(plain.generate_with("hi", options)).unwrap().text,
+        "Mail [EMAIL]."
+    );
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn memory_in_sqlite_lives_next_to_the_file_and_outlasts_the_agent() {
+    let dir = std::env::temp_dir().join(format!("processors-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agent.toml");
+    std::fs::write(
+        &path,
+        "model = { scripted = [\"Noted.\"], cycle = true }\nmemory = { store = \"sqlite\", path = \"chat.db\" }\ninput = [\"memory\", \"probe\"]\n",
+    )
+    .unwrap();
+    let options =
+        || GenerateOptions::new().request_context(RequestContext::new().with_thread("t-1", "u-1"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (loader, probe) = probing();
+    let first = loader.agent(&path).unwrap();
+    rt.block_on(first.generate_with("My name is Ada.", options()))
+        .unwrap();
+    drop(first);
+    assert!(dir.join("chat.db").exists(), "the store is beside the file");
+
+    probe.0.lock().unwrap().clear();
+    let second = loader.agent(&path).unwrap();
+    rt.block_on(second.generate_with("And now?", options()))
+        .unwrap();
+    assert_eq!(
+        *probe.0.lock().unwrap(),
+        ["My name is Ada.", "Noted.", "And now?"],
+        "the second agent remembers the first one's turn"
+    );
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_provider_model_reads_its_key_and_address_from_the_loader_environment() {
+    let env = |name: &str| match name {
+        "OPENAI_API_KEY" => Some("sk-from-env".to_owned()),
+        _ => None,
+    };
+    let agent = Loader::new()
+        .env(env)
+        .agent_str("agent.toml", "model = \"openai/gpt-4o-mini\"\n");
+    assert!(agent.is_ok());
+    // A key in the file is no option of the model.
+    let error = Loader::new()
+        .env(env)
+        .agent_str(
+            "agent.toml",
+            "model = \"openai/gpt-4o-mini\"\napi_key = \"sk-1\"\n",
+        )
+        .err()
+        .unwrap();
+    assert!(
+        error
+            .to_string()
+            .starts_with("agent.toml:2:1: unknown key `api_key`"),
+        "{error}"
+    );
+}
