@@ -32,8 +32,8 @@ pub enum OnRefusal {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::AtFileExpansion;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::AtFileExpansion;
+/// use processors::prelude::*;
 ///
 /// let root = std::env::temp_dir().join(format!("at-file-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&root).unwrap();

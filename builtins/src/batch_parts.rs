@@ -4,8 +4,8 @@
 //! ```
 //! # futures::executor::block_on(async {
 //! use futures::StreamExt;
-//! use processors_builtins::BatchParts;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::BatchParts;
+//! use processors::prelude::*;
 //!
 //! let agent = Agent::builder()
 //!     .model(ScriptedModel::new([Turn::deltas(["H", "e", "l", "l", "o", ",", " ", "w", "o", "rld"])]))
@@ -100,7 +100,7 @@ impl BatchPartsBuilder {
     /// Checks the configuration.
     ///
     /// ```
-    /// use processors_builtins::BatchParts;
+    /// use processors::builtins::BatchParts;
     /// use std::time::Duration;
     /// let batcher = BatchParts::builder()
     ///     .batch_size(20)
@@ -137,7 +137,7 @@ impl BatchPartsBuilder {
 /// Merges text deltas into batches. See [the module](self).
 ///
 /// ```
-/// use processors_builtins::BatchParts;
+/// use processors::builtins::BatchParts;
 /// assert_eq!(BatchParts::ID, "batch-parts");
 /// let batcher = BatchParts::new(); // batches of 5 deltas
 /// ```
@@ -179,9 +179,9 @@ impl BatchParts {
     /// from a processor of your own that wraps the batcher.
     ///
     /// ```
-    /// use processors_builtins::batch_parts::{BatchParts, BatchPartsState};
-    /// use processors_runtime::chunk::{Chunk, ChunkFrom, ChunkKind, RunId};
-    /// use processors_runtime::processor::StreamAction;
+    /// use processors::builtins::batch_parts::{BatchParts, BatchPartsState};
+    /// use processors::chunk::{Chunk, ChunkFrom, ChunkKind, RunId};
+    /// use processors::processor::StreamAction;
     ///
     /// let batcher = BatchParts::new();
     /// let mut state = BatchPartsState::default();

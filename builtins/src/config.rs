@@ -14,7 +14,7 @@ use std::ops::BitOr;
 /// with none of them.
 ///
 /// ```
-/// use processors_builtins::config::Sites;
+/// use processors::builtins::config::Sites;
 /// let output = Sites::STREAM | Sites::RESULT;
 /// assert_eq!(output, Sites::OUTPUT);
 /// assert!(output.contains(Sites::STREAM) && !output.contains(Sites::INPUT));
@@ -101,8 +101,8 @@ impl fmt::Debug for Sites {
 /// do instead; match on the kind and the option's name to tell them apart.
 ///
 /// ```
-/// use processors_builtins::config::ConfigError;
-/// use processors_builtins::TokenLimiter;
+/// use processors::builtins::config::ConfigError;
+/// use processors::builtins::TokenLimiter;
 /// let error = TokenLimiter::new(0).unwrap_err();
 /// assert!(matches!(error, ConfigError::Zero { option: "limit", .. }));
 /// assert_eq!(

@@ -40,8 +40,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::cost_guard::{Budget, CostGuard, CostLedger, CostScope};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::cost_guard::{Budget, CostGuard, CostLedger, CostScope};
+//! use processors::prelude::*;
 //!
 //! let ledger = CostLedger::new();
 //! let guard = CostGuard::builder(Budget::Tokens(1_000))
@@ -111,7 +111,7 @@ impl Price {
     /// What `input` and `output` tokens cost.
     ///
     /// ```
-    /// use processors_builtins::cost_guard::Price;
+    /// use processors::builtins::cost_guard::Price;
     /// let price = Price::per_million(2.0, 8.0);
     /// assert_eq!(price.cost(500_000, 250_000), 3.0);
     /// ```
@@ -131,7 +131,7 @@ impl Price {
 /// id with or without a `provider/` prefix).
 ///
 /// ```
-/// use processors_builtins::cost_guard::{Price, PriceTable};
+/// use processors::builtins::cost_guard::{Price, PriceTable};
 /// let table = PriceTable::new()
 ///     .with("gpt-4o", Price::per_million(2.5, 10.0))
 ///     .with("gpt-4o-mini", Price::per_million(0.15, 0.6));
@@ -239,7 +239,7 @@ impl Spend {
 /// safe to use from many threads. One ledger serves one scope.
 ///
 /// ```
-/// use processors_builtins::cost_guard::{CostLedger, Spend};
+/// use processors::builtins::cost_guard::{CostLedger, Spend};
 /// let ledger = CostLedger::new();
 /// ledger.add("u-1", Spend { input_tokens: 10, output_tokens: 5, cost: 0.01 });
 /// assert_eq!(ledger.clone().spent("u-1").tokens(), 15);
@@ -415,7 +415,7 @@ impl CostGuard {
     /// Starts configuring a guard of `budget`.
     ///
     /// ```
-    /// use processors_builtins::cost_guard::*;
+    /// use processors::builtins::cost_guard::*;
     /// let guard = CostGuard::builder(Budget::Cost(2.0))
     ///     .scope(CostScope::Thread(CostLedger::new()))
     ///     .warn_at_percent(75)

@@ -18,8 +18,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::ensure_final_response::EnsureFinalResponse;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::ensure_final_response::EnsureFinalResponse;
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! // A model that calls tools for as long as it may.
@@ -118,8 +118,8 @@ impl EnsureFinalResponse {
     /// Starts configuring it for a run limited to `max_steps` steps.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::ensure_final_response::*;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::ensure_final_response::*;
     /// let last = EnsureFinalResponse::builder(8)
     ///     .message("Stop researching and write the report now.")
     ///     .hide_tools(true)

@@ -15,8 +15,8 @@ pub const ENVIRONMENT_TAG: &str = "environment";
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::EnvironmentContext;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::EnvironmentContext;
+/// use processors::prelude::*;
 ///
 /// let model = ScriptedModel::new([Turn::text("ok")]);
 /// let agent = Agent::builder()

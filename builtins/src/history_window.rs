@@ -31,8 +31,8 @@ pub fn estimate_tokens(message: &Message) -> usize {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::HistoryWindow;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::HistoryWindow;
+/// use processors::prelude::*;
 ///
 /// let model = ScriptedModel::new([Turn::text("3")]);
 /// let agent = Agent::builder()

@@ -44,14 +44,13 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::regex_filter::Preset;
-//! use processors_builtins::{BatchParts, RegexFilter, SystemPromptScrubber, UnicodeNormalizer};
-//! use processors_macros::agent;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::regex_filter::Preset;
+//! use processors::builtins::{BatchParts, RegexFilter, SystemPromptScrubber, UnicodeNormalizer};
+//! use processors::agent;
+//! use processors::prelude::*;
 //!
 //! let filter = RegexFilter::builder().preset(Preset::Pii).preset(Preset::Secrets).build()?;
 //! let agent = agent! {
-//!     crate: processors_runtime,
 //!     instructions: "You are the support assistant of Acme. Escalations go to the night desk.",
 //!     model: ScriptedModel::new([Turn::deltas(["Write to ", "ops@acme.example", " any time."])]),
 //!     input: [UnicodeNormalizer::new(), filter.clone()],
@@ -69,21 +68,20 @@
 //! the compiler refuses the others, and `build()` checks lists made at run time.
 //!
 //! ```compile_fail,E0277
-//! use processors_builtins::UnicodeNormalizer;
-//! use processors_macros::agent;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::UnicodeNormalizer;
+//! use processors::agent;
+//! use processors::prelude::*;
 //!
 //! // An input processor in `output`.
 //! let agent = agent! {
-//!     crate: processors_runtime,
 //!     model: ScriptedModel::new([]),
 //!     output: [UnicodeNormalizer::new()],
 //! };
 //! ```
 //!
 //! ```compile_fail,E0277
-//! use processors_builtins::BatchParts;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::BatchParts;
+//! use processors::prelude::*;
 //!
 //! // An output processor in `input`.
 //! let agent = Agent::builder().model(ScriptedModel::new([])).input(BatchParts::new());

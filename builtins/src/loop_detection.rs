@@ -34,8 +34,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::loop_detection::LoopDetection;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::loop_detection::LoopDetection;
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! // A model that asks for the same page forever.
@@ -249,7 +249,7 @@ impl LoopDetection {
     /// Starts configuring a detector.
     ///
     /// ```
-    /// use processors_builtins::loop_detection::*;
+    /// use processors::builtins::loop_detection::*;
     /// let detector = LoopDetection::builder()
     ///     .tool_call_repeats(4)
     ///     .answer_repeats(2)

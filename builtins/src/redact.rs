@@ -3,9 +3,9 @@
 //! [`PromptLeakDetector`](crate::PromptLeakDetector)), written by one function.
 //!
 //! ```
-//! use processors_builtins::redact::Redaction;
-//! use processors_builtins::RegexFilter;
-//! use processors_builtins::regex_filter::{Preset, Strategy};
+//! use processors::builtins::redact::Redaction;
+//! use processors::builtins::RegexFilter;
+//! use processors::builtins::regex_filter::{Preset, Strategy};
 //!
 //! let filter = RegexFilter::builder()
 //!     .preset(Preset::Pii)

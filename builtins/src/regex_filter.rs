@@ -3,8 +3,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::regex_filter::{Preset, RegexFilter};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::regex_filter::{Preset, RegexFilter};
+//! use processors::prelude::*;
 //!
 //! let filter = RegexFilter::builder()
 //!     .preset(Preset::Pii)
@@ -60,8 +60,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::regex_filter::{Preset, RegexFilter, Rule, Strategy};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::regex_filter::{Preset, RegexFilter, Rule, Strategy};
+//! use processors::prelude::*;
 //!
 //! let filter = RegexFilter::builder()
 //!     .preset(Preset::Secrets)
@@ -154,7 +154,7 @@ impl Default for Strategy {
 /// One pattern to look for.
 ///
 /// ```
-/// use processors_builtins::regex_filter::{Rule, Strategy};
+/// use processors::builtins::regex_filter::{Rule, Strategy};
 /// let rule = Rule::new("employee-id", r"(?-u:\b)EMP-[0-9]{6}(?-u:\b)")
 ///     .placeholder("[EMPLOYEE]")
 ///     .strategy(Strategy::Warn);
@@ -201,7 +201,7 @@ impl Rule {
     /// [`is_iban`] are such checks.
     ///
     /// ```
-    /// use processors_builtins::regex_filter::{is_card_number, Rule};
+    /// use processors::builtins::regex_filter::{is_card_number, Rule};
     /// let cards = Rule::new("card", r"(?-u:\b)[0-9]{16}(?-u:\b)").validate(is_card_number);
     /// ```
     pub fn validate(mut self, check: fn(&str) -> bool) -> Rule {
@@ -263,7 +263,7 @@ impl RegexFilterBuilder {
     /// Leaves out the rule named `name` (from a preset, typically).
     ///
     /// ```
-    /// use processors_builtins::regex_filter::{Preset, RegexFilter};
+    /// use processors::builtins::regex_filter::{Preset, RegexFilter};
     /// let filter = RegexFilter::builder().preset(Preset::Pii).without("ip-address").build().unwrap();
     /// assert!(!filter.rule_names().any(|n| n == "ip-address"));
     /// ```
@@ -402,7 +402,7 @@ fn valid_name(name: &str) -> bool {
 /// answer. See [the module](self) for the whole story.
 ///
 /// ```
-/// use processors_builtins::regex_filter::{Preset, RegexFilter};
+/// use processors::builtins::regex_filter::{Preset, RegexFilter};
 /// let filter = RegexFilter::builder().preset(Preset::Urls).build().unwrap();
 /// assert_eq!(RegexFilter::ID, "regex-filter");
 /// assert_eq!(filter.rule_names().collect::<Vec<_>>(), ["url"]);
@@ -451,7 +451,7 @@ impl RegexFilter {
     /// or for a [`Warn`](Strategy::Warn) match (a warning, with the text unchanged).
     ///
     /// ```
-    /// use processors_builtins::regex_filter::{Preset, RegexFilter};
+    /// use processors::builtins::regex_filter::{Preset, RegexFilter};
     /// let filter = RegexFilter::builder().preset(Preset::Pii).build().unwrap();
     /// assert_eq!(filter.apply("call +1 415 555 0100").unwrap(), "call [PHONE]");
     /// ```

@@ -15,8 +15,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::semantic_recall::{HashEmbedder, SemanticRecall};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::semantic_recall::{HashEmbedder, SemanticRecall};
+//! use processors::prelude::*;
 //!
 //! let store = InMemoryStore::new();
 //! let recall = SemanticRecall::new(store.clone(), HashEmbedder::new(256)).top_k(1).neighbours(0);
@@ -104,7 +104,7 @@ impl Embedder for HashEmbedder {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use processors_builtins::semantic_recall::Embedder;
+/// use processors::builtins::semantic_recall::Embedder;
 /// use processors_providers::OpenAiEmbeddings;
 /// let embedder: Box<dyn Embedder> = Box::new(
 ///     OpenAiEmbeddings::builder("text-embedding-3-small")

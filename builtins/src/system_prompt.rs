@@ -15,8 +15,8 @@ type Build = Arc<dyn Fn(&RequestContext) -> Option<String> + Send + Sync>;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::SystemPromptInjector;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::SystemPromptInjector;
+/// use processors::prelude::*;
 ///
 /// let model = ScriptedModel::new([Turn::text("Bonjour")]);
 /// let agent = Agent::builder()

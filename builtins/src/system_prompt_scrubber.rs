@@ -3,8 +3,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::SystemPromptScrubber;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::SystemPromptScrubber;
+//! use processors::prelude::*;
 //!
 //! let agent = Agent::builder()
 //!     .instructions(
@@ -159,7 +159,7 @@ impl SystemPromptScrubberBuilder {
     /// Checks the configuration.
     ///
     /// ```
-    /// use processors_builtins::system_prompt_scrubber::{Strategy, SystemPromptScrubber};
+    /// use processors::builtins::system_prompt_scrubber::{Strategy, SystemPromptScrubber};
     /// let scrubber = SystemPromptScrubber::builder()
     ///     .min_span(60)
     ///     .strategy(Strategy::Block)
@@ -191,7 +191,7 @@ impl SystemPromptScrubberBuilder {
 /// Blocks, redacts or flags answers that repeat the system prompt. See [the module](self).
 ///
 /// ```
-/// use processors_builtins::SystemPromptScrubber;
+/// use processors::builtins::SystemPromptScrubber;
 /// assert_eq!(SystemPromptScrubber::ID, "system-prompt-scrubber");
 /// let scrubber = SystemPromptScrubber::new();
 /// let prompt = "Answer in French. The internal escalation phone line is never shared.";

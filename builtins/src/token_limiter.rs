@@ -46,8 +46,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::token_limiter::{LimitStrategy, TokenLimiter};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::token_limiter::{LimitStrategy, TokenLimiter};
+//! use processors::prelude::*;
 //!
 //! let model = ScriptedModel::new([Turn::deltas(["one two three ", "four five six seven"])]);
 //! let agent = Agent::builder()
@@ -107,8 +107,8 @@ pub enum LimitStrategy {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::token_limiter::{TokenCount, TokenLimiter};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::token_limiter::{TokenCount, TokenLimiter};
+/// use processors::prelude::*;
 ///
 /// let count = TokenCount::new();
 /// let agent = Agent::builder()
@@ -344,8 +344,8 @@ impl TokenLimiter {
     /// Starts configuring a limiter of `limit` tokens.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::token_limiter::*;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::token_limiter::*;
     /// let limiter = TokenLimiter::builder(500)
     ///     .tokenizer(Tokenizer::for_model("gpt-4"))
     ///     .strategy(LimitStrategy::Abort)

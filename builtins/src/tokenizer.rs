@@ -79,7 +79,7 @@ pub enum Tokenizer {
 /// it for the counts of prefixes.
 ///
 /// ```
-/// use processors_builtins::tokenizer::{Counter, Tokenizer};
+/// use processors::builtins::tokenizer::{Counter, Tokenizer};
 /// let words = Tokenizer::Custom(Counter::new("words", |text| text.split_whitespace().count()));
 /// assert_eq!(words.count("one two three"), 3);
 /// assert_eq!(words.prefix("one two three", 2), "one two ");
@@ -137,7 +137,7 @@ impl Tokenizer {
     /// `o200k_base` for every other model.
     ///
     /// ```
-    /// use processors_builtins::tokenizer::Tokenizer;
+    /// use processors::builtins::tokenizer::Tokenizer;
     /// assert_eq!(Tokenizer::for_model("gpt-4o-mini"), Tokenizer::O200k);
     /// assert_eq!(Tokenizer::for_model("openai/gpt-4-turbo"), Tokenizer::Cl100k);
     /// assert_eq!(Tokenizer::for_model("ft:gpt-3.5-turbo:acme::1"), Tokenizer::Cl100k);
@@ -213,7 +213,7 @@ impl Tokenizer {
     /// The number of tokens of `text`.
     ///
     /// ```
-    /// use processors_builtins::tokenizer::Tokenizer;
+    /// use processors::builtins::tokenizer::Tokenizer;
     /// assert_eq!(Tokenizer::O200k.count("Hello, world!"), 4);
     /// assert_eq!(Tokenizer::Estimate.count("Hello, world!"), 4); // 13 bytes / 4, rounded up
     /// ```
@@ -232,8 +232,8 @@ impl Tokenizer {
     /// cost nothing. [`Tokenizer::ByModel`] counts with `o200k_base` here.
     ///
     /// ```
-    /// use processors_builtins::tokenizer::Tokenizer;
-    /// use processors_runtime::message::Message;
+    /// use processors::builtins::tokenizer::Tokenizer;
+    /// use processors::message::Message;
     /// assert_eq!(Tokenizer::O200k.count_message(&Message::user("Hello, world!")), 3 + 4);
     /// ```
     pub fn count_message(self, message: &Message) -> usize {
@@ -243,7 +243,7 @@ impl Tokenizer {
     /// The longest prefix of `text` of at most `tokens` tokens, cut at a character boundary.
     ///
     /// ```
-    /// use processors_builtins::tokenizer::Tokenizer;
+    /// use processors::builtins::tokenizer::Tokenizer;
     /// assert_eq!(Tokenizer::O200k.prefix("one two three", 2), "one two");
     /// assert_eq!(Tokenizer::Estimate.prefix("abcdefgh", 1), "abcd");
     /// ```

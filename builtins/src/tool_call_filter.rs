@@ -21,8 +21,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::tool_call_filter::ToolCallFilter;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::tool_call_filter::ToolCallFilter;
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! let search = tool("search", "Searches the web.", json!({ "type": "object" }), |_| async {
@@ -152,8 +152,8 @@ impl ToolCallFilter {
     /// Starts configuring a filter.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tool_call_filter::ToolCallFilter;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tool_call_filter::ToolCallFilter;
     /// let filter = ToolCallFilter::builder()
     ///     .tools(["search", "fetch_page"])
     ///     .filter_after_tool_steps(2)

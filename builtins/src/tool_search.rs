@@ -21,8 +21,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::tool_search::ToolSearch;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::tool_search::ToolSearch;
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! let catalog = ["weather", "stocks", "translate", "calendar"].map(|name| {
@@ -300,9 +300,9 @@ impl ToolSearch {
     /// Starts configuring a search over these tools.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tool_search::ToolSearch;
-    /// use processors_runtime::tool::tool;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tool_search::ToolSearch;
+    /// use processors::tool::tool;
     /// use serde_json::json;
     /// let t = |name: &str| tool(name, "A tool.", json!({}), |_| async { Ok(json!(null)) });
     /// let search = ToolSearch::builder([t("a"), t("b")]).max_results(1).build().unwrap();

@@ -2,8 +2,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::UnicodeNormalizer;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::UnicodeNormalizer;
+//! use processors::prelude::*;
 //!
 //! let model = ScriptedModel::new([Turn::text("ok")]);
 //! let agent = Agent::builder()
@@ -113,7 +113,7 @@ impl UnicodeNormalizerBuilder {
     /// Checks that the normalizer does something.
     ///
     /// ```
-    /// use processors_builtins::unicode_normalizer::{Form, UnicodeNormalizer};
+    /// use processors::builtins::unicode_normalizer::{Form, UnicodeNormalizer};
     /// let n = UnicodeNormalizer::builder().form(Form::Nfc).keep_emoji(false).build().unwrap();
     /// assert_eq!(n.normalize("Cafe\u{301} ☕"), "Café");
     /// ```
@@ -137,7 +137,7 @@ impl UnicodeNormalizerBuilder {
 /// Normalises the text of the input messages. See [the module](self) for each step.
 ///
 /// ```
-/// use processors_builtins::UnicodeNormalizer;
+/// use processors::builtins::UnicodeNormalizer;
 /// assert_eq!(UnicodeNormalizer::ID, "unicode-normalizer");
 /// assert_eq!(UnicodeNormalizer::new().normalize("a\r\nb\u{202E}c"), "a\nbc");
 /// ```

@@ -20,8 +20,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::working_memory::WorkingMemory;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::working_memory::WorkingMemory;
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! let store = InMemoryStore::new();

@@ -80,8 +80,8 @@ impl ClassifierBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{Classifier, Judge, ModelSelection};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Classifier, Judge, ModelSelection};
+/// use processors::prelude::*;
 ///
 /// let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"code": 0.9, "chat": 0.1}}"#)]);
 /// let small = ScriptedModel::new([]).named("small");

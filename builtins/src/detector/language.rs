@@ -184,8 +184,8 @@ impl LanguageDetectorBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{Judge, LanguageDetector, LanguageStrategy};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Judge, LanguageDetector, LanguageStrategy};
+/// use processors::prelude::*;
 ///
 /// let judge = ScriptedModel::new([Turn::text(
 ///     r#"{"language": "fr", "confidence": 0.97, "translation": "Where is my order?"}"#,

@@ -12,8 +12,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::detector::{Judge, Moderation, Strategy};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::detector::{Judge, Moderation, Strategy};
+//! use processors::prelude::*;
 //!
 //! // The judge: here a scripted model; in production `Judge::from_id("openai/gpt-4o-mini")?`.
 //! let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"violence": 0.93}}"#)]);
@@ -64,8 +64,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::detector::{Judge, JudgeLedger, Moderation};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::detector::{Judge, JudgeLedger, Moderation};
+//! use processors::prelude::*;
 //!
 //! let judge = ScriptedModel::new([Turn::text(r#"{"categories": {}}"#).usage(120, 9)]);
 //! let agent = Agent::builder()
@@ -191,8 +191,8 @@ pub enum JudgeError {
 /// concurrency and answer size.
 ///
 /// ```
-/// use processors_builtins::detector::{Judge, OnJudgeError};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Judge, OnJudgeError};
+/// use processors::prelude::*;
 /// use std::time::Duration;
 ///
 /// let judge = Judge::new(ScriptedModel::new([]))
@@ -240,7 +240,7 @@ impl Judge {
     /// base URL come from the environment.
     ///
     /// ```
-    /// use processors_builtins::detector::Judge;
+    /// use processors::builtins::detector::Judge;
     /// let judge = Judge::from_id("ollama/llama3.2").unwrap();
     /// assert_eq!(judge.model().provider(), "ollama");
     /// assert!(Judge::from_id("llama3.2").is_err(), "the provider is missing");

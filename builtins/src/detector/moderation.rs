@@ -112,8 +112,8 @@ impl ModerationBuilder {
 /// - Result: the answer's messages are judged only when no earlier hook judged them.
 ///
 /// ```
-/// use processors_builtins::detector::{Judge, Moderation, Strategy};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Judge, Moderation, Strategy};
+/// use processors::prelude::*;
 ///
 /// let moderation = Moderation::builder(Judge::new(ScriptedModel::new([])))
 ///     .categories(["hate", "violence"])

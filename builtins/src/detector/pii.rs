@@ -159,8 +159,8 @@ impl PiiDetectorBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{Judge, PiiDetector, PiiStrategy, Redaction};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Judge, PiiDetector, PiiStrategy, Redaction};
+/// use processors::prelude::*;
 ///
 /// let judge = ScriptedModel::new([Turn::text(
 ///     r#"{"entities": [{"type": "email", "value": "jane@example.com", "confidence": 0.99}]}"#,

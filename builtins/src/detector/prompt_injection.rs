@@ -131,8 +131,8 @@ impl PromptInjectionDetectorBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{InjectionStrategy, Judge, PromptInjectionDetector};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{InjectionStrategy, Judge, PromptInjectionDetector};
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let fetch = tool("fetch", "Fetches a page", json!({ "type": "object" }), |_| async {
@@ -161,8 +161,8 @@ impl PromptInjectionDetectorBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{InjectionStrategy, Judge, PromptInjectionDetector};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{InjectionStrategy, Judge, PromptInjectionDetector};
+/// use processors::prelude::*;
 ///
 /// let judge = ScriptedModel::new([Turn::text(
 ///     r#"{"categories": {"injection": 0.96}, "rewritten": "What is the refund policy?"}"#,

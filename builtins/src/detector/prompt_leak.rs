@@ -164,8 +164,8 @@ impl PromptLeakDetectorBuilder {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::{Judge, LeakStrategy, PromptLeakDetector, Redaction};
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::{Judge, LeakStrategy, PromptLeakDetector, Redaction};
+/// use processors::prelude::*;
 ///
 /// // The judge recognises the discount code, reworded and translated.
 /// let judge = ScriptedModel::new([Turn::text(

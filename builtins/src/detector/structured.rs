@@ -51,8 +51,8 @@ enum OnInvalid {
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::detector::StructuredOutput;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::detector::StructuredOutput;
+/// use processors::prelude::*;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
 /// struct Weather {

@@ -52,8 +52,8 @@ const CONTEXT_TOO_LONG: &[&str] = &[
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::ContextLengthHandler;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::ContextLengthHandler;
+/// use processors::prelude::*;
 ///
 /// let too_long = ApiError::new(400, "This model's maximum context length is 8192 tokens.");
 /// let model = ScriptedModel::new([Turn::error(too_long), Turn::text("Fine.")]);
@@ -193,9 +193,9 @@ impl ContextLengthHandler {
     /// Starts configuring a handler.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::recovery::ContextLengthHandler;
-    /// use processors_builtins::tokenizer::Tokenizer;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::recovery::ContextLengthHandler;
+    /// use processors::builtins::tokenizer::Tokenizer;
     /// let handler = ContextLengthHandler::builder()
     ///     .fraction(0.25)
     ///     .max_attempts(4)
@@ -230,8 +230,8 @@ impl ContextLengthHandler {
     /// message or body that says so.
     ///
     /// ```
-    /// use processors_builtins::ContextLengthHandler;
-    /// use processors_runtime::model::ApiError;
+    /// use processors::builtins::ContextLengthHandler;
+    /// use processors::model::ApiError;
     /// let handler = ContextLengthHandler::new();
     /// let openai = ApiError::new(400, "bad request: Please reduce it. (invalid_request_error)")
     ///     .with_body(r#"{"error":{"code":"context_length_exceeded"}}"#);

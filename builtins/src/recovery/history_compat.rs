@@ -63,8 +63,8 @@ impl BuiltinRule {
     /// Applies the rule to a conversation; returns whether it changed something.
     ///
     /// ```
-    /// use processors_builtins::recovery::BuiltinRule;
-    /// use processors_runtime::message::{Message, Role};
+    /// use processors::builtins::recovery::BuiltinRule;
+    /// use processors::message::{Message, Role};
     /// let mut messages = vec![Message::user("hi"), Message::new(Role::Assistant, vec![])];
     /// assert!(BuiltinRule::EmptyAssistantMessages.apply(&mut messages));
     /// assert_eq!(messages.len(), 1);
@@ -86,8 +86,8 @@ impl BuiltinRule {
     /// Anthropic's messages word it.
     ///
     /// ```
-    /// use processors_builtins::recovery::BuiltinRule;
-    /// use processors_runtime::model::ApiError;
+    /// use processors::builtins::recovery::BuiltinRule;
+    /// use processors::model::ApiError;
     /// let e = ApiError::new(
     ///     400,
     ///     "messages.1.content.1.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'",
@@ -166,9 +166,9 @@ impl BuiltinRule {
 /// [`ProviderHistoryCompatBuilder::custom_rule`]; implement the trait to react to an error.
 ///
 /// ```
-/// use processors_builtins::recovery::{CompatRule, ProviderHistoryCompat};
-/// use processors_runtime::message::{Message, Part};
-/// use processors_runtime::model::ApiError;
+/// use processors::builtins::recovery::{CompatRule, ProviderHistoryCompat};
+/// use processors::message::{Message, Part};
+/// use processors::model::ApiError;
 ///
 /// /// Files are refused by a text-only provider: send their names instead.
 /// struct NoFiles;
@@ -263,8 +263,8 @@ where
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::ProviderHistoryCompat;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::ProviderHistoryCompat;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let model = ScriptedModel::new([Turn::text("Sunny again.")]);
@@ -487,9 +487,9 @@ impl ProviderHistoryCompat {
     /// Starts configuring the processor: every built-in rule, both ways.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::recovery::{BuiltinRule, ProviderHistoryCompat};
-    /// use processors_runtime::message::Role;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::recovery::{BuiltinRule, ProviderHistoryCompat};
+    /// use processors::message::Role;
     /// let compat = ProviderHistoryCompat::builder()
     ///     .disable(BuiltinRule::UnsignedReasoning)
     ///     .custom_rule("no-tool-messages", |messages| {
@@ -546,8 +546,8 @@ impl ProviderHistoryCompat {
     /// System messages go first, as the runner sends them; rules see the others only.
     ///
     /// ```
-    /// use processors_builtins::ProviderHistoryCompat;
-    /// use processors_runtime::message::{Message, Part, Role};
+    /// use processors::builtins::ProviderHistoryCompat;
+    /// use processors::message::{Message, Part, Role};
     /// let thinking = Message::new(Role::Assistant, vec![
     ///     Part::Reasoning { text: "let me think".into() },
     ///     Part::Text { text: "42".into() },

@@ -21,10 +21,10 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::recovery::{
+//! use processors::builtins::recovery::{
 //!     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
 //! };
-//! use processors_runtime::prelude::*;
+//! use processors::prelude::*;
 //!
 //! let model = ScriptedModel::new([
 //!     Turn::error(ApiError::new(400, "prompt is too long: 210000 tokens > 200000 maximum")),

@@ -39,8 +39,8 @@ const PREFILL: &[&str] = &[
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::PrefillErrorHandler;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::PrefillErrorHandler;
+/// use processors::prelude::*;
 ///
 /// let refusal = ApiError::new(
 ///     400,
@@ -116,8 +116,8 @@ impl PrefillErrorHandler {
     /// Starts configuring a handler.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::recovery::PrefillErrorHandler;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::recovery::PrefillErrorHandler;
     /// let handler = PrefillErrorHandler::builder().continuation("Please go on.").build().unwrap();
     /// assert_eq!(handler.continuation(), "Please go on.");
     /// let err = PrefillErrorHandler::builder().continuation("  ").build().unwrap_err();
@@ -138,8 +138,8 @@ impl PrefillErrorHandler {
     /// and a message (or body) that says so.
     ///
     /// ```
-    /// use processors_builtins::PrefillErrorHandler;
-    /// use processors_runtime::model::ApiError;
+    /// use processors::builtins::PrefillErrorHandler;
+    /// use processors::model::ApiError;
     /// let refusal = ApiError::new(400, "This model does not support assistant message prefill.");
     /// assert!(PrefillErrorHandler::is_prefill_error(&refusal));
     /// assert!(!PrefillErrorHandler::is_prefill_error(&ApiError::new(400, "Unknown parameter")));

@@ -31,8 +31,8 @@ use std::time::Duration;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::StreamErrorRetry;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::StreamErrorRetry;
+/// use processors::prelude::*;
 ///
 /// let cut = ApiError::other("the connection failed while streaming", true);
 /// let model = ScriptedModel::new([
@@ -134,8 +134,8 @@ impl StreamErrorRetry {
     /// Starts configuring the processor.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::recovery::{Backoff, StreamErrorRetry};
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::recovery::{Backoff, StreamErrorRetry};
     /// use std::time::Duration;
     /// let retry = StreamErrorRetry::builder()
     ///     .max_retries(3)
@@ -167,8 +167,8 @@ impl StreamErrorRetry {
     /// retryable when [`retryable_only`](StreamErrorRetryBuilder::retryable_only) is on.
     ///
     /// ```
-    /// use processors_builtins::StreamErrorRetry;
-    /// use processors_runtime::model::ApiError;
+    /// use processors::builtins::StreamErrorRetry;
+    /// use processors::model::ApiError;
     /// let retry = StreamErrorRetry::new();
     /// assert!(retry.is_stream_failure(&ApiError::other("connection reset", true)));
     /// assert!(retry.is_stream_failure(&ApiError::other("malformed event", false)));

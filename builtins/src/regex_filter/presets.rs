@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// A named set of rules.
 ///
 /// ```
-/// use processors_builtins::regex_filter::Preset;
+/// use processors::builtins::regex_filter::Preset;
 /// let names: Vec<String> = Preset::Pii.rules().iter().map(|r| r.name().to_owned()).collect();
 /// assert_eq!(names, ["email", "credit-card", "iban", "ip-address", "phone"]);
 /// ```
@@ -159,7 +159,7 @@ fn digits(s: &str) -> impl Iterator<Item = u32> + '_ {
 /// Luhn check digit. Spaces and dashes between digits are ignored.
 ///
 /// ```
-/// use processors_builtins::regex_filter::is_card_number;
+/// use processors::builtins::regex_filter::is_card_number;
 /// assert!(is_card_number("4111 1111 1111 1111"));
 /// assert!(!is_card_number("4111 1111 1111 1112"));
 /// ```
@@ -186,7 +186,7 @@ pub fn is_card_number(s: &str) -> bool {
 /// 34 in all) whose ISO 7064 mod-97 check holds. Spaces are ignored.
 ///
 /// ```
-/// use processors_builtins::regex_filter::is_iban;
+/// use processors::builtins::regex_filter::is_iban;
 /// assert!(is_iban("DE89 3704 0044 0532 0130 00"));
 /// assert!(!is_iban("DE88 3704 0044 0532 0130 00"));
 /// ```

@@ -3,8 +3,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::response_cache::{InMemoryCache, ResponseCache};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::response_cache::{InMemoryCache, ResponseCache};
+//! use processors::prelude::*;
 //!
 //! let cache = ResponseCache::new(InMemoryCache::new());
 //! let model = ScriptedModel::new([Turn::text("Paris.")]);
@@ -45,8 +45,8 @@
 //! live, or busts the entry (skips the lookup and writes the new answer):
 //!
 //! ```
-//! use processors_builtins::response_cache::CacheControl;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::response_cache::CacheControl;
+//! use processors::prelude::*;
 //! let cx = RequestContext::new().with(CacheControl::new().bust(true));
 //! ```
 //!

@@ -21,7 +21,7 @@ use std::time::Duration;
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-/// use processors_builtins::response_cache::{RedisCache, ResponseCache};
+/// use processors::builtins::response_cache::{RedisCache, ResponseCache};
 /// use std::time::Duration;
 ///
 /// let cache = ResponseCache::new(RedisCache::new("redis://cache.internal:6379/")?)

@@ -6,8 +6,8 @@
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # futures::executor::block_on(async {
-//! use processors_builtins::storage::SqliteMemory;
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::storage::SqliteMemory;
+//! use processors::prelude::*;
 //!
 //! # let dir = std::env::temp_dir().join(format!("processors-doc-{}", std::process::id()));
 //! # std::fs::create_dir_all(&dir)?;

@@ -80,8 +80,8 @@ const MIGRATIONS: &[&str] = &[
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use processors_builtins::storage::PostgresStore;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::storage::PostgresStore;
+/// use processors::prelude::*;
 ///
 /// let store = PostgresStore::builder("postgres://app@db.internal/app")
 ///     .max_connections(32)

@@ -23,9 +23,9 @@ type Predicate = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::tools::ToolApproval;
-/// use processors_runtime::agent::Approval;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::tools::ToolApproval;
+/// use processors::agent::Approval;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let refund = tool("refund", "Refunds", json!({ "type": "object" }), |a| async move {
@@ -84,8 +84,8 @@ impl ToolApproval {
     /// Starts configuring, with no tool.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tools::ToolApproval;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tools::ToolApproval;
     /// let err = ToolApproval::builder().build().unwrap_err();
     /// assert!(matches!(err, ConfigError::NothingToDo(_)));
     /// ```

@@ -20,8 +20,8 @@ type Condition = Arc<dyn Fn(&RequestContext, u32) -> bool + Send + Sync>;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::tools::ToolInjection;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::tools::ToolInjection;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// #[derive(Clone)]
@@ -71,8 +71,8 @@ impl ToolInjection {
     /// Starts configuring, with no tool.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tools::ToolInjection;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tools::ToolInjection;
     /// let err = ToolInjection::builder().build().unwrap_err();
     /// assert!(matches!(err, ConfigError::NothingToDo(_)));
     /// ```

@@ -13,8 +13,8 @@
 //!
 //! ```
 //! # futures::executor::block_on(async {
-//! use processors_builtins::tools::{ToolApproval, ToolParameters, ToolValidation};
-//! use processors_runtime::prelude::*;
+//! use processors::builtins::tools::{ToolApproval, ToolParameters, ToolValidation};
+//! use processors::prelude::*;
 //! use serde_json::json;
 //!
 //! let refund = tool(

@@ -21,8 +21,8 @@ type FromContext = Arc<dyn Fn(&RequestContext) -> Option<Value> + Send + Sync>;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::tools::ToolParameters;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::tools::ToolParameters;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let search = tool("search", "Searches", json!({ "type": "object" }), |args| async move {
@@ -97,8 +97,8 @@ impl ToolParameters {
     /// Starts configuring, with no rule.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tools::ToolParameters;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tools::ToolParameters;
     /// let err = ToolParameters::builder().build().unwrap_err();
     /// assert!(matches!(err, ConfigError::NothingToDo(_)));
     /// let err = ToolParameters::builder().max("search", "limit", f64::NAN).build().unwrap_err();

@@ -22,9 +22,9 @@ use std::num::NonZeroUsize;
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::tools::ToolResultLimiter;
-/// use processors_builtins::tokenizer::Tokenizer;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::tools::ToolResultLimiter;
+/// use processors::builtins::tokenizer::Tokenizer;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let read = tool("read_log", "Reads the log", json!({ "type": "object" }), |_| async {
@@ -68,8 +68,8 @@ impl ToolResultLimiter {
     /// [`Tokenizer::ByModel`] (`o200k_base`, as a tool's result does not say its model).
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tools::ToolResultLimiter;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tools::ToolResultLimiter;
     /// let err = ToolResultLimiter::builder(0).build().unwrap_err();
     /// assert!(matches!(err, ConfigError::Zero { option: "max_tokens", .. }));
     /// ```

@@ -37,8 +37,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 ///
 /// ```
 /// # futures::executor::block_on(async {
-/// use processors_builtins::tools::ToolValidation;
-/// use processors_runtime::prelude::*;
+/// use processors::builtins::tools::ToolValidation;
+/// use processors::prelude::*;
 /// use serde_json::json;
 ///
 /// let fetch = tool(
@@ -126,8 +126,8 @@ impl ToolValidation {
     /// Starts configuring: the schema check on, no rules.
     ///
     /// ```
-    /// use processors_builtins::ConfigError;
-    /// use processors_builtins::tools::ToolValidation;
+    /// use processors::builtins::ConfigError;
+    /// use processors::builtins::tools::ToolValidation;
     /// let err = ToolValidation::builder().deny("(unclosed").build().unwrap_err();
     /// assert!(matches!(err, ConfigError::Pattern { .. }));
     /// let err = ToolValidation::builder().paths(["path"], Vec::<&str>::new()).build().unwrap_err();
