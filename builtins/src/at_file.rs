@@ -7,7 +7,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// What to do with a reference that cannot be expanded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum OnRefusal {
     /// End the run with a trip wire that names the reference and why (the default).
     #[default]

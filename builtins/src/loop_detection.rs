@@ -74,7 +74,8 @@ use std::collections::HashMap;
 const STEER_TAG: &str = "loop-detection";
 
 /// What [`LoopDetection`] does about a loop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LoopStrategy {
     /// End the run with a trip wire.
     #[default]

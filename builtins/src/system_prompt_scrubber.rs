@@ -102,7 +102,8 @@ const RELEASE_EVERY: usize = 1024;
 const MAX_HOLD: usize = 64 * 1024;
 
 /// What the scrubber does with a leak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// End the run with a trip wire.
     Block,

@@ -85,7 +85,8 @@ use crate::tokenizer::{
 };
 
 /// What the limiter does at the limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LimitStrategy {
     /// Input: drop the oldest messages until the prompt fits. Output: cut the answer at the
     /// limit and finish with reason `length`.
@@ -144,7 +145,8 @@ impl TokenCount {
 }
 
 /// Which messages the input side leaves out when the conversation is over the limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TrimMode {
     /// The oldest first, until the rest fits: what is kept is the newest part of the
     /// conversation, without gaps (the default).
@@ -158,7 +160,8 @@ pub enum TrimMode {
 }
 
 /// How the output side counts the answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CountMode {
     /// The text of every step of the run counts against one limit.
     #[default]

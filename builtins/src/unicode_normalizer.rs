@@ -55,7 +55,8 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
 /// The Unicode normalisation form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Form {
     /// Compatibility composition: `ﬁ` → `fi`, `Ｈ` → `H`, `²` → `2`, then canonical composition.
     #[default]

@@ -16,7 +16,8 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What [`LanguageDetector`] does with a message outside the target languages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum LanguageStrategy {
     /// Record the language in the message's metadata and let it through (the default).
     /// Under every strategy, a judged message that goes on carries `metadata.language`:
@@ -35,7 +36,8 @@ pub enum LanguageStrategy {
 }
 
 /// How the judge is asked to translate under [`LanguageStrategy::Translate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TranslationQuality {
     /// A quick, literal translation.
     Speed,

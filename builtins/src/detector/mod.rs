@@ -140,7 +140,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// What [`Moderation`] does with flagged content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// End the run with a trip wire naming the flagged categories (the default).
     #[default]
@@ -160,7 +161,8 @@ pub enum Strategy {
 
 /// What a detector does when judging fails: the judge errors, times out, or answers
 /// something that is not a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum OnJudgeError {
     /// Fail open, loudly: the content passes and a warning is reported (`on_violation` hears
     /// it, with the error). The default.

@@ -28,7 +28,8 @@ pub const DEFAULT_CATEGORIES: [&str; 6] = [
 ];
 
 /// What [`PromptInjectionDetector`] does with a flagged message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum InjectionStrategy {
     /// End the run with a trip wire naming the categories (the default).
     #[default]

@@ -19,7 +19,8 @@ const SIGNATURE_PROVIDERS: &[&str] = &["anthropic"];
 pub const MAX_TOOL_CALL_ID_LEN: usize = 40;
 
 /// One of the rules [`ProviderHistoryCompat`] comes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum BuiltinRule {
     /// Rewrites tool-call ids that are empty, longer than [`MAX_TOOL_CALL_ID_LEN`] or have

@@ -15,7 +15,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// let names: Vec<String> = Preset::Pii.rules().iter().map(|r| r.name().to_owned()).collect();
 /// assert_eq!(names, ["email", "credit-card", "iban", "ip-address", "phone"]);
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Preset {
     /// Personal data: `email`, `credit-card` (Luhn-checked, issuer digits 2–6),
     /// `iban` (mod-97 checked), `ip-address` (IPv4, and IPv6 with at least three groups),

@@ -75,14 +75,7 @@ struct AtFileOptions {
     root: PathBuf,
     max_bytes: Option<u64>,
     max_files: Option<usize>,
-    on_refusal: Option<OnRefusalName>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum OnRefusalName {
-    Abort,
-    Note,
+    on_refusal: Option<OnRefusal>,
 }
 
 fn at_file_expansion(o: AtFileOptions, cx: &Cx<'_>) -> Result<AtFileExpansion, Refusal> {
@@ -95,38 +88,21 @@ fn at_file_expansion(o: AtFileOptions, cx: &Cx<'_>) -> Result<AtFileExpansion, R
     })?;
     e = set(e, o.max_bytes, |e, n| e.max_bytes(n));
     e = set(e, o.max_files, |e, n| e.max_files(n));
-    e = set(e, o.on_refusal, |e, r| {
-        e.on_refusal(match r {
-            OnRefusalName::Abort => OnRefusal::Abort,
-            OnRefusalName::Note => OnRefusal::Note,
-        })
-    });
+    e = set(e, o.on_refusal, |e, r| e.on_refusal(r));
     Ok(e)
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WorkingMemoryOptions {
-    scope: Option<ScopeName>,
+    scope: Option<WorkingMemoryScope>,
     template: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum ScopeName {
-    Resource,
-    Thread,
 }
 
 fn working_memory(o: WorkingMemoryOptions, cx: &Cx<'_>) -> Result<WorkingMemory, Refusal> {
     let store = cx.memory()?.store().clone();
     let mut w = WorkingMemory::shared(store);
-    w = set(w, o.scope, |w, s| {
-        w.scope(match s {
-            ScopeName::Resource => WorkingMemoryScope::Resource,
-            ScopeName::Thread => WorkingMemoryScope::Thread,
-        })
-    });
+    w = set(w, o.scope, |w, s| w.scope(s));
     w = set(w, o.template, |w, t| w.template(t));
     Ok(w)
 }

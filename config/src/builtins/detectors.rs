@@ -2,13 +2,14 @@
 //! `pii-detector`, `prompt-leak-detector`, `language-detector`, `classifier`. Each names its
 //! judge as the agent names its model (`judge = "openai/gpt-4o-mini"`, or a scripted one).
 
-use super::{RedactionName, Site, set, sites};
+use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
     InjectionStrategy, LanguageStrategy, LeakStrategy, OnJudgeError, PiiStrategy, Strategy,
     TranslationQuality,
 };
+use processors_builtins::redact::Redaction;
 use processors_builtins::{
     Classifier, Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector,
     PromptLeakDetector,
@@ -28,31 +29,17 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("classifier", classifier)
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum OnJudgeErrorName {
-    Warn,
-    Block,
-    FailOpen,
-}
-
 /// The judge of a detector, from its options.
 fn judge(
     cx: &Cx<'_>,
     model: &ModelSpec,
     timeout_ms: Option<u64>,
-    on_error: Option<OnJudgeErrorName>,
+    on_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
 ) -> Result<Judge, Refusal> {
     let mut j = Judge::shared(cx.model(model)?);
     j = set(j, timeout_ms, |j, ms| j.timeout(Duration::from_millis(ms)));
-    j = set(j, on_error, |j, e| {
-        j.on_error(match e {
-            OnJudgeErrorName::Warn => OnJudgeError::Warn,
-            OnJudgeErrorName::Block => OnJudgeError::Block,
-            OnJudgeErrorName::FailOpen => OnJudgeError::FailOpen,
-        })
-    });
+    j = set(j, on_error, |j, e| j.on_error(e));
     if concurrency == Some(0) {
         return Err(Refusal::Option(
             "concurrency",
@@ -67,24 +54,15 @@ fn judge(
 struct ModerationOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     categories: Option<Vec<String>>,
-    strategy: Option<StrategyName>,
+    strategy: Option<Strategy>,
     threshold: Option<f64>,
     instructions: Option<String>,
     chunk_window: Option<NonZeroUsize>,
     sites: Option<Vec<Site>>,
     include_scores: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum StrategyName {
-    Block,
-    Warn,
-    Filter,
-    Retry,
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
@@ -97,14 +75,7 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
     )?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            StrategyName::Block => Strategy::Block,
-            StrategyName::Warn => Strategy::Warn,
-            StrategyName::Filter => Strategy::Filter,
-            StrategyName::Retry => Strategy::Retry,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
     b = set(b, o.threshold, |b, t| b.threshold(t));
     b = set(b, o.instructions, |b, i| b.instructions(i));
     b = set(b, o.chunk_window, |b, w| b.chunk_window(w));
@@ -118,22 +89,13 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
 struct InjectionOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     categories: Option<Vec<String>>,
-    strategy: Option<InjectionStrategyName>,
+    strategy: Option<InjectionStrategy>,
     threshold: Option<f64>,
     instructions: Option<String>,
     include_scores: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum InjectionStrategyName {
-    Block,
-    Warn,
-    Filter,
-    Rewrite,
 }
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
@@ -146,14 +108,7 @@ fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionD
     )?;
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            InjectionStrategyName::Block => InjectionStrategy::Block,
-            InjectionStrategyName::Warn => InjectionStrategy::Warn,
-            InjectionStrategyName::Filter => InjectionStrategy::Filter,
-            InjectionStrategyName::Rewrite => InjectionStrategy::Rewrite,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
     b = set(b, o.threshold, |b, t| b.threshold(t));
     b = set(b, o.instructions, |b, i| b.instructions(i));
     b = set(b, o.include_scores, |b, y| b.include_scores(y));
@@ -165,7 +120,7 @@ fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionD
 struct PiiOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     types: Option<Vec<String>>,
     strategy: Option<PiiStrategyName>,
@@ -202,16 +157,16 @@ fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
     let mut b = PiiDetector::builder(j);
     b = set(b, o.types, |b, t| b.types(t));
     b = set(b, o.strategy, |b, s| {
-        let redact = |r: RedactionName| PiiStrategy::Redact(r.into());
+        let redact = |r: Redaction| PiiStrategy::Redact(r);
         b.strategy(match s {
             PiiStrategyName::Block => PiiStrategy::Block,
             PiiStrategyName::Warn => PiiStrategy::Warn,
             PiiStrategyName::Filter => PiiStrategy::Filter,
-            PiiStrategyName::Redact | PiiStrategyName::Mask => redact(RedactionName::Mask),
-            PiiStrategyName::Placeholder => redact(RedactionName::Placeholder),
-            PiiStrategyName::PreserveFormat => redact(RedactionName::PreserveFormat),
-            PiiStrategyName::Hash => redact(RedactionName::Hash),
-            PiiStrategyName::Remove => redact(RedactionName::Remove),
+            PiiStrategyName::Redact | PiiStrategyName::Mask => redact(Redaction::Mask),
+            PiiStrategyName::Placeholder => redact(Redaction::Placeholder),
+            PiiStrategyName::PreserveFormat => redact(Redaction::PreserveFormat),
+            PiiStrategyName::Hash => redact(Redaction::Hash),
+            PiiStrategyName::Remove => redact(Redaction::Remove),
         })
     });
     b = set(b, o.hold, |b, n| b.hold(n));
@@ -227,7 +182,7 @@ fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
 struct LeakOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     strategy: Option<LeakStrategyName>,
     placeholder: Option<String>,
@@ -263,18 +218,18 @@ fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusa
     )?;
     let mut b = PromptLeakDetector::builder(j);
     b = set(b, o.strategy, |b, s| {
-        let redact = |r: RedactionName| LeakStrategy::Redact(r.into());
+        let redact = |r: Redaction| LeakStrategy::Redact(r);
         b.strategy(match s {
             LeakStrategyName::Block => LeakStrategy::Block,
             LeakStrategyName::Warn => LeakStrategy::Warn,
             LeakStrategyName::Filter => LeakStrategy::Filter,
             LeakStrategyName::Retry => LeakStrategy::Retry,
             LeakStrategyName::Redact | LeakStrategyName::Placeholder => {
-                redact(RedactionName::Placeholder)
+                redact(Redaction::Placeholder)
             }
-            LeakStrategyName::Mask => redact(RedactionName::Mask),
-            LeakStrategyName::Hash => redact(RedactionName::Hash),
-            LeakStrategyName::Remove => redact(RedactionName::Remove),
+            LeakStrategyName::Mask => redact(Redaction::Mask),
+            LeakStrategyName::Hash => redact(Redaction::Hash),
+            LeakStrategyName::Remove => redact(Redaction::Remove),
         })
     });
     b = set(b, o.placeholder, |b, p| b.placeholder(p));
@@ -291,33 +246,16 @@ fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusa
 struct LanguageOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     #[serde(default)]
     targets: Vec<String>,
-    strategy: Option<LanguageStrategyName>,
+    strategy: Option<LanguageStrategy>,
     min_text_length: Option<usize>,
-    translation_quality: Option<QualityName>,
+    translation_quality: Option<TranslationQuality>,
     preserve_original: Option<bool>,
     threshold: Option<f64>,
     instructions: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum LanguageStrategyName {
-    Detect,
-    Translate,
-    Block,
-    Warn,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum QualityName {
-    Speed,
-    Balanced,
-    Quality,
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
@@ -332,22 +270,9 @@ fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal
     for target in o.targets {
         b = b.target(target);
     }
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            LanguageStrategyName::Detect => LanguageStrategy::Detect,
-            LanguageStrategyName::Translate => LanguageStrategy::Translate,
-            LanguageStrategyName::Block => LanguageStrategy::Block,
-            LanguageStrategyName::Warn => LanguageStrategy::Warn,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
     b = set(b, o.min_text_length, |b, n| b.min_text_length(n));
-    b = set(b, o.translation_quality, |b, q| {
-        b.translation_quality(match q {
-            QualityName::Speed => TranslationQuality::Speed,
-            QualityName::Balanced => TranslationQuality::Balanced,
-            QualityName::Quality => TranslationQuality::Quality,
-        })
-    });
+    b = set(b, o.translation_quality, |b, q| b.translation_quality(q));
     b = set(b, o.preserve_original, |b, y| b.preserve_original(y));
     b = set(b, o.threshold, |b, t| b.threshold(t));
     b = set(b, o.instructions, |b, i| b.instructions(i));
@@ -359,7 +284,7 @@ fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal
 struct ClassifierOptions {
     judge: ModelSpec,
     judge_timeout_ms: Option<u64>,
-    on_judge_error: Option<OnJudgeErrorName>,
+    on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     /// Each class's name and description.
     classes: BTreeMap<String, String>,

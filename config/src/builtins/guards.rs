@@ -1,7 +1,8 @@
 //! `regex-filter`, `unicode-normalizer`, `system-prompt-scrubber`.
 
-use super::{RedactionName, Site, set, sites};
+use super::{Site, set, sites};
 use crate::registry::{Cx, Refusal, Registry};
+use processors_builtins::redact::Redaction;
 use processors_builtins::regex_filter::{Preset, Rule, Strategy};
 use processors_builtins::system_prompt_scrubber::Strategy as ScrubStrategy;
 use processors_builtins::unicode_normalizer::Form;
@@ -19,7 +20,7 @@ pub(super) fn register(registry: Registry) -> Registry {
 #[serde(deny_unknown_fields)]
 struct RegexFilterOptions {
     #[serde(default)]
-    presets: Vec<PresetName>,
+    presets: Vec<Preset>,
     #[serde(default)]
     rules: Vec<RuleOptions>,
     #[serde(default)]
@@ -27,14 +28,6 @@ struct RegexFilterOptions {
     strategy: Option<FilterStrategy>,
     sites: Option<Vec<Site>>,
     max_hold: Option<usize>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum PresetName {
-    Pii,
-    Secrets,
-    Urls,
 }
 
 #[derive(Deserialize)]
@@ -62,17 +55,15 @@ enum FilterStrategy {
 
 impl From<FilterStrategy> for Strategy {
     fn from(s: FilterStrategy) -> Strategy {
-        let redact = |r: RedactionName| Strategy::Redact(r.into());
+        let redact = |r: Redaction| Strategy::Redact(r);
         match s {
             FilterStrategy::Block => Strategy::Block,
             FilterStrategy::Warn => Strategy::Warn,
-            FilterStrategy::Redact | FilterStrategy::Placeholder => {
-                redact(RedactionName::Placeholder)
-            }
-            FilterStrategy::Mask => redact(RedactionName::Mask),
-            FilterStrategy::PreserveFormat => redact(RedactionName::PreserveFormat),
-            FilterStrategy::Hash => redact(RedactionName::Hash),
-            FilterStrategy::Remove => redact(RedactionName::Remove),
+            FilterStrategy::Redact | FilterStrategy::Placeholder => redact(Redaction::Placeholder),
+            FilterStrategy::Mask => redact(Redaction::Mask),
+            FilterStrategy::PreserveFormat => redact(Redaction::PreserveFormat),
+            FilterStrategy::Hash => redact(Redaction::Hash),
+            FilterStrategy::Remove => redact(Redaction::Remove),
         }
     }
 }
@@ -85,11 +76,7 @@ fn regex_filter(o: RegexFilterOptions, _: &Cx<'_>) -> Result<RegexFilter, Refusa
     }
     let mut b = RegexFilter::builder();
     for preset in o.presets {
-        b = b.preset(match preset {
-            PresetName::Pii => Preset::Pii,
-            PresetName::Secrets => Preset::Secrets,
-            PresetName::Urls => Preset::Urls,
-        });
+        b = b.preset(preset);
     }
     for r in o.rules {
         let mut rule = Rule::new(r.name, r.pattern);
@@ -109,7 +96,7 @@ fn regex_filter(o: RegexFilterOptions, _: &Cx<'_>) -> Result<RegexFilter, Refusa
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UnicodeNormalizerOptions {
-    form: Option<FormName>,
+    form: Option<Form>,
     strip_control: Option<bool>,
     strip_invisible: Option<bool>,
     keep_emoji: Option<bool>,
@@ -117,26 +104,12 @@ struct UnicodeNormalizerOptions {
     trim: Option<bool>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum FormName {
-    Nfkc,
-    Nfc,
-    Keep,
-}
-
 fn unicode_normalizer(
     o: UnicodeNormalizerOptions,
     _: &Cx<'_>,
 ) -> Result<UnicodeNormalizer, Refusal> {
     let mut b = UnicodeNormalizer::builder();
-    b = set(b, o.form, |b, f| {
-        b.form(match f {
-            FormName::Nfkc => Form::Nfkc,
-            FormName::Nfc => Form::Nfc,
-            FormName::Keep => Form::Keep,
-        })
-    });
+    b = set(b, o.form, |b, f| b.form(f));
     b = set(b, o.strip_control, |b, y| b.strip_control(y));
     b = set(b, o.strip_invisible, |b, y| b.strip_invisible(y));
     b = set(b, o.keep_emoji, |b, y| b.keep_emoji(y));
@@ -149,31 +122,15 @@ fn unicode_normalizer(
 #[serde(deny_unknown_fields)]
 struct ScrubberOptions {
     min_span: Option<usize>,
-    strategy: Option<ScrubStrategyName>,
+    strategy: Option<ScrubStrategy>,
     placeholder: Option<String>,
     sites: Option<Vec<Site>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum ScrubStrategyName {
-    Block,
-    Redact,
-    Filter,
-    Warn,
 }
 
 fn system_prompt_scrubber(o: ScrubberOptions, _: &Cx<'_>) -> Result<SystemPromptScrubber, Refusal> {
     let mut b = SystemPromptScrubber::builder();
     b = set(b, o.min_span, |b, n| b.min_span(n));
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            ScrubStrategyName::Block => ScrubStrategy::Block,
-            ScrubStrategyName::Redact => ScrubStrategy::Redact,
-            ScrubStrategyName::Filter => ScrubStrategy::Filter,
-            ScrubStrategyName::Warn => ScrubStrategy::Warn,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
     b = set(b, o.placeholder, |b, p| b.placeholder(p));
     b = set(b, o.sites, |b, s| b.sites(sites(&s)));
     Ok(b.build()?)

@@ -30,53 +30,17 @@ pub(super) fn register(registry: Registry) -> Registry {
 struct TokenLimiterOptions {
     limit: usize,
     tokenizer: Option<TokenizerName>,
-    strategy: Option<LimitStrategyName>,
-    count_mode: Option<CountModeName>,
-    trim_mode: Option<TrimModeName>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum LimitStrategyName {
-    Truncate,
-    Abort,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum CountModeName {
-    Cumulative,
-    PerStep,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum TrimModeName {
-    Contiguous,
-    BestFit,
+    strategy: Option<LimitStrategy>,
+    count_mode: Option<CountMode>,
+    trim_mode: Option<TrimMode>,
 }
 
 fn token_limiter(o: TokenLimiterOptions, _: &Cx<'_>) -> Result<TokenLimiter, Refusal> {
     let mut b = TokenLimiter::builder(o.limit);
     b = set(b, tokenizer(o.tokenizer)?, |b, t| b.tokenizer(t));
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            LimitStrategyName::Truncate => LimitStrategy::Truncate,
-            LimitStrategyName::Abort => LimitStrategy::Abort,
-        })
-    });
-    b = set(b, o.count_mode, |b, m| {
-        b.count_mode(match m {
-            CountModeName::Cumulative => CountMode::Cumulative,
-            CountModeName::PerStep => CountMode::PerStep,
-        })
-    });
-    b = set(b, o.trim_mode, |b, m| {
-        b.trim_mode(match m {
-            TrimModeName::Contiguous => TrimMode::Contiguous,
-            TrimModeName::BestFit => TrimMode::BestFit,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
+    b = set(b, o.count_mode, |b, m| b.count_mode(m));
+    b = set(b, o.trim_mode, |b, m| b.trim_mode(m));
     Ok(b.build()?)
 }
 
@@ -118,16 +82,9 @@ struct LoopDetectionOptions {
     ignore_tool_calls: bool,
     #[serde(default)]
     ignore_answers: bool,
-    strategy: Option<LoopStrategyName>,
+    strategy: Option<LoopStrategy>,
     steering_message: Option<String>,
     max_steers: Option<u32>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum LoopStrategyName {
-    Abort,
-    Steer,
 }
 
 fn loop_detection(o: LoopDetectionOptions, _: &Cx<'_>) -> Result<LoopDetection, Refusal> {
@@ -141,12 +98,7 @@ fn loop_detection(o: LoopDetectionOptions, _: &Cx<'_>) -> Result<LoopDetection, 
     b = set(b, o.ignore_answers.then_some(()), |b, ()| {
         b.ignore_answers()
     });
-    b = set(b, o.strategy, |b, s| {
-        b.strategy(match s {
-            LoopStrategyName::Abort => LoopStrategy::Abort,
-            LoopStrategyName::Steer => LoopStrategy::Steer,
-        })
-    });
+    b = set(b, o.strategy, |b, s| b.strategy(s));
     b = set(b, o.steering_message, |b, m| b.steering_message(m));
     b = set(b, o.max_steers, |b, n| b.max_steers(n));
     Ok(b.build()?)

@@ -12,7 +12,6 @@ mod tools;
 use crate::registry::{Refusal, Registry};
 use processors_builtins::Tokenizer;
 use processors_builtins::config::Sites;
-use processors_builtins::redact::Redaction;
 use serde::Deserialize;
 
 /// Registers every built-in.
@@ -75,29 +74,6 @@ pub(crate) fn tokenizer(name: Option<TokenizerName>) -> Result<Option<Tokenizer>
             ));
         }
     }))
-}
-
-/// How a value is redacted: `placeholder`, `mask`, `preserve-format`, `hash` or `remove`.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum RedactionName {
-    Placeholder,
-    Mask,
-    PreserveFormat,
-    Hash,
-    Remove,
-}
-
-impl From<RedactionName> for Redaction {
-    fn from(name: RedactionName) -> Redaction {
-        match name {
-            RedactionName::Placeholder => Redaction::Placeholder,
-            RedactionName::Mask => Redaction::Mask,
-            RedactionName::PreserveFormat => Redaction::PreserveFormat,
-            RedactionName::Hash => Redaction::Hash,
-            RedactionName::Remove => Redaction::Remove,
-        }
-    }
 }
 
 /// Applies `f` to `builder` when the option is set.

@@ -34,41 +34,17 @@ fn prefill_error_handler(o: PrefillOptions, _: &Cx<'_>) -> Result<PrefillErrorHa
 #[serde(deny_unknown_fields)]
 struct CompatOptions {
     #[serde(default)]
-    disable: Vec<RuleName>,
-    only: Option<Vec<RuleName>>,
+    disable: Vec<BuiltinRule>,
+    only: Option<Vec<BuiltinRule>>,
     before_call: Option<bool>,
     after_error: Option<bool>,
 }
 
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum RuleName {
-    ToolCallIds,
-    OrphanToolResults,
-    UnansweredToolCalls,
-    UnsignedReasoning,
-    EmptyAssistantMessages,
-}
-
-impl From<RuleName> for BuiltinRule {
-    fn from(r: RuleName) -> BuiltinRule {
-        match r {
-            RuleName::ToolCallIds => BuiltinRule::ToolCallIds,
-            RuleName::OrphanToolResults => BuiltinRule::OrphanToolResults,
-            RuleName::UnansweredToolCalls => BuiltinRule::UnansweredToolCalls,
-            RuleName::UnsignedReasoning => BuiltinRule::UnsignedReasoning,
-            RuleName::EmptyAssistantMessages => BuiltinRule::EmptyAssistantMessages,
-        }
-    }
-}
-
 fn provider_history_compat(o: CompatOptions, _: &Cx<'_>) -> Result<ProviderHistoryCompat, Refusal> {
     let mut b = ProviderHistoryCompat::builder();
-    b = set(b, o.only, |b, rules| {
-        b.only(rules.into_iter().map(Into::into))
-    });
+    b = set(b, o.only, |b, rules| b.only(rules));
     for rule in o.disable {
-        b = b.disable(rule.into());
+        b = b.disable(rule);
     }
     b = set(b, o.before_call, |b, y| b.before_call(y));
     b = set(b, o.after_error, |b, y| b.after_error(y));

@@ -397,7 +397,8 @@ fn no_working_memory() -> MemoryError {
 }
 
 /// Whose working memory a key names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WorkingMemoryScope {
     /// One scratchpad per resource (a user, a tenant), shared by all of its threads.
     #[default]
