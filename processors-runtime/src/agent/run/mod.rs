@@ -124,6 +124,39 @@ struct Run {
     open: Option<OpenStep>,
 }
 
+impl Run {
+    /// A run that starts afresh: an empty list, no state, no step yet, with its reports
+    /// begun in `cx` and an id of `kind` (`run`, `call`).
+    #[inline(always)]
+    fn new(
+        kind: &str,
+        mut cx: crate::context::RequestContext,
+        on_violation: Option<crate::processor::report::ViolationHandler>,
+        slot: Option<Arc<Handoff>>,
+    ) -> Self {
+        let reports = cx.begin_run();
+        let run_id = crate::message::new_id(kind);
+        Run {
+            s: Scope {
+                states: StateMap::default(),
+                list: MessageList::new(),
+                cx,
+                report: Reporter::new(on_violation, Some(reports)),
+                // Every run that gets to the model has a step (most have one).
+                steps: Vec::with_capacity(1),
+                retry_count: 0,
+                hooks: FutureSlot::new(),
+            },
+            out: Outbox::new(RunId::from(run_id.as_str()), slot),
+            run_id,
+            carried: Vec::new(),
+            warnings: Vec::new(),
+            usage: Usage::default(),
+            open: None,
+        }
+    }
+}
+
 /// Awaits a future inside a span; without the span's wrapper (a copy of the future) when no
 /// subscriber listens, where entering the span would do nothing.
 macro_rules! in_span {
@@ -168,26 +201,8 @@ pub(crate) fn run<I: Pipeline, O: Pipeline, E: Pipeline>(
     mut options: GenerateOptions,
     slot: Option<Arc<Handoff>>,
 ) -> impl Future<Output = Result<GenerateResult, AgentError>> {
-    let reports = options.request_context.begin_run();
-    let run_id = crate::message::new_id("run");
-    let mut run = Run {
-        s: Scope {
-            states: StateMap::default(),
-            list: MessageList::new(),
-            cx: std::mem::take(&mut options.request_context),
-            report: Reporter::new(inner.on_violation.clone(), Some(reports)),
-            // Every run that gets to the model has a step (most have one).
-            steps: Vec::with_capacity(1),
-            retry_count: 0,
-            hooks: FutureSlot::new(),
-        },
-        out: Outbox::new(RunId::from(run_id.as_str()), slot),
-        run_id,
-        carried: Vec::new(),
-        warnings: Vec::new(),
-        usage: Usage::default(),
-        open: None,
-    };
+    let cx = std::mem::take(&mut options.request_context);
+    let mut run = Run::new("run", cx, inner.on_violation.clone(), slot);
     async move {
         let span = tracing::info_span!(
             "agent.run",

@@ -11,17 +11,14 @@ use crate::agent::AgentInner;
 use crate::agent::call::Call;
 use crate::agent::options::GenerateOptions;
 use crate::agent::{AgentError, ViolationKind};
-use crate::chunk::{ChunkKind, FinishReason, RunId, Usage};
-use crate::message::{Message, MessageList, MessageSource, Role};
+use crate::chunk::{ChunkKind, FinishReason};
+use crate::message::{Message, MessageSource, Role};
 use crate::model::ModelRequest;
-use crate::processor::future_slot::FutureSlot;
-use crate::processor::report::Reporter;
-use crate::processor::state::StateMap;
 use crate::processor::{Hook, Pipeline, StepConfig};
+use crate::runner::Halt;
 use crate::runner::hooks;
 use crate::runner::stream::StreamDriver;
-use crate::runner::stream::outbox::{Handoff, Outbox};
-use crate::runner::{Halt, Scope};
+use crate::runner::stream::outbox::Handoff;
 use crate::tool::Tool;
 use std::future::Future;
 use std::sync::Arc;
@@ -36,26 +33,8 @@ pub(crate) fn model_call<I: Pipeline, O: Pipeline, E: Pipeline>(
     tools: Vec<Arc<dyn Tool>>,
     slot: Arc<Handoff>,
 ) -> impl Future<Output = Result<ChunkKind, AgentError>> {
-    let mut cx = crate::context::RequestContext::default();
-    let reports = cx.begin_run();
-    let run_id = crate::message::new_id("call");
-    let mut run = Run {
-        s: Scope {
-            states: StateMap::default(),
-            list: MessageList::new(),
-            cx,
-            report: Reporter::new(inner.on_violation.clone(), Some(reports)),
-            steps: Vec::with_capacity(1),
-            retry_count: 0,
-            hooks: FutureSlot::new(),
-        },
-        out: Outbox::new(RunId::from(run_id.as_str()), Some(slot)),
-        run_id,
-        carried: Vec::new(),
-        warnings: Vec::new(),
-        usage: Usage::default(),
-        open: None,
-    };
+    let cx = crate::context::RequestContext::default();
+    let mut run = Run::new("call", cx, inner.on_violation.clone(), Some(slot));
     async move {
         let span = tracing::info_span!(
             "processed.call",
