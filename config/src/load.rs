@@ -241,6 +241,7 @@ impl Loader {
             memory: memory.as_ref(),
             env: &self.env,
             base,
+            shared: Default::default(),
         };
         let mut lists = Lists::default();
         let mut all_hooks = Hooks::NONE;

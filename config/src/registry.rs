@@ -22,6 +22,15 @@ pub(crate) struct Cx<'a> {
     pub memory: Option<&'a Memory>,
     pub env: &'a Env,
     pub base: Option<&'a Path>,
+    /// The processors that are one instance across a file's lists (a response cache in
+    /// `input` and in `output`), by name: built at their first entry, with its options.
+    pub shared: std::cell::RefCell<BTreeMap<String, Shared>>,
+}
+
+/// A processor built once for a file, and the options it was built with.
+pub(crate) struct Shared {
+    options: Box<dyn std::any::Any>,
+    processor: ProcessorRef,
 }
 
 impl Cx<'_> {
@@ -251,6 +260,46 @@ impl Registry {
                 let options = O::deserialize(toml::de::ValueDeserializer::from(value))
                     .map_err(Refusal::Value)?;
                 factory(options, cx).map(boxed)
+            }),
+        };
+        self.entries.insert(name.into(), Arc::new(entry));
+        self
+    }
+
+    /// A built-in whose entries in a file's lists are one processor: the first entry's
+    /// options build it, and each other entry repeats them or gives none.
+    pub(crate) fn builtin_shared<O, P, F>(mut self, name: &'static str, factory: F) -> Self
+    where
+        O: DeserializeOwned + PartialEq + 'static,
+        P: Processor,
+        F: Fn(&O, &Cx<'_>) -> Result<P, Refusal> + Send + Sync + 'static,
+    {
+        let entry = Entry {
+            hooks: P::HOOKS,
+            fields: fields_of::<O>(),
+            build: Box::new(move |value, cx| {
+                let bare = matches!(value.get_ref(), DeValue::Table(t) if t.is_empty());
+                let options = O::deserialize(toml::de::ValueDeserializer::from(value))
+                    .map_err(Refusal::Value)?;
+                let mut shared = cx.shared.borrow_mut();
+                if let Some(first) = shared.get(name) {
+                    let same = first.options.downcast_ref::<O>() == Some(&options);
+                    return match bare || same {
+                        true => Ok(first.processor.clone()),
+                        false => Err(Refusal::Other(format!(
+                            "`{name}` is one processor across the lists, built with the options of its first entry; give its options there only, or the same here"
+                        ))),
+                    };
+                }
+                let processor = boxed(factory(&options, cx)?);
+                shared.insert(
+                    name.to_owned(),
+                    Shared {
+                        options: Box::new(options),
+                        processor: processor.clone(),
+                    },
+                );
+                Ok(processor)
             }),
         };
         self.entries.insert(name.into(), Arc::new(entry));

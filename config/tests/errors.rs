@@ -282,3 +282,17 @@ fn diagnostics_carry_file_line_and_column() {
     let d = &error.diagnostics()[0];
     assert_eq!((d.file.as_str(), d.line, d.column), ("x.toml", 3, 3));
 }
+
+#[test]
+fn a_response_cache_is_built_by_its_first_entry_alone() {
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"response-cache\", ttl_ms = 1000 }]\noutput = [{ processor = \"response-cache\", ttl_ms = 2000 }]\n"
+        ),
+        "agent.toml:3:11: `response-cache`: `response-cache` is one processor across the lists, built with the options of its first entry; give its options there only, or the same here"
+    );
+    assert_eq!(
+        with_model("input = [{ processor = \"response-cache\", max_entries = 0 }]\n"),
+        "agent.toml:2:56: `response-cache`: `max_entries` is 0: the cache could keep nothing; give at least 1"
+    );
+}

@@ -125,6 +125,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("error", "stream-error-retry", ""),
     ("output", "tool-approval", "tools = [\"refund\"]"),
     ("output", "tool-result-limiter", "max_tokens = 500"),
+    ("input", "response-cache", "ttl_ms = 60000"),
     (
         "output",
         "tool-validation",
@@ -356,4 +357,20 @@ fn a_provider_model_reads_its_key_and_address_from_the_loader_environment() {
             .starts_with("agent.toml:2:1: unknown key `api_key`"),
         "{error}"
     );
+}
+
+/// `response-cache` in `input` and in `output` is one cache: the output entry keeps the first
+/// answer, the input entry answers the same question again without the model.
+#[test]
+fn a_response_cache_in_both_lists_is_one_cache() {
+    let file = r#"
+model = { scripted = ["Paris.", "Not from the cache."] }
+input = [{ processor = "response-cache", ttl_ms = 60000, max_entries = 100 }]
+output = ["response-cache"]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let first = block_on(agent.generate("Capital of France?")).unwrap();
+    let second = block_on(agent.generate("Capital of France?")).unwrap();
+    assert_eq!(first.text, "Paris.");
+    assert_eq!(second.text, "Paris.");
 }

@@ -2,6 +2,7 @@
 //! through its own builder (so a file-loaded built-in is validated as one built in code).
 //! Grouped as the built-ins crate groups them; `docs/config.md` lists every name and option.
 
+mod cache;
 mod context;
 mod detectors;
 mod guards;
@@ -21,6 +22,7 @@ pub(crate) fn register(registry: Registry) -> Registry {
     let registry = context::register(registry);
     let registry = recovery::register(registry);
     let registry = tools::register(registry);
+    let registry = cache::register(registry);
     detectors::register(registry)
 }
 
