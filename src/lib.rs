@@ -225,6 +225,7 @@
 //! | no two processors of a list share an id (they would share state) | `agent_same_processor_twice.rs`, `agent_two_processors_with_one_id.rs`, `agent_two_processors_with_one_id_built_by_functions.rs`, `agent_two_processors_with_one_id_printed_as_written.rs` |
 //! | `crate:` is a path | `agent_crate_not_a_path.rs` |
 //! | several mistakes are reported in one build | `agent_several_mistakes_at_once.rs`, `agent_parse_and_check_mistakes_at_once.rs`, `agent_wrong_list_and_macro_mistakes_at_once.rs` |
+//! | after a mistake, the code that uses the agent reports nothing more, and stays reachable | `agent_mistake_leaves_the_code_after_it_reachable.rs` |
 //!
 //! A misplaced processor's error is followed by two lines of the compiler's own: "the trait
 //! `OutputProcessor` is implemented for `Trim`" and "required for `Trim` to implement
