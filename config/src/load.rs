@@ -322,37 +322,7 @@ impl Loader {
                 );
             }
             if name == processors_runtime::memory::MEMORY_ID {
-                if let Some(options) = entry.options.as_ref().and_then(|o| o.iter().next()) {
-                    errors.at(
-                        &options.0.span(),
-                        "`memory` takes no options here; set them in the `memory` table",
-                    );
-                }
-                if list == "error" {
-                    errors.at(
-                        &entry.span,
-                        "memory has no `process_api_error` hook; place it in `input` or `output`",
-                    );
-                } else if want == Want::Lists {
-                    errors.at(
-                        &entry.span,
-                        format!(
-                            "a file of lists has no memory to place in `{list}`; give the agent memory in code (`.memory(...)`): it loads first in `input` and saves last in `output` by itself"
-                        ),
-                    );
-                } else if !has_memory {
-                    errors.at(
-                        &entry.span,
-                        format!(
-                            "`memory` in `{list}` refers to the agent's memory, but there is no `memory` key; add one, like `memory = {{ store = \"in-memory\" }}`"
-                        ),
-                    );
-                } else if memory_at.is_some() {
-                    errors.at(
-                        &entry.span,
-                        format!("`memory` is twice in `{list}`; keep one"),
-                    );
-                } else {
+                if Self::memory_entry(list, &entry, has_memory, want, memory_at.is_some(), errors) {
                     built.push(Built {
                         hooks: Hooks::NONE,
                         processor: None,
@@ -361,96 +331,156 @@ impl Loader {
                 memory_at.get_or_insert(entry.span.clone());
                 continue;
             }
-            let Some(registered) = self.registry.get(name) else {
-                let hint = did_you_mean(name, self.registry.names());
-                let known = match hint.is_empty() {
-                    true => format!(
-                        "; known processors: {}",
-                        self.registry.names().collect::<Vec<_>>().join(", ")
-                    ),
-                    false => String::new(),
-                };
-                errors.at(
-                    &entry.name_span,
-                    format!("unknown processor `{name}`{hint}{known}"),
-                );
+            let name = name.to_owned();
+            let name_span = entry.name_span.clone();
+            let Some((processor, hooks)) = self.processor(list, entry, cx, errors) else {
                 continue;
             };
-            let hooks = registered.hooks;
-            let belongs = match list {
-                "input" => hooks.is_input(),
-                "output" => hooks.is_output(),
-                _ => hooks.is_error(),
-            };
-            if !belongs {
+            let id = processor.dyn_id().to_owned();
+            if let Some((_, first)) = ids.iter().find(|(seen, _)| *seen == id) {
+                let (line, column) = errors.position(first.start);
                 errors.at(
-                    &entry.name_span,
+                    &name_span,
                     format!(
-                        "`{name}` is in `{list}` but has no {list} hook (its hooks: {hooks:?}); {}",
-                        hooks.home()
+                        "`{name}` has the id `{id}`, as the processor at {line}:{column} before it in `{list}`: the two would share one state; keep one, or merge their options into one entry"
                     ),
                 );
+            } else {
+                ids.push((id, name_span));
             }
-            let mut options = entry.options.unwrap_or_default();
-            if let Some(fields) = registered.fields {
-                let unknown: Vec<Spanned<std::borrow::Cow<'_, str>>> = options
-                    .iter()
-                    .map(|(k, _)| k)
-                    .filter(|k| !fields.contains(&k.as_ref().as_ref()))
-                    .cloned()
-                    .collect();
-                for key in unknown {
-                    let option = key.as_ref().as_ref();
-                    let hint = did_you_mean(option, fields.iter().copied());
-                    let its = match fields.is_empty() {
-                        true => "it takes none".to_owned(),
-                        false => format!("its options: {}", fields.join(", ")),
-                    };
-                    errors.at(
-                        &key.span(),
-                        format!("`{name}` has no option `{option}`{hint}; {its}"),
-                    );
-                    options.remove(&key);
-                }
-            }
-            let spans: Vec<(String, Range<usize>)> = options
-                .iter()
-                .map(|(k, v)| (k.as_ref().to_string(), v.span()))
-                .collect();
-            let value = Spanned::new(entry.span.clone(), DeValue::Table(options));
-            match (registered.build)(value, cx) {
-                Ok(processor) => {
-                    let id = processor.dyn_id().to_owned();
-                    if let Some((_, first)) = ids.iter().find(|(seen, _)| *seen == id) {
-                        let (line, column) = errors.position(first.start);
-                        errors.at(
-                            &entry.name_span,
-                            format!(
-                                "`{name}` has the id `{id}`, as the processor at {line}:{column} before it in `{list}`: the two would share one state; keep one, or merge their options into one entry"
-                            ),
-                        );
-                    } else {
-                        ids.push((id, entry.name_span.clone()));
-                    }
-                    built.push(Built {
-                        hooks,
-                        processor: Some(processor),
-                    });
-                }
-                Err(Refusal::Value(e)) => errors.serde(&e, &entry.span, &format!("`{name}`: ")),
-                Err(Refusal::Option(option, message)) => {
-                    let span = spans
-                        .iter()
-                        .find(|(k, _)| k == option)
-                        .map_or(entry.span.clone(), |(_, s)| s.clone());
-                    errors.at(&span, format!("`{name}`: {message}"));
-                }
-                Err(Refusal::Other(message)) => {
-                    errors.at(&entry.span, format!("`{name}`: {message}"))
-                }
-            }
+            built.push(Built {
+                hooks,
+                processor: Some(processor),
+            });
         }
         built
+    }
+
+    /// Checks the entry `memory` of `list` (`again`: one came before it in the list): whether
+    /// the agent's memory goes there.
+    fn memory_entry(
+        list: &'static str,
+        entry: &RawEntry<'_>,
+        has_memory: bool,
+        want: Want,
+        again: bool,
+        errors: &mut Errors<'_>,
+    ) -> bool {
+        if let Some(options) = entry.options.as_ref().and_then(|o| o.iter().next()) {
+            errors.at(
+                &options.0.span(),
+                "`memory` takes no options here; set them in the `memory` table",
+            );
+        }
+        if list == "error" {
+            errors.at(
+                &entry.span,
+                "memory has no `process_api_error` hook; place it in `input` or `output`",
+            );
+        } else if want == Want::Lists {
+            errors.at(
+                &entry.span,
+                format!(
+                    "a file of lists has no memory to place in `{list}`; give the agent memory in code (`.memory(...)`): it loads first in `input` and saves last in `output` by itself"
+                ),
+            );
+        } else if !has_memory {
+            errors.at(
+                &entry.span,
+                format!(
+                    "`memory` in `{list}` refers to the agent's memory, but there is no `memory` key; add one, like `memory = {{ store = \"in-memory\" }}`"
+                ),
+            );
+        } else if again {
+            errors.at(
+                &entry.span,
+                format!("`memory` is twice in `{list}`; keep one"),
+            );
+        } else {
+            return true;
+        }
+        false
+    }
+
+    /// The processor of an entry, built, with its hooks; or nothing, after reporting why.
+    fn processor(
+        &self,
+        list: &'static str,
+        entry: RawEntry<'_>,
+        cx: &Cx<'_>,
+        errors: &mut Errors<'_>,
+    ) -> Option<(ProcessorRef, Hooks)> {
+        let name = entry.name.as_str();
+        let Some(registered) = self.registry.get(name) else {
+            let hint = did_you_mean(name, self.registry.names());
+            let known = match hint.is_empty() {
+                true => format!(
+                    "; known processors: {}",
+                    self.registry.names().collect::<Vec<_>>().join(", ")
+                ),
+                false => String::new(),
+            };
+            errors.at(
+                &entry.name_span,
+                format!("unknown processor `{name}`{hint}{known}"),
+            );
+            return None;
+        };
+        let hooks = registered.hooks;
+        let belongs = match list {
+            "input" => hooks.is_input(),
+            "output" => hooks.is_output(),
+            _ => hooks.is_error(),
+        };
+        if !belongs {
+            errors.at(
+                &entry.name_span,
+                format!(
+                    "`{name}` is in `{list}` but has no {list} hook (its hooks: {hooks:?}); {}",
+                    hooks.home()
+                ),
+            );
+        }
+        let mut options = entry.options.unwrap_or_default();
+        if let Some(fields) = registered.fields {
+            let unknown: Vec<Spanned<std::borrow::Cow<'_, str>>> = options
+                .iter()
+                .map(|(k, _)| k)
+                .filter(|k| !fields.contains(&k.as_ref().as_ref()))
+                .cloned()
+                .collect();
+            for key in unknown {
+                let option = key.as_ref().as_ref();
+                let hint = did_you_mean(option, fields.iter().copied());
+                let its = match fields.is_empty() {
+                    true => "it takes none".to_owned(),
+                    false => format!("its options: {}", fields.join(", ")),
+                };
+                errors.at(
+                    &key.span(),
+                    format!("`{name}` has no option `{option}`{hint}; {its}"),
+                );
+                options.remove(&key);
+            }
+        }
+        let spans: Vec<(String, Range<usize>)> = options
+            .iter()
+            .map(|(k, v)| (k.as_ref().to_string(), v.span()))
+            .collect();
+        let value = Spanned::new(entry.span.clone(), DeValue::Table(options));
+        match (registered.build)(value, cx) {
+            Ok(processor) => return Some((processor, hooks)),
+            Err(Refusal::Value(e)) => errors.serde(&e, &entry.span, &format!("`{name}`: ")),
+            Err(Refusal::Option(option, message)) => {
+                let span = spans
+                    .iter()
+                    .find(|(k, _)| k == option)
+                    .map_or(entry.span.clone(), |(_, s)| s.clone());
+                errors.at(&span, format!("`{name}`: {message}"));
+            }
+            Err(Refusal::Other(message)) => errors.at(&entry.span, format!("`{name}`: {message}")),
+        }
+        None
     }
 }
 
