@@ -158,6 +158,11 @@ const MINIMAL: &[(&str, &str, &str)] = &[
         "classifier",
         "judge = { scripted = [] }, classes = { billing = \"invoices\" }",
     ),
+    (
+        "input",
+        "model-selection",
+        "routes = { billing = { scripted = [] } }",
+    ),
 ];
 
 #[test]
@@ -373,4 +378,22 @@ output = ["response-cache"]
     let second = block_on(agent.generate("Capital of France?")).unwrap();
     assert_eq!(first.text, "Paris.");
     assert_eq!(second.text, "Paris.");
+}
+
+/// `model-selection` after a `classifier`: each request answered by the model of its class, or
+/// by `otherwise`.
+#[test]
+fn a_model_selection_routes_each_request_to_its_class_model() {
+    let file = r#"
+model = { scripted = ["from the agent's model"] }
+input = [
+    { processor = "classifier", judge = { scripted = ['{"categories": {"code": 0.9, "chat": 0.1}}', '{"categories": {"code": 0.1, "chat": 0.2}}'] }, classes = { code = "writing code", chat = "small talk" } },
+    { processor = "model-selection", routes = { code = { scripted = ["from the coder"] } }, otherwise = { scripted = ["from the fallback"] } },
+]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let coded = block_on(agent.generate("Fix my loop")).unwrap();
+    assert_eq!(coded.text, "from the coder");
+    let other = block_on(agent.generate("Hello")).unwrap();
+    assert_eq!(other.text, "from the fallback");
 }

@@ -252,8 +252,13 @@ impl ModelSelection {
 
     /// Steps of requests in no routed class (or unclassified) use `model` instead of the
     /// agent's.
-    pub fn otherwise(mut self, model: impl LanguageModel) -> Self {
-        self.otherwise = Some(Arc::new(model));
+    pub fn otherwise(self, model: impl LanguageModel) -> Self {
+        self.otherwise_shared(Arc::new(model))
+    }
+
+    /// [`otherwise`](Self::otherwise) with a shared model.
+    pub fn otherwise_shared(mut self, model: Arc<dyn LanguageModel>) -> Self {
+        self.otherwise = Some(model);
         self
     }
 }

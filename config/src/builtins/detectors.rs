@@ -11,8 +11,8 @@ use processors_builtins::detector::{
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
-    Classifier, Judge, LanguageDetector, Moderation, PiiDetector, PromptInjectionDetector,
-    PromptLeakDetector,
+    Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
+    PromptInjectionDetector, PromptLeakDetector,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -27,6 +27,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("prompt-leak-detector", prompt_leak)
         .builtin("language-detector", language)
         .builtin("classifier", classifier)
+        .builtin("model-selection", model_selection)
 }
 
 /// The judge of a detector, from its options.
@@ -307,4 +308,26 @@ fn classifier(o: ClassifierOptions, cx: &Cx<'_>) -> Result<Classifier, Refusal> 
     b = set(b, o.threshold, |b, t| b.threshold(t));
     b = set(b, o.instructions, |b, i| b.instructions(i));
     Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectionOptions {
+    /// A model per class of a `classifier` listed before it.
+    routes: BTreeMap<String, ModelSpec>,
+    /// The model of requests in no routed class.
+    otherwise: Option<ModelSpec>,
+}
+
+fn model_selection(o: SelectionOptions, cx: &Cx<'_>) -> Result<ModelSelection, Refusal> {
+    let model =
+        |option, spec: &ModelSpec| spec.build(cx.env).map_err(|e| Refusal::Option(option, e));
+    let mut selection = ModelSelection::new();
+    for (class, spec) in &o.routes {
+        selection = selection.route_shared(class, model("routes", spec)?);
+    }
+    if let Some(spec) = &o.otherwise {
+        selection = selection.otherwise_shared(model("otherwise", spec)?);
+    }
+    Ok(selection)
 }
