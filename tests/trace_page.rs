@@ -123,6 +123,47 @@ async fn the_timeline_has_the_run_its_steps_hooks_chunks_tools_and_retries() {
     assert!(!page.contains("<script"), "the page runs no script");
 }
 
+/// A model call the provider refused and an error processor had tried again is a step of the
+/// result's (finish reason `retry`): the page shows it as a card of its own, numbered as the
+/// result numbers it, so the page has as many step cards as the result has steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_each_step_of_the_result_with_its_number() {
+    let model = ScriptedModel::new([
+        Turn::error(ApiError::new(400, "prompt too long")),
+        Turn::text("Short enough."),
+    ]);
+    let agent = Agent::builder()
+        .name("retrying")
+        .model(model)
+        .error(Probe::new("shorten").api_error(|_| Ok(ApiErrorAction::Retry)))
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let result = agent
+        .generate("hi")
+        .with_subscriber(recorder.clone())
+        .await
+        .unwrap();
+    let numbers: Vec<u32> = result.steps.iter().map(|s| s.step_number).collect();
+    assert_eq!(numbers, [0, 1]);
+    assert_eq!(result.steps[0].finish_reason, FinishReason::Retry);
+    let page = recorder.timeline().to_html();
+    assert_eq!(
+        page.matches("<section class=\"step ").count(),
+        result.steps.len()
+    );
+    assert!(page.contains("<section class=\"step retry\" id=\"step-0\"><h2>Step 0 "));
+    assert!(
+        page.contains("prompt too long"),
+        "the refusal is on its card"
+    );
+    assert!(page.contains("id=\"step-1\""));
+    assert!(
+        page.contains("· 2 steps ·"),
+        "the header counts the result's steps"
+    );
+}
+
 /// The browser, when the machine has one (`scripts/chromium.sh` installs it).
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]

@@ -155,7 +155,30 @@ fn write_phase(out: &mut String, t: &Timeline, title: &str, entries: &[&Entry]) 
     out.push_str("</section>\n");
 }
 
+/// The message of the event a model call that failed and is tried again logs
+/// (`agent::run::model`).
+const API_RETRY: &str = "retrying the model call after an API error";
+
 fn write_step(out: &mut String, t: &Timeline, step: &Entry) {
+    let inside: Vec<&Entry> = t.within(step.index).collect();
+    // A model call the provider refused, and that was tried again within this step's span,
+    // is a step of the run's own (with finish reason `retry`): a card of its own, before.
+    for retry in inside
+        .iter()
+        .filter(|e| e.kind == EntryKind::Event && e.name == API_RETRY)
+    {
+        let number = field(retry, "step");
+        let _ = writeln!(
+            out,
+            r#"<section class="step retry" id="step-{}"><h2>Step {} {}</h2><p class="model">the model call failed: <code>{}</code>; <code>{}</code> asked for it again (attempt {})</p></section>"#,
+            esc(&number),
+            esc(&number),
+            badge("retry"),
+            esc(&field(retry, "error")),
+            esc(&field(retry, "processor")),
+            esc(&field(retry, "attempt")),
+        );
+    }
     let reason = field(step, "finish_reason");
     let _ = writeln!(
         out,
@@ -166,7 +189,6 @@ fn write_step(out: &mut String, t: &Timeline, step: &Entry) {
         badge(&reason),
         duration(step),
     );
-    let inside: Vec<&Entry> = t.within(step.index).collect();
     for chat in inside.iter().filter(|e| e.name == "chat") {
         let _ = writeln!(
             out,

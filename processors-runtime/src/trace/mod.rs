@@ -144,7 +144,9 @@ impl Timeline {
 
     /// The timeline as a self-contained HTML page (no script, no outside resource): the run,
     /// then per step its model call, hook calls, each chunk's way through the stream
-    /// processors, tools, retries and trip wires. The JSON is embedded too.
+    /// processors, tools, retries and trip wires. Each step of the run's result has a card,
+    /// numbered as the result numbers it: a model call the provider refused and that was
+    /// tried again too. The JSON is embedded too.
     pub fn to_html(&self) -> String {
         html::page(self)
     }

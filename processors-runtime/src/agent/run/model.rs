@@ -175,9 +175,11 @@ impl Run {
             return Err(AgentError::Api(error).into());
         };
         *api_retries += 1;
+        // The failed call is a step of its own, numbered next: the run page shows it so.
         tracing::info!(
             processor = %processor_id,
             attempt = *api_retries,
+            step = self.next_number(),
             error = %error,
             "retrying the model call after an API error"
         );
