@@ -43,6 +43,11 @@ async fn recorded_run() -> (Timeline, GenerateResult) {
         }))
         .build()
         .unwrap();
+    record(&agent).await
+}
+
+/// Runs `agent` on "hi" under a recorder: its timeline and its result.
+async fn record(agent: &Agent) -> (Timeline, GenerateResult) {
     let recorder = Recorder::new();
     let result = agent
         .generate("hi")
@@ -138,16 +143,11 @@ async fn the_page_shows_each_step_of_the_result_with_its_number() {
         .error(Probe::new("shorten").api_error(|_| Ok(ApiErrorAction::Retry)))
         .build()
         .unwrap();
-    let recorder = Recorder::new();
-    let result = agent
-        .generate("hi")
-        .with_subscriber(recorder.clone())
-        .await
-        .unwrap();
+    let (timeline, result) = record(&agent).await;
     let numbers: Vec<u32> = result.steps.iter().map(|s| s.step_number).collect();
     assert_eq!(numbers, [0, 1]);
     assert_eq!(result.steps[0].finish_reason, FinishReason::Retry);
-    let page = recorder.timeline().to_html();
+    let page = timeline.to_html();
     assert_eq!(
         page.matches("<section class=\"step ").count(),
         result.steps.len()

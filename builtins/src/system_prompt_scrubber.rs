@@ -573,6 +573,19 @@ struct Scrub<'a> {
 }
 
 impl Scrub<'_> {
+    /// Lets go of what is held before the leak at `from`, and of the spaces and punctuation
+    /// at the start of the leak (they stay out of it), and drops the rest of the held text.
+    fn cut_leak(&mut self, from: u64, out: &mut String) {
+        self.release(from, out);
+        let h = &mut *self.held;
+        let lead = h.text.len()
+            - h.text
+                .trim_start_matches(|c: char| !c.is_alphanumeric())
+                .len();
+        out.push_str(&h.text[..lead]);
+        h.clear_text();
+    }
+
     /// Lets go of the held characters that end before `from` (in folded characters).
     fn release(&mut self, from: u64, out: &mut String) {
         let h = &mut *self.held;
@@ -601,26 +614,11 @@ impl Scrub<'_> {
             Strategy::Block => return Err(self.f.block(self.prompt, self.at)),
             Strategy::Warn => {}
             Strategy::Filter => {
-                self.release(suffix, out);
-                let h = &mut *self.held;
-                let lead = h.text.len()
-                    - h.text
-                        .trim_start_matches(|c: char| !c.is_alphanumeric())
-                        .len();
-                out.push_str(&h.text[..lead]);
-                h.clear_text();
-                h.filtered = true;
+                self.cut_leak(suffix, out);
+                self.held.filtered = true;
             }
             Strategy::Redact => {
-                self.release(suffix, out);
-                // Spaces and punctuation at the start of the span stay out of it.
-                let h = &mut *self.held;
-                let lead = h.text.len()
-                    - h.text
-                        .trim_start_matches(|c: char| !c.is_alphanumeric())
-                        .len();
-                out.push_str(&h.text[..lead]);
-                h.clear_text();
+                self.cut_leak(suffix, out);
                 if new {
                     out.push_str(&self.f.placeholder);
                 }

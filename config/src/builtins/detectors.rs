@@ -30,6 +30,21 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("model-selection", model_selection)
 }
 
+/// The judge of a detector's options `$o` (each has `judge`, `judge_timeout_ms`,
+/// `on_judge_error` and `concurrency`: serde cannot flatten them into a struct that refuses
+/// unknown fields).
+macro_rules! judge_of {
+    ($cx:expr, $o:expr) => {
+        judge(
+            $cx,
+            &$o.judge,
+            $o.judge_timeout_ms,
+            $o.on_judge_error,
+            $o.concurrency,
+        )
+    };
+}
+
 /// The judge of a detector, from its options.
 fn judge(
     cx: &Cx<'_>,
@@ -67,13 +82,7 @@ struct ModerationOptions {
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -100,13 +109,7 @@ struct InjectionOptions {
 }
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -148,13 +151,7 @@ enum PiiStrategyName {
 }
 
 fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = PiiDetector::builder(j);
     b = set(b, o.types, |b, t| b.types(t));
     b = set(b, o.strategy, |b, s| {
@@ -210,13 +207,7 @@ enum LeakStrategyName {
 }
 
 fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = PromptLeakDetector::builder(j);
     b = set(b, o.strategy, |b, s| {
         let redact = |r: Redaction| LeakStrategy::Redact(r);
@@ -260,13 +251,7 @@ struct LanguageOptions {
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = LanguageDetector::builder(j);
     for target in o.targets {
         b = b.target(target);
@@ -294,13 +279,7 @@ struct ClassifierOptions {
 }
 
 fn classifier(o: ClassifierOptions, cx: &Cx<'_>) -> Result<Classifier, Refusal> {
-    let j = judge(
-        cx,
-        &o.judge,
-        o.judge_timeout_ms,
-        o.on_judge_error,
-        o.concurrency,
-    )?;
+    let j = judge_of!(cx, o)?;
     let mut b = Classifier::builder(j);
     for (name, description) in o.classes {
         b = b.class(name, description);

@@ -218,19 +218,28 @@ impl Turn {
         let stream = futures::stream::iter(iter);
         match turn.pace {
             None => Box::pin(stream),
-            Some(pace) => Box::pin(futures::StreamExt::then(stream, move |item| async move {
-                if let Ok(
-                    ChunkKind::TextDelta { .. }
-                    | ChunkKind::ReasoningDelta { .. }
-                    | ChunkKind::Finish { .. },
-                ) = &item
-                {
-                    Delay::new(pace).await;
-                }
-                item
-            })),
+            Some(pace) => paced(stream, pace),
         }
     }
+}
+
+/// `stream` with a wait of `pace` before each text and reasoning delta and before the
+/// `finish` ([`Turn::pace`]).
+fn paced(
+    stream: impl futures::Stream<Item = Result<ChunkKind, ApiError>> + Send + 'static,
+    pace: std::time::Duration,
+) -> ModelStream {
+    Box::pin(futures::StreamExt::then(stream, move |item| async move {
+        if let Ok(
+            ChunkKind::TextDelta { .. }
+            | ChunkKind::ReasoningDelta { .. }
+            | ChunkKind::Finish { .. },
+        ) = &item
+        {
+            Delay::new(pace).await;
+        }
+        item
+    }))
 }
 
 /// Whether a [`Delay`] is over, and the task to wake then.

@@ -34,7 +34,8 @@ impl<P: ?Sized> Harness<P> {
     /// An abort stops the stream where it happened: the report has the chunks that came out
     /// before it, and the trip wire (an agent then sends its `tripwire` chunk). A stream
     /// hook that fails with an ordinary error passes the chunk on as it received it, as in
-    /// an agent (rule 10 of `docs/semantics.md`); one that panics is the call's error.
+    /// an agent (the stream's rules, in this repository's `docs/semantics.md`, "Streaming"); one
+    /// that panics is the call's error.
     ///
     /// ```
     /// # futures::executor::block_on(async {
