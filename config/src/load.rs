@@ -189,6 +189,79 @@ impl Loader {
         Ok(self.load(file, text, None, Want::Lists)?.lists)
     }
 
+    /// The lists of the table at `table` inside `text` (`["policies", "strict"]` for a
+    /// `[policies.strict]` table), for a file of a program's own whose tables hold lists. The
+    /// table holds `input`, `output` and `error` alone, and every mistake is placed in the
+    /// whole file. Relative paths are relative to `base` (the current directory when `None`).
+    ///
+    /// ```
+    /// use processors_config::Loader;
+    /// let text = "listen = \"127.0.0.1:8787\"\n\n[policies.strict]\ninput = [\"unicode-normalizr\"]\n";
+    /// let error = Loader::new().lists_in("gateway.toml", text, &["policies", "strict"], None).err().unwrap();
+    /// assert!(error.to_string().starts_with("gateway.toml:4:10: unknown processor `unicode-normalizr` (did you mean `unicode-normalizer`?)"));
+    /// let text = "[policies.strict]\ninput = [\"unicode-normalizer\"]\n";
+    /// let lists = Loader::new().lists_in("gateway.toml", text, &["policies", "strict"], None)?;
+    /// assert_eq!(lists.input.len(), 1);
+    /// # Ok::<(), processors_config::LoadError>(())
+    /// ```
+    pub fn lists_in(
+        &self,
+        file: &str,
+        text: &str,
+        table: &[&str],
+        base: Option<&Path>,
+    ) -> Result<Lists, LoadError> {
+        let mut errors = Errors::new(file, text);
+        let (root, parse_errors) = DeTable::parse_recoverable(text);
+        if !parse_errors.is_empty() {
+            for e in &parse_errors {
+                errors.serde(e, &(0..0), "");
+            }
+            return Err(errors
+                .finish()
+                .err()
+                .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+        }
+        let mut current = root.into_inner();
+        let mut span = 0..0;
+        for (depth, key) in table.iter().enumerate() {
+            let found = current
+                .iter()
+                .map(|(k, _)| k)
+                .find(|k| k.as_ref() == key)
+                .cloned();
+            let inner = found.and_then(|k| current.remove(&k));
+            let path = table[..=depth].join(".");
+            match inner.map(|v| (v.span(), v.into_inner())) {
+                Some((s, DeValue::Table(t))) => {
+                    span = s;
+                    current = t;
+                }
+                Some((s, other)) => {
+                    errors.at(
+                        &s,
+                        format!("`{path}` is a table of lists, not {}", other.type_str()),
+                    );
+                    return Err(errors
+                        .finish()
+                        .err()
+                        .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+                }
+                None => {
+                    errors.at(&span, format!("there is no table `{path}`"));
+                    return Err(errors
+                        .finish()
+                        .err()
+                        .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+                }
+            }
+        }
+        let raw = Raw::read(current, Want::Lists, &mut errors);
+        let loaded = self.check(raw, base, Want::Lists, &mut errors);
+        errors.finish()?;
+        Ok(loaded.lists)
+    }
+
     fn load(
         &self,
         file: &str,

@@ -1,0 +1,274 @@
+//! From a [`Config`] to the gateway's routes: the upstreams' clients, each alias's model
+//! under its policy, and each key's models under the key's policy. Every mistake of the file
+//! is reported at once, with its place.
+
+use crate::config::{Config, Protocol, ScriptedTurn, Upstream};
+use crate::keys::KeyHash;
+use processors_config::{Diagnostic, Lists, LoadError, Loader};
+use processors_runtime::model::{LanguageModel, Processed, ScriptedModel, Turn};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// A model a caller may name: the model under its policies, and the protocol its upstream
+/// speaks (fields a client sends that the gateway does not read reach an upstream of the
+/// client's protocol only).
+#[derive(Clone)]
+pub(crate) struct Target {
+    pub(crate) model: Arc<dyn LanguageModel>,
+    pub(crate) protocol: Protocol,
+}
+
+/// A gateway key's holder.
+pub(crate) struct Caller {
+    pub(crate) name: String,
+    pub(crate) tenant: String,
+    pub(crate) models: BTreeMap<String, Target>,
+    pub(crate) limit: Option<Arc<Semaphore>>,
+    pub(crate) max_concurrent: usize,
+}
+
+/// What a configuration builds.
+pub(crate) struct Routes {
+    pub(crate) callers: HashMap<KeyHash, Arc<Caller>>,
+    /// Every alias, for telling a missing model from a forbidden one.
+    pub(crate) aliases: Vec<String>,
+}
+
+/// Reads the environment variable `name`.
+pub(crate) type Env<'a> = dyn Fn(&str) -> Option<String> + Send + Sync + 'a;
+
+pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<Routes, LoadError> {
+    let mut errors: Vec<Diagnostic> = Vec::new();
+    let mut policies: HashMap<String, Lists> = HashMap::new();
+    let mut policy = |name: &toml::Spanned<String>, errors: &mut Vec<Diagnostic>| {
+        let key = name.get_ref();
+        if let Some(lists) = policies.get(key) {
+            return Some(lists.clone());
+        }
+        if !config.policies.contains_key(key) {
+            let known: Vec<&str> = config.policies.keys().map(String::as_str).collect();
+            errors.push(config.at(
+                name.span(),
+                format!(
+                    "there is no policy `{key}`; {}",
+                    match known.is_empty() {
+                        true => format!("add a `[policies.{key}]` table with its `input`, `output` and `error` lists"),
+                        false => format!("the policies: {}", known.join(", ")),
+                    }
+                ),
+            ));
+            return None;
+        }
+        match config.policy(loader, key) {
+            Ok(lists) => {
+                policies.insert(key.clone(), lists.clone());
+                Some(lists)
+            }
+            Err(e) => {
+                errors.extend(e.diagnostics().iter().cloned());
+                // Reported once, however many routes name it.
+                policies.insert(key.clone(), Lists::default());
+                None
+            }
+        }
+    };
+    let mut models: BTreeMap<String, Target> = BTreeMap::new();
+    for (alias, route) in &config.models {
+        let route_span = route.span();
+        let route = route.get_ref();
+        let Some(upstream) = config.upstreams.get(route.upstream.get_ref()) else {
+            let known: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
+            errors.push(config.at(
+                route.upstream.span(),
+                format!(
+                    "there is no upstream `{}`; {}",
+                    route.upstream.get_ref(),
+                    match known.is_empty() {
+                        true => "add an `[upstreams.NAME]` table".to_owned(),
+                        false => format!("the upstreams: {}", known.join(", ")),
+                    }
+                ),
+            ));
+            continue;
+        };
+        let model_id = route.model.clone().unwrap_or_else(|| alias.clone());
+        let client = match client(upstream.get_ref(), &model_id, env) {
+            Ok(client) => client,
+            Err(message) => {
+                errors.push(config.at(upstream.span(), message));
+                continue;
+            }
+        };
+        let lists = route.policy.as_ref().and_then(|p| policy(p, &mut errors));
+        let model = match lists {
+            None => client,
+            Some(lists) => match wrap(client, lists) {
+                Ok(model) => model,
+                Err(message) => {
+                    errors.push(config.at(route_span, message));
+                    continue;
+                }
+            },
+        };
+        models.insert(
+            alias.clone(),
+            Target {
+                model,
+                protocol: upstream.get_ref().protocol,
+            },
+        );
+    }
+    let mut callers = HashMap::new();
+    for key in &config.keys {
+        let span = key.span();
+        let key = key.get_ref();
+        let mut theirs = BTreeMap::new();
+        match &key.models {
+            None => theirs.clone_from(&models),
+            Some(allowed) => {
+                for alias in allowed {
+                    match models.get(alias.get_ref()) {
+                        Some(target) => {
+                            theirs.insert(alias.get_ref().clone(), target.clone());
+                        }
+                        None if config.models.contains_key(alias.get_ref()) => {}
+                        None => errors.push(config.at(
+                            alias.span(),
+                            format!(
+                                "the key `{}` may call `{}`, which is not a model alias; the aliases: {}",
+                                key.name,
+                                alias.get_ref(),
+                                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
+                            ),
+                        )),
+                    }
+                }
+            }
+        }
+        if let Some(lists) = key.policy.as_ref().and_then(|p| policy(p, &mut errors)) {
+            for target in theirs.values_mut() {
+                match wrap(target.model.clone(), lists.clone()) {
+                    Ok(model) => target.model = model,
+                    Err(message) => {
+                        errors.push(config.at(span.clone(), message));
+                        break;
+                    }
+                }
+            }
+        }
+        if key.max_concurrent == Some(0) {
+            errors.push(config.at(
+                span.clone(),
+                format!(
+                    "the key `{}` has `max_concurrent = 0`: it could never call; remove it (no limit) or raise it",
+                    key.name
+                ),
+            ));
+        }
+        let caller = Caller {
+            name: key.name.clone(),
+            tenant: key.tenant.clone().unwrap_or_else(|| key.name.clone()),
+            models: theirs,
+            limit: key.max_concurrent.map(|n| Arc::new(Semaphore::new(n))),
+            max_concurrent: key.max_concurrent.unwrap_or(0),
+        };
+        if callers.insert(key.sha256, Arc::new(caller)).is_some() {
+            errors.push(config.at(
+                span,
+                format!(
+                    "the key `{}` has the hash of a key before it; give each key its own",
+                    key.name
+                ),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        errors.sort_by_key(|d| (d.line, d.column));
+        errors.dedup();
+        return Err(LoadError::Invalid(errors));
+    }
+    Ok(Routes {
+        callers,
+        aliases: config.models.keys().cloned().collect(),
+    })
+}
+
+/// `model` under the processors of `lists`.
+fn wrap(model: Arc<dyn LanguageModel>, lists: Lists) -> Result<Arc<dyn LanguageModel>, String> {
+    Processed::builder(model)
+        .input_pipeline(lists.input)
+        .output_pipeline(lists.output)
+        .error_pipeline(lists.error)
+        .build()
+        .map(|p| Arc::new(p) as Arc<dyn LanguageModel>)
+        .map_err(|e| e.to_string())
+}
+
+/// The client of `upstream` for the model `model_id`.
+fn client(
+    upstream: &Upstream,
+    model_id: &str,
+    env: &Env<'_>,
+) -> Result<Arc<dyn LanguageModel>, String> {
+    let key = match &upstream.api_key_env {
+        None => None,
+        Some(var) => match env(var) {
+            Some(key) if !key.is_empty() => Some(key),
+            _ => {
+                return Err(format!(
+                    "the upstream's key is read from the environment variable {var}, which is not set; set it, or remove `api_key_env` for an upstream without a key"
+                ));
+            }
+        },
+    };
+    if upstream.protocol != Protocol::Scripted && !upstream.turns.is_empty() {
+        return Err("`turns` are the answers of a `scripted` upstream; remove them".to_owned());
+    }
+    let model: Arc<dyn LanguageModel> = match upstream.protocol {
+        Protocol::Openai => {
+            let mut b = processors_providers::OpenAiCompatible::builder(model_id);
+            if let Some(url) = &upstream.base_url {
+                b = b.base_url(url);
+            }
+            if let Some(key) = key {
+                b = b.api_key(key);
+            }
+            if let Some(n) = upstream.max_retries {
+                b = b.max_retries(n);
+            }
+            Arc::new(b.build().map_err(|e| e.to_string())?)
+        }
+        Protocol::Anthropic => {
+            let mut b = processors_providers::Anthropic::builder(model_id);
+            if let Some(url) = &upstream.base_url {
+                b = b.base_url(url);
+            }
+            if let Some(key) = key {
+                b = b.api_key(key);
+            }
+            if let Some(n) = upstream.max_retries {
+                b = b.max_retries(n);
+            }
+            Arc::new(b.build().map_err(|e| e.to_string())?)
+        }
+        Protocol::Scripted => {
+            if upstream.turns.is_empty() {
+                return Err(
+                    "a `scripted` upstream answers with its `turns`; add some, like `turns = [[\"Hello\", \" there\"]]`"
+                        .to_owned(),
+                );
+            }
+            let turns = upstream.turns.iter().map(|t| match t {
+                ScriptedTurn::Text(text) => Turn::text(text.clone()),
+                ScriptedTurn::Deltas(deltas) => Turn::deltas(deltas.clone()),
+            });
+            Arc::new(
+                ScriptedModel::cycle(turns)
+                    .named(model_id)
+                    .without_recording(),
+            )
+        }
+    };
+    Ok(model)
+}

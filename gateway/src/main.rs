@@ -1,0 +1,144 @@
+//! `processors-gateway`: the gateway's command.
+//!
+//! ```text
+//! processors-gateway [--listen ADDR] [--config FILE]   serve (default 127.0.0.1:8787, the embedded config)
+//! processors-gateway hash-key KEY                       print the `sha256` of a key, for the file
+//! processors-gateway check --config FILE                check a file and exit
+//! ```
+
+use processors_gateway::{Config, DEFAULT_CONFIG, Gateway, KeyHash};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: processors-gateway [--listen ADDR] [--config FILE]\n       processors-gateway hash-key KEY\n       processors-gateway check --config FILE";
+
+struct Args {
+    listen: Option<String>,
+    config: Option<String>,
+    command: Command,
+}
+
+enum Command {
+    Serve,
+    HashKey(String),
+    Check,
+}
+
+fn args() -> Result<Args, String> {
+    let mut args = Args {
+        listen: None,
+        config: None,
+        command: Command::Serve,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--listen" => args.listen = Some(it.next().ok_or("--listen takes an address")?),
+            "--config" => args.config = Some(it.next().ok_or("--config takes a file")?),
+            "hash-key" => args.command = Command::HashKey(it.next().ok_or("hash-key takes a key")?),
+            "check" => args.command = Command::Check,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match args() {
+        Ok(args) => args,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("{message}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Command::HashKey(key) = &args.command {
+        println!("{}", KeyHash::of(key));
+        return ExitCode::SUCCESS;
+    }
+    let loaded = match &args.config {
+        Some(path) => Config::from_path(path),
+        None => Config::from_str("<embedded default config>", DEFAULT_CONFIG, None),
+    };
+    let mut config = match loaded {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Command::Check = args.command {
+        return match Gateway::new(&config) {
+            Ok(_) => {
+                println!("{}: ok", config.file());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(&mut config, args.listen)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(
+    config: &mut Config,
+    listen: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if config.keys.is_empty() {
+        let key = config.add_development_key()?;
+        println!("no key is configured; this run's development key: {key}");
+    }
+    let gateway = Gateway::new(config)?;
+    let address = listen
+        .or_else(|| config.listen.clone())
+        .unwrap_or_else(|| "127.0.0.1:8787".to_owned());
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    println!("listening on http://{}", listener.local_addr()?);
+    gateway.serve(listener, shutdown()).await?;
+    Ok(())
+}
+
+/// Resolves at Ctrl-C or SIGTERM.
+async fn shutdown() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,570 @@
+//! The HTTP server: authentication, limits, the two protocols' endpoints, the model list,
+//! metrics and graceful shutdown.
+
+use crate::anthropic::{self, MessagesRequest};
+use crate::build::{Caller, Routes, Target};
+use crate::call::{self, Answer, Event, Refusal};
+use crate::config::{Config, Protocol};
+use crate::keys::KeyHash;
+use crate::metrics::Metrics;
+use crate::openai::{self, ChatRequest};
+use crate::wire::{ClientError, Kind, Sse};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::{Bytes, BytesMut};
+use futures::stream::BoxStream;
+use futures::{Future, StreamExt};
+use processors_config::{LoadError, Loader};
+use processors_runtime::message::new_id;
+use processors_runtime::model::ModelRequest;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::net::TcpListener;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// The gateway: its routes, keys, limits and metrics. [`Gateway::router`] is its HTTP
+/// service, [`Gateway::serve`] runs it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use processors_gateway::{Config, Gateway};
+/// let mut config = Config::from_str("gateway.toml", processors_gateway::DEFAULT_CONFIG, None)?;
+/// let key = config.add_development_key()?;
+/// let gateway = Gateway::new(&config)?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let address = listener.local_addr()?;
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// let server = tokio::spawn(gateway.serve(listener, async { let _ = stopped.await; }));
+/// // … clients call http://{address}/v1/chat/completions with `Authorization: Bearer {key}` …
+/// # let _ = (address, key);
+/// let _ = stop.send(());
+/// server.await??;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    routes: Routes,
+    max_body: usize,
+    timeout_ms: u64,
+    grace: Duration,
+    cors: Option<Vec<HeaderValue>>,
+    metrics: Metrics,
+}
+
+impl Gateway {
+    /// The gateway of `config`, with every built-in processor, upstream keys read from the
+    /// process's environment.
+    pub fn new(config: &Config) -> Result<Gateway, LoadError> {
+        Gateway::with(config, &Loader::new(), &|name| std::env::var(name).ok())
+    }
+
+    /// The gateway of `config`, its policies loaded by `loader` (your processors too), its
+    /// upstream keys read through `env`.
+    pub fn with(
+        config: &Config,
+        loader: &Loader,
+        env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    ) -> Result<Gateway, LoadError> {
+        let routes = crate::build::routes(config, loader, env)?;
+        let cors = match &config.cors {
+            None => None,
+            Some(cors) => {
+                let mut origins = Vec::new();
+                for origin in &cors.origins {
+                    match HeaderValue::from_str(origin) {
+                        Ok(v) => origins.push(v),
+                        Err(_) => {
+                            return Err(LoadError::Invalid(vec![processors_config::Diagnostic {
+                                file: config.file().to_owned(),
+                                line: 1,
+                                column: 1,
+                                message: format!(
+                                    "the CORS origin `{origin}` is not a header value"
+                                ),
+                            }]));
+                        }
+                    }
+                }
+                Some(origins)
+            }
+        };
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                routes,
+                max_body: config.max_body_bytes,
+                timeout_ms: config.request_timeout_ms,
+                grace: Duration::from_millis(config.shutdown_grace_ms),
+                cors,
+                metrics: Metrics::default(),
+            }),
+        })
+    }
+
+    /// The HTTP service: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /v1/models`,
+    /// `GET /metrics` and `GET /healthz`.
+    pub fn router(&self) -> Router {
+        let router = Router::new()
+            .route("/v1/chat/completions", post(endpoint::<OpenAi>))
+            .route("/v1/messages", post(endpoint::<AnthropicMessages>))
+            .route("/v1/models", get(models))
+            .route("/metrics", get(metrics))
+            .route("/healthz", get(|| async { "ok" }))
+            .fallback(not_found)
+            .with_state(self.clone());
+        match &self.inner.cors {
+            None => router,
+            Some(origins) => router.layer(
+                tower_http::cors::CorsLayer::new()
+                    .allow_origin(origins.clone())
+                    .allow_methods([Method::GET, Method::POST])
+                    .allow_headers([
+                        header::AUTHORIZATION,
+                        header::CONTENT_TYPE,
+                        header::HeaderName::from_static("x-api-key"),
+                        header::HeaderName::from_static("anthropic-version"),
+                    ]),
+            ),
+        }
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; then lets the open answers finish
+    /// for the configured grace (`shutdown_grace_ms`), and cuts those still open.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let asked = Arc::new(tokio::sync::Notify::new());
+        let signal = {
+            let asked = asked.clone();
+            async move {
+                shutdown.await;
+                asked.notify_one();
+            }
+        };
+        let grace = self.inner.grace;
+        let inner = self.inner.clone();
+        let server = axum::serve(listener, self.router()).with_graceful_shutdown(signal);
+        tokio::select! {
+            served = server.into_future() => served,
+            () = async { asked.notified().await; tokio::time::sleep(grace).await } => {
+                tracing::warn!(
+                    open_streams = inner.metrics.open_streams(),
+                    "the shutdown's grace is over: the answers still open are cut"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, ClientError> {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
+        let Some(key) = presented.map(str::trim).filter(|k| !k.is_empty()) else {
+            return Err(ClientError::new(
+                401,
+                Kind::Authentication,
+                "no gateway key: send it as `Authorization: Bearer KEY` or `x-api-key: KEY`",
+            ));
+        };
+        self.inner
+            .routes
+            .callers
+            .get(&KeyHash::of(key))
+            .cloned()
+            .ok_or_else(|| {
+                ClientError::new(401, Kind::Authentication, "the gateway key is not valid")
+            })
+    }
+}
+
+/// What differs between the two protocols.
+trait Dialect: 'static {
+    const NAME: &'static str;
+    /// The protocol an upstream must speak to receive the fields the gateway does not read.
+    const PROTOCOL: Protocol;
+    type Request: DeserializeOwned + Send;
+    fn model(request: &Self::Request) -> &str;
+    fn streams(request: &Self::Request) -> bool;
+    /// The request for the model, and what the stream's writer needs to know of it.
+    fn read(request: Self::Request, pass_on: bool) -> Result<(ModelRequest, bool), ClientError>;
+    fn id() -> String;
+    fn error_body(e: &ClientError) -> Value;
+    fn answer(id: &str, model: &str, answer: &Answer) -> Value;
+    fn stream(
+        id: String,
+        model: String,
+        flag: bool,
+        events: BoxStream<'static, Event>,
+    ) -> BoxStream<'static, Sse>;
+}
+
+struct OpenAi;
+
+impl Dialect for OpenAi {
+    const NAME: &'static str = "openai";
+    const PROTOCOL: Protocol = Protocol::Openai;
+    type Request = ChatRequest;
+    fn model(request: &ChatRequest) -> &str {
+        &request.model
+    }
+    fn streams(request: &ChatRequest) -> bool {
+        request.stream
+    }
+    fn read(request: ChatRequest, pass_on: bool) -> Result<(ModelRequest, bool), ClientError> {
+        let usage = request.include_usage();
+        Ok((request.into_model_request(pass_on)?, usage))
+    }
+    fn id() -> String {
+        new_id("chatcmpl")
+    }
+    fn error_body(e: &ClientError) -> Value {
+        openai::error_body(e)
+    }
+    fn answer(id: &str, model: &str, answer: &Answer) -> Value {
+        openai::completion(id, model, unix_now(), answer)
+    }
+    fn stream(
+        id: String,
+        model: String,
+        usage: bool,
+        events: BoxStream<'static, Event>,
+    ) -> BoxStream<'static, Sse> {
+        openai::chunks(id, model, unix_now(), usage, events)
+    }
+}
+
+struct AnthropicMessages;
+
+impl Dialect for AnthropicMessages {
+    const NAME: &'static str = "anthropic";
+    const PROTOCOL: Protocol = Protocol::Anthropic;
+    type Request = MessagesRequest;
+    fn model(request: &MessagesRequest) -> &str {
+        &request.model
+    }
+    fn streams(request: &MessagesRequest) -> bool {
+        request.stream
+    }
+    fn read(request: MessagesRequest, pass_on: bool) -> Result<(ModelRequest, bool), ClientError> {
+        Ok((request.into_model_request(pass_on)?, false))
+    }
+    fn id() -> String {
+        new_id("msg")
+    }
+    fn error_body(e: &ClientError) -> Value {
+        anthropic::error_body(e)
+    }
+    fn answer(id: &str, model: &str, answer: &Answer) -> Value {
+        anthropic::message(id, model, answer)
+    }
+    fn stream(
+        id: String,
+        model: String,
+        _: bool,
+        events: BoxStream<'static, Event>,
+    ) -> BoxStream<'static, Sse> {
+        anthropic::events(id, model, events)
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// An error response in the protocol `D`.
+fn error<D: Dialect>(e: &ClientError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    json_response(status, &D::error_body(e))
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Reads a body of at most `limit` bytes.
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ClientError> {
+    let too_large = || {
+        ClientError::new(
+            413,
+            Kind::TooLarge,
+            format!("the request body is larger than the gateway's limit of {limit} bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mut stream = body.into_data_stream();
+    let mut out = BytesMut::new();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| {
+            ClientError::new(
+                400,
+                Kind::InvalidRequest,
+                format!("the request body could not be read: {e}"),
+            )
+        })?;
+        if out.len() + piece.len() > limit {
+            return Err(too_large());
+        }
+        out.extend_from_slice(&piece);
+    }
+    Ok(out.freeze())
+}
+
+/// What a request holds while its answer streams: its key's slot and its place in the
+/// metrics, given back when the answer ends or the client goes away.
+struct InFlight {
+    gateway: Arc<Inner>,
+    _permit: Option<OwnedSemaphorePermit>,
+    arrived: Instant,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.gateway.metrics.streams(-1);
+        self.gateway.metrics.duration(self.arrived.elapsed());
+    }
+}
+
+async fn endpoint<D: Dialect>(
+    State(gateway): State<Gateway>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let arrived = Instant::now();
+    let inner = gateway.inner.clone();
+    let (alias, response) = match answer::<D>(&gateway, &headers, body, arrived).await {
+        Ok(done) => done,
+        Err((alias, e)) => (alias, error::<D>(&e)),
+    };
+    inner.metrics.request(
+        D::NAME,
+        alias.as_deref().unwrap_or("-"),
+        response.status().as_u16(),
+    );
+    response
+}
+
+/// The answer to one request, or the error to send (with the alias, once known).
+async fn answer<D: Dialect>(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    body: Body,
+    arrived: Instant,
+) -> Result<(Option<String>, Response), (Option<String>, ClientError)> {
+    let inner = &gateway.inner;
+    let caller = gateway.authenticate(headers).map_err(|e| (None, e))?;
+    let bytes = read_body(headers, body, inner.max_body)
+        .await
+        .map_err(|e| (None, e))?;
+    let request: D::Request = serde_json::from_slice(&bytes).map_err(|e| {
+        (
+            None,
+            ClientError::new(
+                400,
+                Kind::InvalidRequest,
+                format!("the request body is not a valid request: {e}"),
+            ),
+        )
+    })?;
+    let alias = D::model(&request).to_owned();
+    let fail = |e| (Some(alias.clone()), e);
+    let Some(Target { model, protocol }) = caller.models.get(&alias).cloned() else {
+        let e = match inner.routes.aliases.contains(&alias) {
+            true => ClientError::new(
+                403,
+                Kind::Permission,
+                format!("the key `{}` may not call the model `{alias}`", caller.name),
+            ),
+            false => ClientError {
+                code: Some("model_not_found".into()),
+                ..ClientError::new(
+                    404,
+                    Kind::NotFound,
+                    format!(
+                        "there is no model `{alias}`; this key may call: {}",
+                        caller.models.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            },
+        };
+        return Err(fail(e));
+    };
+    let permit = match &caller.limit {
+        None => None,
+        Some(limit) => Some(limit.clone().try_acquire_owned().map_err(|_| {
+            fail(ClientError::new(
+                429,
+                Kind::RateLimit,
+                format!(
+                    "the key `{}` has {} requests running, its limit; try again when one has finished",
+                    caller.name, caller.max_concurrent
+                ),
+            ))
+        })?),
+    };
+    let streams = D::streams(&request);
+    let (request, flag) = D::read(request, protocol == D::PROTOCOL).map_err(fail)?;
+    tracing::debug!(key = %caller.name, tenant = %caller.tenant, model = %alias, streams, "request");
+    let opened = match call::open(model, request, inner.timeout_ms).await {
+        Ok(opened) => opened,
+        Err(Refusal::Tripwire(tw)) => {
+            inner.metrics.tripwire(&alias, &tw.processor_id);
+            return Err(fail(ClientError::refused(&tw)));
+        }
+        Err(Refusal::Failed(e)) => {
+            inner.metrics.upstream_error(&alias, e.status);
+            return Err(fail(ClientError::upstream(&e)));
+        }
+    };
+    inner.metrics.first_byte(arrived.elapsed());
+    let id = D::id();
+    if !streams {
+        let answer = Answer::gather(opened).await.map_err(|e| {
+            inner.metrics.upstream_error(&alias, e.status);
+            fail(ClientError::upstream(&e))
+        })?;
+        if let Some(tw) = &answer.refused {
+            inner.metrics.tripwire(&alias, &tw.processor_id);
+        }
+        inner.metrics.duration(arrived.elapsed());
+        drop(permit);
+        return Ok((
+            Some(alias.clone()),
+            json_response(StatusCode::OK, &D::answer(&id, &alias, &answer)),
+        ));
+    }
+    inner.metrics.streams(1);
+    let in_flight = InFlight {
+        gateway: inner.clone(),
+        _permit: permit,
+        arrived,
+    };
+    let metrics_alias = alias.clone();
+    let counted = opened.events().inspect(move |event| {
+        let inner = &in_flight.gateway;
+        match event {
+            Event::Refused(tw) => inner.metrics.tripwire(&metrics_alias, &tw.processor_id),
+            Event::Failed(e) => inner.metrics.upstream_error(&metrics_alias, e.status),
+            _ => {}
+        }
+    });
+    let body = D::stream(id, alias.clone(), flag, counted.boxed())
+        .map(|sse| Ok::<_, std::convert::Infallible>(sse.0));
+    let response = (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response();
+    Ok((Some(alias), response))
+}
+
+/// `GET /v1/models`: the aliases the key may call, in OpenAI's shape, or in Anthropic's when
+/// the request says `anthropic-version`.
+async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response {
+    let anthropic = headers.contains_key("anthropic-version");
+    let caller = match gateway.authenticate(&headers) {
+        Ok(caller) => caller,
+        Err(e) if anthropic => return error::<AnthropicMessages>(&e),
+        Err(e) => return error::<OpenAi>(&e),
+    };
+    let aliases: Vec<&String> = caller.models.keys().collect();
+    let body = if anthropic {
+        json!({
+            "data": aliases.iter().map(|a| json!({
+                "type": "model", "id": a, "display_name": a, "created_at": "1970-01-01T00:00:00Z",
+            })).collect::<Vec<_>>(),
+            "has_more": false,
+            "first_id": aliases.first(),
+            "last_id": aliases.last(),
+        })
+    } else {
+        json!({
+            "object": "list",
+            "data": aliases.iter().map(|a| json!({
+                "id": a, "object": "model", "created": 0, "owned_by": "processors-gateway",
+            })).collect::<Vec<_>>(),
+        })
+    };
+    json_response(StatusCode::OK, &body)
+}
+
+/// `GET /metrics`, in Prometheus' text format.
+async fn metrics(State(gateway): State<Gateway>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        )],
+        gateway.inner.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &openai::error_body(&ClientError::new(
+            404,
+            Kind::NotFound,
+            "no such endpoint; the gateway serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models",
+        )),
+    )
+}
+
+impl Config {
+    /// Adds a new random key named `development`, with access to every model, and returns
+    /// it: for a gateway whose file configures no key (every request needs one).
+    pub fn add_development_key(&mut self) -> Result<String, crate::keys::RandomError> {
+        let key = crate::keys::development_key()?;
+        self.keys.push(toml::Spanned::new(
+            0..0,
+            crate::config::Key {
+                name: "development".into(),
+                sha256: KeyHash::of(&key),
+                tenant: None,
+                policy: None,
+                models: None,
+                max_concurrent: None,
+            },
+        ));
+        Ok(key)
+    }
+}
