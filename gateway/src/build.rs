@@ -40,35 +40,33 @@ pub(crate) type Env<'a> = dyn Fn(&str) -> Option<String> + Send + Sync + 'a;
 
 pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<Routes, LoadError> {
     let mut errors: Vec<Diagnostic> = Vec::new();
-    let mut policies: HashMap<String, Lists> = HashMap::new();
-    let mut policy = |name: &toml::Spanned<String>, errors: &mut Vec<Diagnostic>| {
+    // Every policy is checked, named by a route or not.
+    let mut policies: HashMap<&str, Option<Lists>> = HashMap::new();
+    for name in config.policies.keys() {
+        let lists = config
+            .policy(loader, name)
+            .map_err(|e| errors.extend(e.diagnostics().iter().cloned()))
+            .ok();
+        policies.insert(name, lists);
+    }
+    let policy = |name: &toml::Spanned<String>, errors: &mut Vec<Diagnostic>| {
         let key = name.get_ref();
-        if let Some(lists) = policies.get(key) {
-            return Some(lists.clone());
-        }
-        if !config.policies.contains_key(key) {
-            let known: Vec<&str> = config.policies.keys().map(String::as_str).collect();
-            errors.push(config.at(
-                name.span(),
-                format!(
-                    "there is no policy `{key}`; {}",
-                    match known.is_empty() {
-                        true => format!("add a `[policies.{key}]` table with its `input`, `output` and `error` lists"),
-                        false => format!("the policies: {}", known.join(", ")),
-                    }
-                ),
-            ));
-            return None;
-        }
-        match config.policy(loader, key) {
-            Ok(lists) => {
-                policies.insert(key.clone(), lists.clone());
-                Some(lists)
-            }
-            Err(e) => {
-                errors.extend(e.diagnostics().iter().cloned());
-                // Reported once, however many routes name it.
-                policies.insert(key.clone(), Lists::default());
+        match policies.get(key.as_str()) {
+            Some(lists) => lists.clone(),
+            None => {
+                let known: Vec<&str> = config.policies.keys().map(String::as_str).collect();
+                errors.push(config.at(
+                    name.span(),
+                    format!(
+                        "there is no policy `{key}`; {}",
+                        match known.is_empty() {
+                            true => format!(
+                                "add a `[policies.{key}]` table with its `input`, `output` and `error` lists"
+                            ),
+                            false => format!("the policies: {}", known.join(", ")),
+                        }
+                    ),
+                ));
                 None
             }
         }
@@ -92,6 +90,7 @@ pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<
             ));
             continue;
         };
+        let lists = route.policy.as_ref().and_then(|p| policy(p, &mut errors));
         let model_id = route.model.clone().unwrap_or_else(|| alias.clone());
         let client = match client(upstream.get_ref(), &model_id, env) {
             Ok(client) => client,
@@ -100,7 +99,6 @@ pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<
                 continue;
             }
         };
-        let lists = route.policy.as_ref().and_then(|p| policy(p, &mut errors));
         let model = match lists {
             None => client,
             Some(lists) => match wrap(client, lists) {
