@@ -5,6 +5,7 @@
 //! processors-gateway hash-key KEY                       print the `sha256` of a key, for the file
 //! processors-gateway check --config FILE                check a file and exit
 //! ```
+#![forbid(unsafe_code)]
 
 use processors_gateway::{Config, DEFAULT_CONFIG, Gateway, KeyHash};
 use std::process::ExitCode;
