@@ -1,5 +1,5 @@
 //! A model wrapped with processors (`processors::model::Processed`): the behaviours of
-//! `docs/semantics.md`, "Around a bare model" (85-94), each on two paths: tuples of
+//! `docs/semantics.md`, "Around a bare model" (85-95), each on two paths: tuples of
 //! processors (static dispatch) and `DynPipeline`s.
 
 mod common;
@@ -481,6 +481,47 @@ on_both_paths!(b93_wrapped_models_compose, |path| {
     assert_eq!(order.entries(), ["outer input", "inner input"]);
     assert_eq!(text(&chunks), "a12b12");
 });
+
+on_both_paths!(
+    b95_a_wrapped_models_processors_see_the_callers_context,
+    |path| {
+        let model = ScriptedModel::new([Turn::text("a"), Turn::text("b")]);
+        let seen = Log::new();
+        let log = seen.clone();
+        let probe = Probe::new("probe").input(move |a| {
+            let cx = &mut *a.request_context;
+            log.push(format!(
+                "{:?} {:?} {:?}",
+                cx.thread_id(),
+                cx.resource_id(),
+                cx.value("tier")
+            ));
+            cx.set_value("tier", json!("changed in the call"));
+            Ok(InputOutcome::Unchanged)
+        });
+        let once = wrap!(path, model, input: [probe]);
+        // Through a wrapper around it too.
+        let twice = wrap!(path, once, input: [Probe::new("outer")]);
+        let agent = Agent::builder().shared_model(twice).build().unwrap();
+        let cx = RequestContext::new()
+            .with_thread("t1", "u1")
+            .with_value("tier", json!("gold"));
+        let result = agent
+            .generate_with("hi", GenerateOptions::default().request_context(cx))
+            .await
+            .expect("the run ends");
+        assert_eq!(result.text, "a");
+        // Called bare, the context is empty.
+        call(&*once, request("hi")).await.expect("the call ends");
+        assert_eq!(
+            seen.entries(),
+            [
+                "Some(\"t1\") Some(\"u1\") Some(String(\"gold\"))",
+                "None None None"
+            ]
+        );
+    }
+);
 
 /// A processor none of whose hooks runs around a model call is refused.
 #[test]

@@ -294,9 +294,10 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
         &self,
         request: crate::model::ModelRequest,
         tools: Vec<Arc<dyn Tool>>,
+        cx: crate::context::RequestContext,
         slot: Arc<crate::runner::stream::outbox::Handoff>,
     ) -> impl Future<Output = Result<crate::chunk::ChunkKind, AgentError>> + use<I, O, E> {
-        run::model_call(self.inner.clone(), request, tools, slot)
+        run::model_call(self.inner.clone(), request, tools, cx, slot)
     }
 
     /// Every processor of the agent's lists, in order: input, output, error.

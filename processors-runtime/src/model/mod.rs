@@ -8,6 +8,7 @@ pub use processed::{AROUND_A_MODEL_CALL, LanguageModelExt, Processed, ProcessedB
 pub use scripted::{ScriptedModel, Turn};
 
 use crate::chunk::ChunkKind;
+use crate::context::RequestContext;
 use crate::message::Message;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -230,6 +231,19 @@ pub trait LanguageModel: Send + Sync + 'static {
     fn model_id(&self) -> &str;
     /// Starts a call.
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>>;
+
+    /// Starts a call made on behalf of a run whose request context is `context`: an agent
+    /// calls its model this way. A model that runs processors of its own ([`Processed`])
+    /// gives them the context's thread, resource and values; the others need not read it,
+    /// and by default call [`stream`](Self::stream).
+    fn stream_with_context(
+        &self,
+        request: ModelRequest,
+        context: &RequestContext,
+    ) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        let _ = context;
+        self.stream(request)
+    }
 }
 
 impl<M: LanguageModel + ?Sized> LanguageModel for std::sync::Arc<M> {
@@ -241,5 +255,12 @@ impl<M: LanguageModel + ?Sized> LanguageModel for std::sync::Arc<M> {
     }
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
         (**self).stream(request)
+    }
+    fn stream_with_context(
+        &self,
+        request: ModelRequest,
+        context: &RequestContext,
+    ) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        (**self).stream_with_context(request, context)
     }
 }

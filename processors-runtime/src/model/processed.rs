@@ -3,6 +3,7 @@
 use super::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolSpec};
 use crate::agent::{Agent, AgentBuilder, AgentError, BuildError, Violation};
 use crate::chunk::{Chunk, ChunkKind};
+use crate::context::RequestContext;
 use crate::error::BoxError;
 use crate::processor::{
     DynPipeline, ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Pipeline, ProcessorRef,
@@ -135,12 +136,23 @@ impl<M: LanguageModel, I: Pipeline, O: Pipeline, E: Pipeline> LanguageModel
     }
 
     fn stream(&self, request: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
+        self.stream_with_context(request, &RequestContext::default())
+    }
+
+    /// The call, its processors given `context`'s thread, resource and values (a copy: what
+    /// they set in it stays in the call).
+    fn stream_with_context(
+        &self,
+        request: ModelRequest,
+        context: &RequestContext,
+    ) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
         let tools = request
             .tools
             .iter()
             .map(|spec| Arc::new(Offered(spec.clone())) as Arc<dyn Tool>)
             .collect();
-        let stream = ProcessedStream::new(|slot| self.agent.model_call(request, tools, slot));
+        let cx = context.clone();
+        let stream = ProcessedStream::new(|slot| self.agent.model_call(request, tools, cx, slot));
         stream.started().boxed()
     }
 }

@@ -148,7 +148,7 @@ impl Run {
                 return Ok((replay(response.chunks), true, keep.then_some(request)));
             }
             let kept = keep.then(|| request.clone());
-            let error = match model.stream(request).await {
+            let error = match model.stream_with_context(request, &self.s.cx).await {
                 Ok(stream) => return Ok((stream, false, kept)),
                 Err(e) => e,
             };

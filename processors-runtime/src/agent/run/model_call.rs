@@ -31,9 +31,9 @@ pub(crate) fn model_call<I: Pipeline, O: Pipeline, E: Pipeline>(
     inner: Arc<AgentInner<I, O, E>>,
     request: ModelRequest,
     tools: Vec<Arc<dyn Tool>>,
+    cx: crate::context::RequestContext,
     slot: Arc<Handoff>,
 ) -> impl Future<Output = Result<ChunkKind, AgentError>> {
-    let cx = crate::context::RequestContext::default();
     let mut run = Run::new("call", cx, inner.on_violation.clone(), Some(slot));
     async move {
         let span = tracing::info_span!(
