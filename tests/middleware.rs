@@ -1,5 +1,5 @@
 //! A model wrapped with processors (`processors::model::Processed`): the behaviours of
-//! `docs/semantics.md`, "Around a bare model" (85-95), each on two paths: tuples of
+//! `docs/semantics.md`, "Around a bare model" (85-96), each on two paths: tuples of
 //! processors (static dispatch) and `DynPipeline`s.
 
 mod common;
@@ -88,6 +88,20 @@ async fn call(
     request: ModelRequest,
 ) -> Result<Vec<ChunkKind>, ApiError> {
     let mut stream = model.stream(request).await?;
+    let mut chunks = Vec::new();
+    while let Some(item) = stream.next().await {
+        chunks.push(item?);
+    }
+    Ok(chunks)
+}
+
+/// Every chunk of a call made on behalf of a run with the context `cx`, or its error.
+async fn call_in(
+    model: &dyn LanguageModel,
+    request: ModelRequest,
+    cx: &RequestContext,
+) -> Result<Vec<ChunkKind>, ApiError> {
+    let mut stream = model.stream_with_context(request, cx).await?;
     let mut chunks = Vec::new();
     while let Some(item) = stream.next().await {
         chunks.push(item?);
@@ -519,6 +533,86 @@ on_both_paths!(
                 "Some(\"t1\") Some(\"u1\") Some(String(\"gold\"))",
                 "None None None"
             ]
+        );
+    }
+);
+
+on_both_paths!(
+    b96_a_wrapped_model_with_memory_remembers_its_threads,
+    |path| {
+        let model = ScriptedModel::new([
+            Turn::text("Hello Ada."),
+            Turn::deltas(["ok ", "secret"]),
+            Turn::text("You are Ada."),
+            Turn::text("Hi."),
+        ]);
+        let memory = Memory::new(InMemoryStore::new());
+        let guard = Probe::new("guard").stream(|a| match a.chunk.text_delta() {
+            Some(t) if t.contains("secret") => Err(a.abort().reason("a secret").into()),
+            _ => Ok(StreamAction::Pass),
+        });
+        let wrapped: Arc<dyn LanguageModel> = match path {
+            Path::Static => Arc::new(
+                model
+                    .clone()
+                    .with_processors()
+                    .memory(memory.clone())
+                    .output_pipeline((guard,))
+                    .build()
+                    .unwrap(),
+            ),
+            Path::Dynamic => Arc::new(
+                model
+                    .clone()
+                    .with_processors()
+                    .memory(memory.clone())
+                    .output(guard)
+                    .build()
+                    .unwrap(),
+            ),
+        };
+        let cx = RequestContext::new().with_thread("t1", "u1");
+        let first = call_in(&*wrapped, request("My name is Ada."), &cx).await;
+        assert_eq!(text(&first.unwrap()), "Hello Ada.");
+        // An aborted call saves nothing.
+        let aborted = call_in(&*wrapped, request("And?"), &cx).await.unwrap();
+        assert!(types(&aborted).contains(&"tripwire".to_owned()));
+        let third = call_in(&*wrapped, request("Who am I?"), &cx).await;
+        assert_eq!(text(&third.unwrap()), "You are Ada.");
+        // The third call's prompt held the first exchange, not the aborted one.
+        let prompt: Vec<String> = model.requests()[2]
+            .prompt
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(
+            prompt,
+            [
+                "You are a test.",
+                "My name is Ada.",
+                "Hello Ada.",
+                "Who am I?"
+            ]
+        );
+        let saved = memory.store().list_messages("t1", None).await.unwrap();
+        assert_eq!(saved.len(), 4);
+        // A call without a thread neither loads nor saves.
+        let before = memory
+            .store()
+            .list_messages_by_resource("u1")
+            .await
+            .unwrap()
+            .len();
+        let bare = call(&*wrapped, request("hi")).await;
+        assert_eq!(text(&bare.unwrap()), "Hi.");
+        assert_eq!(
+            memory
+                .store()
+                .list_messages_by_resource("u1")
+                .await
+                .unwrap()
+                .len(),
+            before
         );
     }
 );

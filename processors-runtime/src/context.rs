@@ -92,6 +92,19 @@ impl RequestContext {
         self
     }
 
+    /// Sets the resource (user, tenant) alone, for a call that belongs to no thread: what
+    /// processors scoped by resource read (a budget per tenant), memory loading nothing.
+    ///
+    /// ```
+    /// use processors_runtime::RequestContext;
+    /// let cx = RequestContext::new().with_resource("acme");
+    /// assert_eq!((cx.thread_id(), cx.resource_id()), (None, Some("acme")));
+    /// ```
+    pub fn with_resource(mut self, resource_id: impl Into<String>) -> Self {
+        self.resource_id = Some(resource_id.into());
+        self
+    }
+
     /// Adds a typed value (one per type).
     pub fn with<T: Any + Send + Sync>(mut self, value: T) -> Self {
         self.insert(value);

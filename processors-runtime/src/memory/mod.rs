@@ -590,11 +590,23 @@ impl Processor for Memory {
         &self,
         args: OutputResultArgs<'_, ()>,
     ) -> Result<OutputOutcome, ProcessorError> {
-        let (Some(thread_id), Some(resource_id)) = (
-            args.request_context.thread_id(),
-            args.request_context.resource_id(),
-        ) else {
-            return Ok(OutputOutcome::Unchanged);
+        self.save_turn_of(args.request_context, args.message_list)
+            .await?;
+        Ok(OutputOutcome::Unchanged)
+    }
+}
+
+impl Memory {
+    /// Saves a run's turn: the input and the response of `list` (as the processors left
+    /// them), to the context's thread, created for its resource when new. Nothing for a
+    /// context without a thread and a resource.
+    pub(crate) async fn save_turn_of(
+        &self,
+        cx: &crate::context::RequestContext,
+        list: &crate::message::MessageList,
+    ) -> Result<(), MemoryError> {
+        let (Some(thread_id), Some(resource_id)) = (cx.thread_id(), cx.resource_id()) else {
+            return Ok(());
         };
         let now = crate::message::now_millis();
         let thread = match self.owned_thread(thread_id, resource_id).await? {
@@ -611,7 +623,6 @@ impl Processor for Memory {
                 metadata: None,
             },
         };
-        let list = &*args.message_list;
         let turn: Vec<Message> = list
             .view(MessageSource::Input)
             .chain(list.view(MessageSource::Response))
@@ -622,8 +633,7 @@ impl Processor for Memory {
                 m
             })
             .collect();
-        self.store.save_turn(thread, turn).await?;
-        Ok(OutputOutcome::Unchanged)
+        self.store.save_turn(thread, turn).await
     }
 }
 

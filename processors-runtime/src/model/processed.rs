@@ -161,8 +161,8 @@ impl<M: LanguageModel, I: Pipeline, O: Pipeline, E: Pipeline> LanguageModel
 ///
 /// The lists are an agent's: `input` takes processors with an input hook, `output` those
 /// with an output hook, `error` those with `process_api_error`, and the compiler refuses the
-/// others. [`build`](Self::build) refuses what an agent refuses (memory aside: a wrapped model
-/// has none), and a processor none of whose hooks runs around a model call.
+/// others. [`build`](Self::build) refuses what an agent refuses, and a processor none of whose
+/// hooks runs around a model call.
 #[must_use]
 pub struct ProcessedBuilder<M, I = DynPipeline, O = DynPipeline, E = DynPipeline> {
     model: M,
@@ -175,6 +175,16 @@ impl<M: LanguageModel, I: Pipeline, O: Pipeline, E: Pipeline> ProcessedBuilder<M
     /// (default: 3 when a processor has `process_api_error`).
     pub fn max_api_retries(mut self, n: u32) -> Self {
         self.max_api_retries = Some(n);
+        self
+    }
+
+    /// Gives the wrapped model memory: for a call whose request context names a thread and a
+    /// resource ([`LanguageModel::stream_with_context`]; an agent passes its run's), the
+    /// thread's history is loaded before the input processors run, and the call's input and
+    /// answer, as the processors left them, are saved before its `finish`, unless it was
+    /// aborted or failed.
+    pub fn memory(mut self, memory: impl crate::memory::IntoMemory) -> Self {
+        self.agent = self.agent.memory(memory);
         self
     }
 

@@ -141,6 +141,22 @@ impl Run {
             retry: None,
         };
         emit!(driver, self.s, self.out, step_finish, through);
+        // Memory saves the call's input and answer, as the processors left them, before the
+        // caller hears of the end: a caller that stops reading at the `finish` finds them
+        // saved.
+        if let Some(memory) = &agent.memory {
+            self.add_answer(&mut driver.acc, false);
+            memory
+                .save_turn_of(&self.s.cx, &self.s.list)
+                .await
+                .map_err(|e| {
+                    AgentError::Hook(crate::runner::HookError::Failed {
+                        id: crate::memory::MEMORY_ID.to_owned(),
+                        hook: Hook::OutputResult,
+                        source: Box::new(e),
+                    })
+                })?;
+        }
         let finish = ChunkKind::Finish {
             finish_reason: reason,
             usage: self.usage,
