@@ -1,5 +1,5 @@
 //! A model wrapped with processors (`processors::model::Processed`): the behaviours of
-//! `docs/semantics.md`, "Around a bare model" (85-96), each on two paths: tuples of
+//! `docs/semantics.md`, "Around a bare model" (85-97), each on two paths: tuples of
 //! processors (static dispatch) and `DynPipeline`s.
 
 mod common;
@@ -617,6 +617,32 @@ on_both_paths!(
     }
 );
 
+on_both_paths!(
+    b97_output_result_runs_at_the_end_of_a_wrapped_call,
+    |path| {
+        use processors::builtins::response_cache::{InMemoryCache, ResponseCache};
+        let model = ScriptedModel::new([Turn::text("Paris."), Turn::text("never")]);
+        let cache = ResponseCache::new(InMemoryCache::new());
+        let wrapped = wrap!(path, model, input: [cache.clone()], output: [cache.clone()]);
+        let first = call(&*wrapped, request("Capital of France?")).await;
+        let second = call(&*wrapped, request("Capital of France?")).await;
+        assert_eq!(text(&first.unwrap()), "Paris.");
+        assert_eq!(text(&second.unwrap()), "Paris.");
+        assert_eq!(model.calls(), 1, "the second answer came from the cache");
+
+        // An abort there ends the call with a trip wire, after the answer streamed.
+        let model = ScriptedModel::new([Turn::text("done")]);
+        let late = Probe::new("late").output_result(|a| Err(a.abort().reason("too late").into()));
+        let wrapped = wrap!(path, model, output: [late]);
+        let chunks = call(&*wrapped, request("hi")).await.unwrap();
+        assert_eq!(text(&chunks), "done");
+        assert_eq!(
+            &types(&chunks)[types(&chunks).len() - 2..],
+            ["tripwire", "finish"]
+        );
+    }
+);
+
 /// A processor none of whose hooks runs around a model call is refused.
 #[test]
 fn b94_a_processor_that_would_never_run_is_refused() {
@@ -630,8 +656,8 @@ fn b94_a_processor_that_would_never_run_is_refused() {
             e.to_string(),
             "processor `judge` has no hook that runs around a model call (its hooks: \
              {\"process_output_step\"}); a wrapped model runs process_input, process_input_step, \
-             process_llm_request, process_output_stream, process_llm_response and \
-             process_api_error: give it to an agent instead"
+             process_llm_request, process_output_stream, process_llm_response, \
+             process_output_result and process_api_error: give it to an agent instead"
         ),
         Ok(_) => panic!("expected the processor to be refused"),
     }

@@ -379,7 +379,7 @@ pub enum BuildError {
     /// A processor of a wrapped model ([`Processed`](crate::model::Processed)) has no hook
     /// that runs around a model call.
     #[error(
-        "processor `{id}` has no hook that runs around a model call (its hooks: {hooks:?}); a wrapped model runs process_input, process_input_step, process_llm_request, process_output_stream, process_llm_response and process_api_error: give it to an agent instead"
+        "processor `{id}` has no hook that runs around a model call (its hooks: {hooks:?}); a wrapped model runs process_input, process_input_step, process_llm_request, process_output_stream, process_llm_response, process_output_result and process_api_error: give it to an agent instead"
     )]
     NotAroundAModel {
         /// The processor's id.

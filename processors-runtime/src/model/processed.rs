@@ -25,6 +25,7 @@ pub const AROUND_A_MODEL_CALL: Hooks = Hooks::INPUT
     .with(Hooks::LLM_REQUEST)
     .with(Hooks::OUTPUT_STREAM)
     .with(Hooks::LLM_RESPONSE)
+    .with(Hooks::OUTPUT_RESULT)
     .with(Hooks::API_ERROR);
 
 /// A [`LanguageModel`] with processors around each of its calls, itself a `LanguageModel`:
@@ -47,12 +48,16 @@ pub const AROUND_A_MODEL_CALL: Hooks = Hooks::INPUT
 ///    error that is not recovered is the call's error;
 /// 5. `process_output_stream` on each chunk, then on a `step-finish` and on the `finish`
 ///    (what a processor held back is released there, as in an agent);
-/// 6. `process_llm_response` with the call's request and chunks.
+/// 6. `process_llm_response` with the call's request and chunks;
+/// 7. after the step's end and before the `finish`, `process_output_result` on the call's one
+///    step, as at the end of a run: memory ([`memory`](ProcessedBuilder::memory)) saves the
+///    call there and a response cache keeps its answer. What it changes in the messages is
+///    what is saved, not what the caller got: the answer has streamed.
 ///
-/// The other hooks (`process_output_step`, `process_tool_call`, `process_tool_result`,
-/// `process_output_result`) belong to an agent's loop and do not run: the wrapped model
-/// answers one call, and its caller runs the tools. A processor with none of the hooks above
-/// is refused when the model is built.
+/// The other hooks (`process_output_step`, `process_tool_call`, `process_tool_result`)
+/// belong to an agent's loop and do not run: the wrapped model answers one call, and its
+/// caller runs the tools. A processor with none of the hooks above is refused when the model
+/// is built.
 ///
 /// An abort ends the call with a [`ChunkKind::Tripwire`] chunk and a `finish` with reason
 /// `other` (chunks that streamed before it stay streamed); an agent that calls the model ends

@@ -19,6 +19,7 @@ use crate::runner::Halt;
 use crate::runner::hooks;
 use crate::runner::stream::StreamDriver;
 use crate::runner::stream::outbox::Handoff;
+use crate::step::{RunSummary, StepResult};
 use crate::tool::Tool;
 use std::future::Future;
 use std::sync::Arc;
@@ -141,21 +142,27 @@ impl Run {
             retry: None,
         };
         emit!(driver, self.s, self.out, step_finish, through);
-        // Memory saves the call's input and answer, as the processors left them, before the
-        // caller hears of the end: a caller that stops reading at the `finish` finds them
-        // saved.
-        if let Some(memory) = &agent.memory {
+        // The call's end is its run's: `process_output_result` runs on the call's one step
+        // (memory, last, saves it) before the caller hears of the end, so a caller that stops
+        // reading at the `finish` finds it saved.
+        if lists.output.has(Hook::OutputResult) {
             self.add_answer(&mut driver.acc, false);
-            memory
-                .save_turn_of(&self.s.cx, &self.s.list)
-                .await
-                .map_err(|e| {
-                    AgentError::Hook(crate::runner::HookError::Failed {
-                        id: crate::memory::MEMORY_ID.to_owned(),
-                        hook: Hook::OutputResult,
-                        source: Box::new(e),
-                    })
-                })?;
+            let step = StepResult {
+                step_number: number,
+                text: driver.acc.answer.clone(),
+                finish_reason: reason,
+                usage,
+                tool_calls: std::mem::take(&mut driver.acc.tool_calls),
+                tool_results: Vec::new(),
+                tripwire: None,
+            };
+            let mut summary = RunSummary {
+                text: hooks::response_text(&self.s.list),
+                usage: self.usage,
+                finish_reason: reason,
+                steps: vec![step],
+            };
+            hooks::output_result(&lists.output, &mut self.s, &mut summary).await?;
         }
         let finish = ChunkKind::Finish {
             finish_reason: reason,
