@@ -2,9 +2,10 @@
 //! under its policy, and each key's models under the key's policy. Every mistake of the file
 //! is reported at once, with its place.
 
-use crate::config::{Config, Protocol, ScriptedTurn, Upstream};
+use crate::config::{Config, MemoryConfig, Protocol, ScriptedTurn, StoreKind, Upstream};
 use crate::keys::KeyHash;
 use processors_config::{Diagnostic, Lists, LoadError, Loader};
+use processors_runtime::memory::{InMemoryStore, Memory, MemoryStore};
 use processors_runtime::model::{LanguageModel, Processed, ScriptedModel, Turn};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -33,13 +34,29 @@ pub(crate) struct Routes {
     pub(crate) callers: HashMap<KeyHash, Arc<Caller>>,
     /// Every alias, for telling a missing model from a forbidden one.
     pub(crate) aliases: Vec<String>,
+    /// The conversations' store, when the gateway keeps them.
+    pub(crate) memory: Option<Memory>,
 }
 
 /// Reads the environment variable `name`.
 pub(crate) type Env<'a> = dyn Fn(&str) -> Option<String> + Send + Sync + 'a;
 
-pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<Routes, LoadError> {
+pub(crate) async fn routes(
+    config: &Config,
+    loader: &Loader,
+    env: &Env<'_>,
+) -> Result<Routes, LoadError> {
     let mut errors: Vec<Diagnostic> = Vec::new();
+    let memory = match &config.memory {
+        None => None,
+        Some(spec) => match open_memory(config, spec.get_ref(), env).await {
+            Ok(memory) => Some(memory),
+            Err(message) => {
+                errors.push(config.at(spec.span(), message));
+                None
+            }
+        },
+    };
     // Every policy is checked, named by a route or not.
     let mut policies: HashMap<&str, Option<Lists>> = HashMap::new();
     for name in config.policies.keys() {
@@ -101,7 +118,7 @@ pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<
         };
         let model = match lists {
             None => client,
-            Some(lists) => match wrap(client, lists) {
+            Some(lists) => match wrap(client, lists, None) {
                 Ok(model) => model,
                 Err(message) => {
                     errors.push(config.at(route_span, message));
@@ -144,9 +161,16 @@ pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<
                 }
             }
         }
-        if let Some(lists) = key.policy.as_ref().and_then(|p| policy(p, &mut errors)) {
+        // The key's policy wraps the model's, and memory, when kept, is the outermost layer:
+        // it loads a thread before every processor and saves what they all left.
+        let lists = key.policy.as_ref().and_then(|p| policy(p, &mut errors));
+        if lists.is_some() || memory.is_some() {
             for target in theirs.values_mut() {
-                match wrap(target.model.clone(), lists.clone()) {
+                match wrap(
+                    target.model.clone(),
+                    lists.clone().unwrap_or_default(),
+                    memory.clone(),
+                ) {
                     Ok(model) => target.model = model,
                     Err(message) => {
                         errors.push(config.at(span.clone(), message));
@@ -189,18 +213,83 @@ pub(crate) fn routes(config: &Config, loader: &Loader, env: &Env<'_>) -> Result<
     Ok(Routes {
         callers,
         aliases: config.models.keys().cloned().collect(),
+        memory,
     })
 }
 
-/// `model` under the processors of `lists`.
-fn wrap(model: Arc<dyn LanguageModel>, lists: Lists) -> Result<Arc<dyn LanguageModel>, String> {
-    Processed::builder(model)
+/// `model` under the processors of `lists`, with `memory` around them.
+fn wrap(
+    model: Arc<dyn LanguageModel>,
+    lists: Lists,
+    memory: Option<Memory>,
+) -> Result<Arc<dyn LanguageModel>, String> {
+    let mut builder = Processed::builder(model);
+    if let Some(memory) = memory {
+        builder = builder.memory(memory);
+    }
+    builder
         .input_pipeline(lists.input)
         .output_pipeline(lists.output)
         .error_pipeline(lists.error)
         .build()
         .map(|p| Arc::new(p) as Arc<dyn LanguageModel>)
         .map_err(|e| e.to_string())
+}
+
+/// The memory of the file's `[memory]` table, or why not.
+async fn open_memory(
+    config: &Config,
+    spec: &MemoryConfig,
+    env: &Env<'_>,
+) -> Result<Memory, String> {
+    let store: Arc<dyn MemoryStore> = match spec.store {
+        StoreKind::InMemory => Arc::new(InMemoryStore::new()),
+        StoreKind::Sqlite => {
+            let Some(path) = &spec.path else {
+                return Err(
+                    "`store = \"sqlite\"` needs a `path` to its file, like `path = \"gateway.db\"`"
+                        .to_owned(),
+                );
+            };
+            let file = match config.base() {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path.clone(),
+            };
+            let store = processors_builtins::storage::SqliteStore::open(&file)
+                .map_err(|e| format!("cannot open the SQLite store {}: {e}", file.display()))?;
+            Arc::new(store)
+        }
+        StoreKind::Postgres => {
+            let Some(var) = &spec.url_env else {
+                return Err("`store = \"postgres\"` reads its URL from the environment: add `url_env = \"DATABASE_URL\"`".to_owned());
+            };
+            let Some(url) = env(var) else {
+                return Err(format!(
+                    "the PostgreSQL URL is read from the environment variable {var}, which is not set; set it"
+                ));
+            };
+            postgres(&url, spec.schema.as_deref()).await?
+        }
+    };
+    Ok(Memory::shared(store).last_messages(Some(spec.last_messages.unwrap_or(40))))
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str, schema: Option<&str>) -> Result<Arc<dyn MemoryStore>, String> {
+    let mut builder = processors_builtins::storage::PostgresStore::builder(url);
+    if let Some(schema) = schema {
+        builder = builder.schema(schema);
+    }
+    let store = builder
+        .connect()
+        .await
+        .map_err(|e| format!("cannot open the PostgreSQL store: {e}"))?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(_: &str, _: Option<&str>) -> Result<Arc<dyn MemoryStore>, String> {
+    Err("memory in PostgreSQL needs the gateway's `postgres` feature (`cargo run -p processors-gateway --features postgres`)".to_owned())
 }
 
 /// The client of `upstream` for the model `model_id`.

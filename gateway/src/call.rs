@@ -5,6 +5,7 @@
 
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
+use processors_runtime::RequestContext;
 use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::message::ToolCall;
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream};
@@ -146,15 +147,17 @@ pub(crate) enum Refusal {
     Failed(ApiError),
 }
 
-/// Calls `model` and reads its answer up to the first content (text, reasoning or a tool
+/// Calls `model` on behalf of `context` (the tenant, the thread) and reads its answer up to the first content (text, reasoning or a tool
 /// call) or its end. A refusal or failure before any content is returned as such.
 pub(crate) async fn open(
     model: Arc<dyn LanguageModel>,
     request: ModelRequest,
+    context: RequestContext,
     limit_ms: u64,
 ) -> Result<Opened, Refusal> {
     let deadline = Instant::now() + std::time::Duration::from_millis(limit_ms);
-    let stream = match tokio::time::timeout_at(deadline, model.stream(request)).await {
+    let call = model.stream_with_context(request, &context);
+    let stream = match tokio::time::timeout_at(deadline, call).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => return Err(Refusal::Failed(e)),
         Err(_) => return Err(Refusal::Failed(timed_out(limit_ms))),

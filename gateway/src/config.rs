@@ -49,6 +49,10 @@ pub struct Config {
     /// The gateway keys.
     #[serde(default)]
     pub keys: Vec<Spanned<Key>>,
+    /// Conversations kept by thread (a request's `x-thread-id` header), each owned by the
+    /// tenant of the key that started it; none when absent.
+    #[serde(default)]
+    pub memory: Option<Spanned<MemoryConfig>>,
     /// The policies, by name: each a table of `input`, `output` and `error` lists, read by
     /// [`Config::policy`].
     #[serde(default)]
@@ -72,6 +76,41 @@ struct Source {
 pub struct Cors {
     /// The origins allowed, like `https://app.example.com`.
     pub origins: Vec<String>,
+}
+
+/// Where conversations are kept.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MemoryConfig {
+    /// `in-memory` (this process only), `sqlite` (a file: `path`) or `postgres` (shared by
+    /// processes: `url_env`; feature `postgres`).
+    pub store: StoreKind,
+    /// The SQLite file, relative to the config file's directory.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// The environment variable holding the PostgreSQL URL.
+    #[serde(default)]
+    pub url_env: Option<String>,
+    /// The PostgreSQL schema (`processors` by default).
+    #[serde(default)]
+    pub schema: Option<String>,
+    /// How many of a thread's last messages a call is given (40).
+    #[serde(default)]
+    pub last_messages: Option<usize>,
+}
+
+/// A memory store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum StoreKind {
+    /// In this process.
+    InMemory,
+    /// An SQLite file.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
 }
 
 /// How an upstream is reached.
@@ -214,6 +253,11 @@ impl Config {
             &["policies", name],
             self.source.base.as_deref(),
         )
+    }
+
+    /// The directory relative paths are relative to.
+    pub(crate) fn base(&self) -> Option<&Path> {
+        self.source.base.as_deref()
     }
 
     /// The file's name, as given.

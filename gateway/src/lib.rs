@@ -36,7 +36,7 @@
 //! [policies.pii]
 //! output = [{{ processor = "regex-filter", presets = ["pii"] }}]
 //! "#, KeyHash::of("pgw-web-key"));
-//! let gateway = Gateway::new(&Config::from_str("gateway.toml", &file, None)?)?;
+//! let gateway = Gateway::new(&Config::from_str("gateway.toml", &file, None)?).await?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let url = format!("http://{}/v1/chat/completions", listener.local_addr()?);
 //! let server = tokio::spawn(gateway.serve(listener, std::future::pending()));
@@ -60,6 +60,9 @@ mod openai;
 mod server;
 mod wire;
 
-pub use config::{Config, Cors, DEFAULT_CONFIG, Key, Protocol, Route, ScriptedTurn, Upstream};
+pub use config::{
+    Config, Cors, DEFAULT_CONFIG, Key, MemoryConfig, Protocol, Route, ScriptedTurn, StoreKind,
+    Upstream,
+};
 pub use keys::{BadKeyHash, KeyHash, RandomError, development_key};
 pub use server::Gateway;

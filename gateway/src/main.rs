@@ -70,18 +70,6 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Command::Check = args.command {
-        return match Gateway::new(&config) {
-            Ok(_) => {
-                println!("{}: ok", config.file());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -92,6 +80,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Check = args.command {
+        return match runtime.block_on(Gateway::new(&config)) {
+            Ok(_) => {
+                println!("{}: ok", config.file());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(serve(&mut config, args.listen)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -109,7 +109,7 @@ async fn serve(
         let key = config.add_development_key()?;
         println!("no key is configured; this run's development key: {key}");
     }
-    let gateway = Gateway::new(config)?;
+    let gateway = Gateway::new(config).await?;
     let address = listen
         .or_else(|| config.listen.clone())
         .unwrap_or_else(|| "127.0.0.1:8787".to_owned());

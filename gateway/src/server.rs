@@ -19,6 +19,7 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use futures::{Future, StreamExt};
 use processors_config::{LoadError, Loader};
+use processors_runtime::RequestContext;
 use processors_runtime::message::new_id;
 use processors_runtime::model::ModelRequest;
 use serde::de::DeserializeOwned;
@@ -37,7 +38,7 @@ use tokio::sync::OwnedSemaphorePermit;
 /// use processors_gateway::{Config, Gateway};
 /// let mut config = Config::from_str("gateway.toml", processors_gateway::DEFAULT_CONFIG, None)?;
 /// let key = config.add_development_key()?;
-/// let gateway = Gateway::new(&config)?;
+/// let gateway = Gateway::new(&config).await?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// let address = listener.local_addr()?;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -66,18 +67,18 @@ struct Inner {
 impl Gateway {
     /// The gateway of `config`, with every built-in processor, upstream keys read from the
     /// process's environment.
-    pub fn new(config: &Config) -> Result<Gateway, LoadError> {
-        Gateway::with(config, &Loader::new(), &|name| std::env::var(name).ok())
+    pub async fn new(config: &Config) -> Result<Gateway, LoadError> {
+        Gateway::with(config, &Loader::new(), &|name| std::env::var(name).ok()).await
     }
 
     /// The gateway of `config`, its policies loaded by `loader` (your processors too), its
     /// upstream keys read through `env`.
-    pub fn with(
+    pub async fn with(
         config: &Config,
         loader: &Loader,
         env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
     ) -> Result<Gateway, LoadError> {
-        let routes = crate::build::routes(config, loader, env)?;
+        let routes = crate::build::routes(config, loader, env).await?;
         let cors = match &config.cors {
             None => None,
             Some(cors) => {
@@ -190,6 +191,53 @@ impl Gateway {
             .ok_or_else(|| {
                 ClientError::new(401, Kind::Authentication, "the gateway key is not valid")
             })
+    }
+}
+
+/// The header that names a conversation's thread.
+pub(crate) const THREAD_HEADER: &str = "x-thread-id";
+
+impl Gateway {
+    /// The request context of a call: the caller's tenant as the resource, and the thread the
+    /// request names, once it is known to be the tenant's.
+    async fn context(
+        &self,
+        headers: &HeaderMap,
+        caller: &Caller,
+    ) -> Result<RequestContext, ClientError> {
+        let Some(value) = headers.get(THREAD_HEADER) else {
+            return Ok(RequestContext::new().with_resource(caller.tenant.clone()));
+        };
+        let thread = value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && t.len() <= 256)
+            .ok_or_else(|| {
+                ClientError::invalid(
+                    THREAD_HEADER,
+                    "`x-thread-id` is a thread's id: 1 to 256 visible ASCII characters",
+                )
+            })?;
+        let Some(memory) = &self.inner.routes.memory else {
+            return Err(ClientError::invalid(
+                THREAD_HEADER,
+                "this gateway keeps no conversations: remove the `x-thread-id` header, or give the gateway a `[memory]` table",
+            ));
+        };
+        match memory.store().get_thread(thread).await {
+            Ok(Some(t)) if t.resource_id != caller.tenant => Err(ClientError::new(
+                403,
+                Kind::Permission,
+                format!("the thread `{thread}` belongs to another tenant"),
+            )),
+            Ok(_) => Ok(RequestContext::new().with_thread(thread, caller.tenant.clone())),
+            Err(e) => Err(ClientError::new(
+                500,
+                Kind::Api,
+                format!("the gateway's memory store failed: {e}"),
+            )),
+        }
     }
 }
 
@@ -435,8 +483,9 @@ async fn answer<D: Dialect>(
     };
     let streams = D::streams(&request);
     let (request, flag) = D::read(request, protocol == D::PROTOCOL).map_err(fail)?;
+    let context = gateway.context(headers, &caller).await.map_err(fail)?;
     tracing::debug!(key = %caller.name, tenant = %caller.tenant, model = %alias, streams, "request");
-    let opened = match call::open(model, request, inner.timeout_ms).await {
+    let opened = match call::open(model, request, context, inner.timeout_ms).await {
         Ok(opened) => opened,
         Err(Refusal::Tripwire(tw)) => {
             inner.metrics.tripwire(&alias, &tw.processor_id);

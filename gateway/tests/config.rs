@@ -8,7 +8,8 @@ fn errors(text: &str) -> String {
         Ok(config) => config,
         Err(e) => return e.to_string(),
     };
-    match Gateway::with(&config, &Loader::new(), &|_| None) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    match runtime.block_on(Gateway::with(&config, &Loader::new(), &|_| None)) {
         Ok(_) => panic!("the file loaded"),
         Err(e) => e.to_string(),
     }
@@ -20,7 +21,10 @@ fn the_embedded_default_config_builds() {
     assert!(config.keys.is_empty());
     let key = config.add_development_key().unwrap();
     assert!(key.starts_with("pgw-dev-"));
-    Gateway::with(&config, &Loader::new(), &|_| None).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(Gateway::with(&config, &Loader::new(), &|_| None))
+        .unwrap();
 }
 
 #[test]
@@ -98,4 +102,15 @@ fn a_key_without_slots_is_refused() {
         KeyHash::of("x")
     );
     assert!(errors(&text).contains("has `max_concurrent = 0`"));
+}
+
+#[test]
+fn memory_needs_its_store_settings() {
+    let e = errors("[memory]\nstore = \"sqlite\"\n");
+    assert!(
+        e.starts_with("gateway.toml:1:1: `store = \"sqlite\"` needs a `path`"),
+        "{e}"
+    );
+    let e = errors("[memory]\nstore = \"postgres\"\nurl_env = \"NO_SUCH_URL\"\n");
+    assert!(e.contains("NO_SUCH_URL"), "{e}");
 }

@@ -62,6 +62,7 @@ pub async fn start_with(
 ) -> Running {
     let config = Config::from_str("gateway.toml", text, None).expect("the test's config loads");
     let gateway = Gateway::with(&config, &processors_config::Loader::new(), env)
+        .await
         .expect("the test's gateway builds");
     serve(gateway).await
 }
@@ -101,13 +102,22 @@ pub fn client() -> reqwest::Client {
 
 /// POSTs `body` to `path` with `KEY`, returning the status and the body's text.
 pub async fn post_json(gw: &Running, path: &str, body: Value) -> (u16, String) {
-    let response = client()
-        .post(gw.url(path))
-        .bearer_auth(KEY)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    post_as(gw, KEY, None, path, body).await
+}
+
+/// POSTs `body` to `path` with `key`, in the thread `thread` when given.
+pub async fn post_as(
+    gw: &Running,
+    key: &str,
+    thread: Option<&str>,
+    path: &str,
+    body: Value,
+) -> (u16, String) {
+    let mut request = client().post(gw.url(path)).bearer_auth(key).json(&body);
+    if let Some(thread) = thread {
+        request = request.header("x-thread-id", thread);
+    }
+    let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.text().await.unwrap())
 }
