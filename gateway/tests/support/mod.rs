@@ -96,7 +96,10 @@ pub fn scripted(turns: &str, policy: &str) -> String {
     )
 }
 
+/// An HTTP client (plain HTTP; the TLS crypto the providers' client uses is installed, as
+/// reqwest without its own provider asks).
 pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
 
