@@ -5,6 +5,8 @@
 //! processors-gateway hash-key KEY                       print the `sha256` of a key, for the file
 //! processors-gateway check --config FILE                check a file and exit
 //! ```
+//!
+//! It logs to stderr at the level `PGW_LOG` names (`info` by default).
 #![forbid(unsafe_code)]
 
 use processors_gateway::{Config, DEFAULT_CONFIG, Gateway, KeyHash};
@@ -44,7 +46,21 @@ fn args() -> Result<Args, String> {
     Ok(args)
 }
 
+/// Logs to stderr at the level `PGW_LOG` names (`error`, `warn`, `info` by default, `debug`,
+/// `trace`).
+fn log() {
+    let level = std::env::var("PGW_LOG")
+        .ok()
+        .and_then(|l| l.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 fn main() -> ExitCode {
+    log();
     let args = match args() {
         Ok(args) => args,
         Err(message) => {

@@ -411,15 +411,24 @@ async fn endpoint<D: Dialect>(
 ) -> Response {
     let arrived = Instant::now();
     let inner = gateway.inner.clone();
-    let (alias, response) = match answer::<D>(&gateway, &headers, body, arrived).await {
+    // The request's span: the wrapped model's call and its processors' spans are inside it.
+    let span = tracing::info_span!(
+        "gateway.request",
+        protocol = D::NAME,
+        model = tracing::field::Empty,
+        status = tracing::field::Empty,
+    );
+    let answered = answer::<D>(&gateway, &headers, body, arrived);
+    let (alias, response) = match tracing::Instrument::instrument(answered, span.clone()).await {
         Ok(done) => done,
         Err((alias, e)) => (alias, error::<D>(&e)),
     };
-    inner.metrics.request(
-        D::NAME,
-        alias.as_deref().unwrap_or("-"),
-        response.status().as_u16(),
-    );
+    let status = response.status().as_u16();
+    span.record("model", alias.as_deref().unwrap_or("-"));
+    span.record("status", status);
+    inner
+        .metrics
+        .request(D::NAME, alias.as_deref().unwrap_or("-"), status);
     response
 }
 
