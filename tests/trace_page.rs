@@ -164,6 +164,45 @@ async fn the_page_shows_each_step_of_the_result_with_its_number() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_models_call_outside_a_run_is_a_card_of_its_own() {
+    use processors::model::{LanguageModelExt, ModelRequest};
+    let shout = Probe::new("shout").stream(|a| {
+        Ok(match a.chunk.text_delta() {
+            Some(t) => a.chunk.clone().map_text(|_| t.to_uppercase()).into(),
+            None => StreamAction::Pass,
+        })
+    });
+    let model = ScriptedModel::new([Turn::deltas(["hello ", "there"])])
+        .named("small")
+        .with_processors()
+        .output(shout)
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let request = ModelRequest {
+        prompt: vec![Message::user("hi")],
+        ..Default::default()
+    };
+    async {
+        let stream = model.stream(request).await.unwrap();
+        let _: Vec<_> = futures::StreamExt::collect(stream).await;
+    }
+    .with_subscriber(recorder.clone())
+    .await;
+    let page = recorder.timeline().to_html();
+    assert!(!page.contains("No run recorded"), "{page}");
+    assert!(page.contains("<h1>Model call <code>small</code>"), "{page}");
+    assert!(
+        page.contains("<section class=\"step completed\" id=\"call\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<code>shout</code>"),
+        "its stream processor is on the card"
+    );
+}
+
 /// The browser, when the machine has one (`scripts/chromium.sh` installs it).
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]

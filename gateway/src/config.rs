@@ -37,6 +37,10 @@ pub struct Config {
     /// seconds); then they are cut.
     #[serde(default = "default_grace")]
     pub shutdown_grace_ms: u64,
+    /// How many traces of requests that asked for one (`x-processors-trace: 1`) are kept
+    /// for `GET /v1/traces/{id}` (64; 0 records none).
+    #[serde(default = "default_traces")]
+    pub traces: usize,
     /// Cross-origin requests from browsers: refused unless origins are listed.
     #[serde(default)]
     pub cors: Option<Cors>,
@@ -203,6 +207,10 @@ fn default_max_body() -> usize {
 
 fn default_timeout() -> u64 {
     600_000
+}
+
+fn default_traces() -> usize {
+    64
 }
 
 fn default_grace() -> u64 {

@@ -58,6 +58,7 @@ mod keys;
 mod metrics;
 mod openai;
 mod server;
+mod traces;
 mod wire;
 
 pub use config::{

@@ -8,14 +8,16 @@ use crate::config::{Config, Protocol};
 use crate::keys::KeyHash;
 use crate::metrics::Metrics;
 use crate::openai::{self, ChatRequest};
+use crate::traces::{Dispatched, TRACE_HEADER, TRACE_ID_HEADER, Trace, Traces};
 use crate::wire::{ClientError, Kind, Sse};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::{Bytes, BytesMut};
+use futures::future::Either;
 use futures::stream::BoxStream;
 use futures::{Future, StreamExt};
 use processors_config::{LoadError, Loader};
@@ -28,6 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::OwnedSemaphorePermit;
+use tracing::instrument::WithSubscriber;
 
 /// The gateway: its routes, keys, limits and metrics. [`Gateway::router`] is its HTTP
 /// service, [`Gateway::serve`] runs it.
@@ -62,6 +65,7 @@ struct Inner {
     grace: Duration,
     cors: Option<Vec<HeaderValue>>,
     metrics: Metrics,
+    traces: Traces,
 }
 
 impl Gateway {
@@ -109,6 +113,7 @@ impl Gateway {
                 grace: Duration::from_millis(config.shutdown_grace_ms),
                 cors,
                 metrics: Metrics::default(),
+                traces: Traces::new(config.traces),
             }),
         })
     }
@@ -120,6 +125,7 @@ impl Gateway {
             .route("/v1/chat/completions", post(endpoint::<OpenAi>))
             .route("/v1/messages", post(endpoint::<AnthropicMessages>))
             .route("/v1/models", get(models))
+            .route("/v1/traces/{id}", get(trace_page))
             .route("/metrics", get(metrics))
             .route("/healthz", get(|| async { "ok" }))
             .fallback(not_found)
@@ -170,13 +176,18 @@ impl Gateway {
         }
     }
 
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, ClientError> {
-        let presented = headers
-            .get(header::AUTHORIZATION)
+    /// The trace a request asks for, when the gateway keeps traces.
+    fn trace(&self, headers: &HeaderMap) -> Option<Trace> {
+        let asked = headers
+            .get(TRACE_HEADER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
-        let Some(key) = presented.map(str::trim).filter(|k| !k.is_empty()) else {
+            .is_some_and(|v| matches!(v.trim(), "1" | "true"));
+        (asked && self.inner.traces.on())
+            .then(|| Trace::new(KeyHash::of(presented_key(headers).unwrap_or(""))))
+    }
+
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, ClientError> {
+        let Some(key) = presented_key(headers) else {
             return Err(ClientError::new(
                 401,
                 Kind::Authentication,
@@ -395,12 +406,17 @@ struct InFlight {
     gateway: Arc<Inner>,
     _permit: Option<OwnedSemaphorePermit>,
     arrived: Instant,
+    /// The request's trace, kept once the answer ended.
+    trace: Option<Trace>,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.gateway.metrics.streams(-1);
         self.gateway.metrics.duration(self.arrived.elapsed());
+        if let Some(trace) = self.trace.take() {
+            self.gateway.traces.keep(trace);
+        }
     }
 }
 
@@ -418,11 +434,26 @@ async fn endpoint<D: Dialect>(
         model = tracing::field::Empty,
         status = tracing::field::Empty,
     );
-    let answered = answer::<D>(&gateway, &headers, body, arrived);
-    let (alias, response) = match tracing::Instrument::instrument(answered, span.clone()).await {
+    let mut trace = gateway.trace(&headers);
+    let trace_id = trace.as_ref().map(|t| t.id.clone());
+    let dispatch = trace.as_ref().map(Trace::dispatch);
+    let answered = answer::<D>(&gateway, &headers, body, arrived, &mut trace);
+    let answered = tracing::Instrument::instrument(answered, span.clone());
+    let answered = match dispatch {
+        Some(dispatch) => Either::Left(answered.with_subscriber(dispatch)),
+        None => Either::Right(answered),
+    };
+    let (alias, mut response) = match answered.await {
         Ok(done) => done,
         Err((alias, e)) => (alias, error::<D>(&e)),
     };
+    // A trace the stream did not take ends with the answer.
+    if let Some(trace) = trace {
+        inner.traces.keep(trace);
+    }
+    if let Some(value) = trace_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        response.headers_mut().insert(TRACE_ID_HEADER, value);
+    }
     let status = response.status().as_u16();
     span.record("model", alias.as_deref().unwrap_or("-"));
     span.record("status", status);
@@ -438,6 +469,7 @@ async fn answer<D: Dialect>(
     headers: &HeaderMap,
     body: Body,
     arrived: Instant,
+    trace: &mut Option<Trace>,
 ) -> Result<(Option<String>, Response), (Option<String>, ClientError)> {
     let inner = &gateway.inner;
     let caller = gateway.authenticate(headers).map_err(|e| (None, e))?;
@@ -523,10 +555,12 @@ async fn answer<D: Dialect>(
         ));
     }
     inner.metrics.streams(1);
+    let dispatch = trace.as_ref().map(Trace::dispatch);
     let in_flight = InFlight {
         gateway: inner.clone(),
         _permit: permit,
         arrived,
+        trace: trace.take(),
     };
     let metrics_alias = alias.clone();
     let counted = opened.events().inspect(move |event| {
@@ -537,7 +571,11 @@ async fn answer<D: Dialect>(
             _ => {}
         }
     });
-    let body = D::stream(id, alias.clone(), flag, counted.boxed())
+    let events = match dispatch {
+        Some(dispatch) => Dispatched::new(counted.boxed(), dispatch).boxed(),
+        None => counted.boxed(),
+    };
+    let body = D::stream(id, alias.clone(), flag, events)
         .map(|sse| Ok::<_, std::convert::Infallible>(sse.0));
     let response = (
         StatusCode::OK,
@@ -582,6 +620,54 @@ async fn models(State(gateway): State<Gateway>, headers: HeaderMap) -> Response 
         })
     };
     json_response(StatusCode::OK, &body)
+}
+
+/// The key a request presents: `Authorization: Bearer KEY` or `x-api-key: KEY`.
+fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+/// `GET /v1/traces/{id}`: the run page of a request recorded on demand, to the key that asked
+/// (`?format=json` for the timeline as JSON).
+async fn trace_page(
+    State(gateway): State<Gateway>,
+    Path(id): Path<String>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = gateway.authenticate(&headers) {
+        return error::<OpenAi>(&e);
+    }
+    let key = KeyHash::of(presented_key(&headers).unwrap_or(""));
+    let Some(timeline) = gateway.inner.traces.get(&id, &key) else {
+        return error::<OpenAi>(&ClientError::new(
+            404,
+            Kind::NotFound,
+            format!(
+                "there is no trace `{id}` of this key; traces are kept for the last requests that asked with `x-processors-trace: 1`"
+            ),
+        ));
+    };
+    if uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "format=json"))
+    {
+        return json_response(StatusCode::OK, &timeline.to_json());
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        timeline.to_html(),
+    )
+        .into_response()
 }
 
 /// `GET /metrics`, in Prometheus' text format.

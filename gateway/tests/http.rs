@@ -606,3 +606,74 @@ async fn metrics_count_requests_and_refusals() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn a_request_that_asks_for_its_trace_gets_its_run_page() {
+    let text = format!(
+        "{}\n[[keys]]\nname = \"other\"\nsha256 = \"{}\"\n",
+        scripted(r#"[["Write to ", "jane@example.com", "."]]"#, PII),
+        processors_gateway::KeyHash::of("pgw-someone-else")
+    );
+    let gw = start(&text).await;
+    for stream in [false, true] {
+        let response = client()
+            .post(gw.url("/v1/chat/completions"))
+            .bearer_auth(KEY)
+            .header("x-processors-trace", "1")
+            .json(&chat("Who can help?", stream))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let id = response.headers()["x-processors-trace-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        // The stream's trace is kept once the stream ended.
+        response.text().await.unwrap();
+        let page = client()
+            .get(gw.url(&format!("/v1/traces/{id}")))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+        let page = page.text().await.unwrap();
+        assert!(
+            page.contains("<h1>Model call <code>scripted</code>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<code>regex-filter</code>"),
+            "the policy's processor is on the page"
+        );
+        let json: Value = client()
+            .get(gw.url(&format!("/v1/traces/{id}?format=json")))
+            .bearer_auth(KEY)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(json.to_string().contains("processed.call"), "{json}");
+        // Another key does not see it.
+        let other = client()
+            .get(gw.url(&format!("/v1/traces/{id}")))
+            .bearer_auth("pgw-someone-else")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(other.status(), 404);
+    }
+    // A request that does not ask is not recorded.
+    let response = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(KEY)
+        .json(&chat("hi", false))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("x-processors-trace-id").is_none());
+}

@@ -84,11 +84,23 @@ pub(super) fn page(t: &Timeline) -> String {
         esc(&title)
     );
     let runs: Vec<&Entry> = t.runs().collect();
-    if runs.is_empty() {
+    // A wrapped model's calls made outside any run (a gateway's): each a card of its own,
+    // the calls of wrappers inside it included in it.
+    let calls: Vec<&Entry> = t
+        .spans(CALL)
+        .filter(|c| {
+            !t.runs().any(|r| t.is_within(c.index, r.index))
+                && !t.spans(CALL).any(|o| t.is_within(c.index, o.index))
+        })
+        .collect();
+    if runs.is_empty() && calls.is_empty() {
         out.push_str("<h1>No run recorded</h1>\n");
     }
     for run in runs {
         write_run(&mut out, t, run);
+    }
+    for call in calls {
+        write_call(&mut out, t, call);
     }
     let json = serde_json::to_string_pretty(&t.to_json()).unwrap_or_default();
     let _ = writeln!(
@@ -97,6 +109,26 @@ pub(super) fn page(t: &Timeline) -> String {
         esc(&json)
     );
     out
+}
+
+/// The span of a wrapped model's call (`processed.call`).
+const CALL: &str = "processed.call";
+
+fn write_call(out: &mut String, t: &Timeline, call: &Entry) {
+    let _ = writeln!(
+        out,
+        "<h1>Model call <code>{}</code> {}</h1>\n<p class=\"summary\">a model wrapped with processors · {}</p>",
+        esc(&field(call, "model")),
+        badge(&field(call, "outcome")),
+        duration(call),
+    );
+    let _ = writeln!(
+        out,
+        "<section class=\"step {}\" id=\"call\"><h2>The call</h2>",
+        esc(&field(call, "outcome"))
+    );
+    let inside: Vec<&Entry> = t.within(call.index).collect();
+    write_step_body(out, t, &inside);
 }
 
 fn write_run(out: &mut String, t: &Timeline, run: &Entry) {
@@ -189,6 +221,12 @@ fn write_step(out: &mut String, t: &Timeline, step: &Entry) {
         badge(&reason),
         duration(step),
     );
+    write_step_body(out, t, &inside);
+}
+
+/// What a step's card shows: its model calls, hook calls, stream processors, chunks, tools and
+/// events; and the card's end.
+fn write_step_body(out: &mut String, t: &Timeline, inside: &[&Entry]) {
     for chat in inside.iter().filter(|e| e.name == "chat") {
         let _ = writeln!(
             out,
