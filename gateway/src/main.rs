@@ -6,17 +6,21 @@
 //! processors-gateway check --config FILE                check a file and exit
 //! ```
 //!
-//! It logs to stderr at the level `PGW_LOG` names (`info` by default).
+//! It logs to stderr at the level `PGW_LOG` names (`info` by default). Built with the feature
+//! `otel`, `--otlp URL` also exports every request's spans to an OpenTelemetry collector
+//! (`http://localhost:4318/v1/traces`).
 #![forbid(unsafe_code)]
 
 use processors_gateway::{Config, DEFAULT_CONFIG, Gateway, KeyHash};
 use std::process::ExitCode;
+use tracing_subscriber::Layer;
 
-const USAGE: &str = "usage: processors-gateway [--listen ADDR] [--config FILE]\n       processors-gateway hash-key KEY\n       processors-gateway check --config FILE";
+const USAGE: &str = "usage: processors-gateway [--listen ADDR] [--config FILE] [--otlp URL]\n       processors-gateway hash-key KEY\n       processors-gateway check --config FILE";
 
 struct Args {
     listen: Option<String>,
     config: Option<String>,
+    otlp: Option<String>,
     command: Command,
 }
 
@@ -30,6 +34,7 @@ fn args() -> Result<Args, String> {
     let mut args = Args {
         listen: None,
         config: None,
+        otlp: None,
         command: Command::Serve,
     };
     let mut it = std::env::args().skip(1);
@@ -37,6 +42,7 @@ fn args() -> Result<Args, String> {
         match arg.as_str() {
             "--listen" => args.listen = Some(it.next().ok_or("--listen takes an address")?),
             "--config" => args.config = Some(it.next().ok_or("--config takes a file")?),
+            "--otlp" => args.otlp = Some(it.next().ok_or("--otlp takes a collector's URL")?),
             "hash-key" => args.command = Command::HashKey(it.next().ok_or("hash-key takes a key")?),
             "check" => args.command = Command::Check,
             "-h" | "--help" => return Err(String::new()),
@@ -47,20 +53,58 @@ fn args() -> Result<Args, String> {
 }
 
 /// Logs to stderr at the level `PGW_LOG` names (`error`, `warn`, `info` by default, `debug`,
-/// `trace`).
-fn log() {
+/// `trace`), and exports spans to `otlp` when given. Returns the exporter, to flush at exit.
+fn log(otlp: Option<&str>) -> Result<Option<Exporter>, String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = std::env::var("PGW_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::INFO);
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_filter(tracing_subscriber::filter::LevelFilter::from_level(level));
+    let registry = tracing_subscriber::registry().with(fmt);
+    let Some(url) = otlp else {
+        let _ = registry.try_init();
+        return Ok(None);
+    };
+    let exporter = exporter(url)?;
+    let _ = registry.with(exporter.layer()).try_init();
+    Ok(Some(exporter))
+}
+
+#[cfg(feature = "otel")]
+type Exporter = processors::otel::Otel;
+
+#[cfg(feature = "otel")]
+fn exporter(url: &str) -> Result<Exporter, String> {
+    processors::otel::Otel::http(url, "processors-gateway").map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "otel"))]
+type Exporter = NoExporter;
+
+/// What `--otlp` needs when the binary was built without it.
+#[cfg(not(feature = "otel"))]
+struct NoExporter;
+
+#[cfg(not(feature = "otel"))]
+impl NoExporter {
+    fn layer(&self) -> tracing_subscriber::layer::Identity {
+        tracing_subscriber::layer::Identity::new()
+    }
+    fn shutdown(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[cfg(not(feature = "otel"))]
+fn exporter(_: &str) -> Result<Exporter, String> {
+    Err("--otlp needs the gateway's `otel` feature (`cargo run -p processors-gateway --features otel`)".to_owned())
 }
 
 fn main() -> ExitCode {
-    log();
     let args = match args() {
         Ok(args) => args,
         Err(message) => {
@@ -69,6 +113,13 @@ fn main() -> ExitCode {
             }
             eprintln!("{USAGE}");
             return ExitCode::from(2);
+        }
+    };
+    let exporter = match log(args.otlp.as_deref()) {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
         }
     };
     if let Command::HashKey(key) = &args.command {
@@ -108,7 +159,13 @@ fn main() -> ExitCode {
             }
         };
     }
-    match runtime.block_on(serve(&mut config, args.listen)) {
+    let served = runtime.block_on(serve(&mut config, args.listen));
+    if let Some(exporter) = exporter
+        && let Err(e) = exporter.shutdown()
+    {
+        eprintln!("the spans could not all be exported: {e}");
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
