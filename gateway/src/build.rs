@@ -2,7 +2,9 @@
 //! under its policy, and each key's models under the key's policy. Every mistake of the file
 //! is reported at once, with its place.
 
-use crate::config::{Config, MemoryConfig, Protocol, ScriptedTurn, StoreKind, Upstream};
+use crate::config::{
+    Config, Key, MemoryConfig, Protocol, Route, ScriptedTurn, StoreKind, Upstream,
+};
 use crate::keys::KeyHash;
 use processors_config::{Diagnostic, Lists, LoadError, Loader};
 use processors_runtime::memory::{InMemoryStore, Memory, MemoryStore};
@@ -10,6 +12,7 @@ use processors_runtime::model::{LanguageModel, Processed, ScriptedModel, Turn};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use toml::Spanned;
 
 /// A model a caller may name: the model under its policies, and the protocol its upstream
 /// speaks (fields a client sends that the gateway does not read reach an upstream of the
@@ -46,165 +49,52 @@ pub(crate) async fn routes(
     loader: &Loader,
     env: &Env<'_>,
 ) -> Result<Routes, LoadError> {
-    let mut errors: Vec<Diagnostic> = Vec::new();
+    let mut b = Builder {
+        config,
+        errors: Vec::new(),
+        policies: HashMap::new(),
+    };
     let memory = match &config.memory {
         None => None,
         Some(spec) => match open_memory(config, spec.get_ref(), env).await {
             Ok(memory) => Some(memory),
             Err(message) => {
-                errors.push(config.at(spec.span(), message));
+                b.errors.push(config.at(spec.span(), message));
                 None
             }
         },
     };
     // Every policy is checked, named by a route or not.
-    let mut policies: HashMap<&str, Option<Lists>> = HashMap::new();
     for name in config.policies.keys() {
         let lists = config
             .policy(loader, name)
-            .map_err(|e| errors.extend(e.diagnostics().iter().cloned()))
+            .map_err(|e| b.errors.extend(e.diagnostics().iter().cloned()))
             .ok();
-        policies.insert(name, lists);
+        b.policies.insert(name, lists);
     }
-    let policy = |name: &toml::Spanned<String>, errors: &mut Vec<Diagnostic>| {
-        let key = name.get_ref();
-        match policies.get(key.as_str()) {
-            Some(lists) => lists.clone(),
-            None => {
-                let known: Vec<&str> = config.policies.keys().map(String::as_str).collect();
-                errors.push(config.at(
-                    name.span(),
-                    format!(
-                        "there is no policy `{key}`; {}",
-                        match known.is_empty() {
-                            true => format!(
-                                "add a `[policies.{key}]` table with its `input`, `output` and `error` lists"
-                            ),
-                            false => format!("the policies: {}", known.join(", ")),
-                        }
-                    ),
-                ));
-                None
-            }
-        }
-    };
-    let mut models: BTreeMap<String, Target> = BTreeMap::new();
+    let mut models = BTreeMap::new();
     for (alias, route) in &config.models {
-        let route_span = route.span();
-        let route = route.get_ref();
-        let Some(upstream) = config.upstreams.get(route.upstream.get_ref()) else {
-            let known: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
-            errors.push(config.at(
-                route.upstream.span(),
-                format!(
-                    "there is no upstream `{}`; {}",
-                    route.upstream.get_ref(),
-                    match known.is_empty() {
-                        true => "add an `[upstreams.NAME]` table".to_owned(),
-                        false => format!("the upstreams: {}", known.join(", ")),
-                    }
-                ),
-            ));
-            continue;
-        };
-        let lists = route.policy.as_ref().and_then(|p| policy(p, &mut errors));
-        let model_id = route.model.clone().unwrap_or_else(|| alias.clone());
-        let client = match client(upstream.get_ref(), &model_id, env) {
-            Ok(client) => client,
-            Err(message) => {
-                errors.push(config.at(upstream.span(), message));
-                continue;
-            }
-        };
-        let model = match lists {
-            None => client,
-            Some(lists) => match wrap(client, lists, None) {
-                Ok(model) => model,
-                Err(message) => {
-                    errors.push(config.at(route_span, message));
-                    continue;
-                }
-            },
-        };
-        models.insert(
-            alias.clone(),
-            Target {
-                model,
-                protocol: upstream.get_ref().protocol,
-            },
-        );
+        if let Some(target) = b.route(alias, route, env) {
+            models.insert(alias.clone(), target);
+        }
     }
     let mut callers = HashMap::new();
     for key in &config.keys {
-        let span = key.span();
-        let key = key.get_ref();
-        let mut theirs = BTreeMap::new();
-        match &key.models {
-            None => theirs.clone_from(&models),
-            Some(allowed) => {
-                for alias in allowed {
-                    match models.get(alias.get_ref()) {
-                        Some(target) => {
-                            theirs.insert(alias.get_ref().clone(), target.clone());
-                        }
-                        None if config.models.contains_key(alias.get_ref()) => {}
-                        None => errors.push(config.at(
-                            alias.span(),
-                            format!(
-                                "the key `{}` may call `{}`, which is not a model alias; the aliases: {}",
-                                key.name,
-                                alias.get_ref(),
-                                config.models.keys().cloned().collect::<Vec<_>>().join(", ")
-                            ),
-                        )),
-                    }
-                }
-            }
-        }
-        // The key's policy wraps the model's, and memory, when kept, is the outermost layer:
-        // it loads a thread before every processor and saves what they all left.
-        let lists = key.policy.as_ref().and_then(|p| policy(p, &mut errors));
-        if lists.is_some() || memory.is_some() {
-            for target in theirs.values_mut() {
-                match wrap(
-                    target.model.clone(),
-                    lists.clone().unwrap_or_default(),
-                    memory.clone(),
-                ) {
-                    Ok(model) => target.model = model,
-                    Err(message) => {
-                        errors.push(config.at(span.clone(), message));
-                        break;
-                    }
-                }
-            }
-        }
-        if key.max_concurrent == Some(0) {
-            errors.push(config.at(
-                span.clone(),
-                format!(
-                    "the key `{}` has `max_concurrent = 0`: it could never call; remove it (no limit) or raise it",
-                    key.name
-                ),
-            ));
-        }
-        let caller = Caller {
-            name: key.name.clone(),
-            tenant: key.tenant.clone().unwrap_or_else(|| key.name.clone()),
-            models: theirs,
-            limit: key.max_concurrent.map(|n| Arc::new(Semaphore::new(n))),
-            max_concurrent: key.max_concurrent.unwrap_or(0),
-        };
-        if callers.insert(key.sha256, Arc::new(caller)).is_some() {
-            errors.push(config.at(
-                span,
+        let caller = b.caller(key, &models, memory.as_ref());
+        if callers
+            .insert(key.get_ref().sha256, Arc::new(caller))
+            .is_some()
+        {
+            b.errors.push(config.at(
+                key.span(),
                 format!(
                     "the key `{}` has the hash of a key before it; give each key its own",
-                    key.name
+                    key.get_ref().name
                 ),
             ));
         }
     }
+    let mut errors = b.errors;
     if !errors.is_empty() {
         errors.sort_by_key(|d| (d.line, d.column));
         errors.dedup();
@@ -215,6 +105,134 @@ pub(crate) async fn routes(
         aliases: config.models.keys().cloned().collect(),
         memory,
     })
+}
+
+/// What building the routes keeps: the file, its mistakes so far, and the policies' lists
+/// (`None` for a policy whose mistakes are reported).
+struct Builder<'c> {
+    config: &'c Config,
+    errors: Vec<Diagnostic>,
+    policies: HashMap<&'c str, Option<Lists>>,
+}
+
+impl Builder<'_> {
+    /// The lists of the policy a route or a key names, or nothing after reporting why.
+    fn policy(&mut self, name: &Spanned<String>) -> Option<Lists> {
+        let key = name.get_ref();
+        if let Some(lists) = self.policies.get(key.as_str()) {
+            return lists.clone();
+        }
+        let known: Vec<&str> = self.config.policies.keys().map(String::as_str).collect();
+        let hint = match known.is_empty() {
+            true => format!(
+                "add a `[policies.{key}]` table with its `input`, `output` and `error` lists"
+            ),
+            false => format!("the policies: {}", known.join(", ")),
+        };
+        let e = self
+            .config
+            .at(name.span(), format!("there is no policy `{key}`; {hint}"));
+        self.errors.push(e);
+        None
+    }
+
+    /// The model of an alias: its upstream's client under its policy.
+    fn route(&mut self, alias: &str, route: &Spanned<Route>, env: &Env<'_>) -> Option<Target> {
+        let config = self.config;
+        let span = route.span();
+        let route = route.get_ref();
+        let Some(upstream) = config.upstreams.get(route.upstream.get_ref()) else {
+            let known: Vec<&str> = config.upstreams.keys().map(String::as_str).collect();
+            let hint = match known.is_empty() {
+                true => "add an `[upstreams.NAME]` table".to_owned(),
+                false => format!("the upstreams: {}", known.join(", ")),
+            };
+            let message = format!(
+                "there is no upstream `{}`; {hint}",
+                route.upstream.get_ref()
+            );
+            self.errors.push(config.at(route.upstream.span(), message));
+            return None;
+        };
+        let lists = route.policy.as_ref().and_then(|p| self.policy(p));
+        let model_id = route.model.as_deref().unwrap_or(alias);
+        let built = client(upstream.get_ref(), model_id, env)
+            .map_err(|message| config.at(upstream.span(), message))
+            .and_then(|client| match lists {
+                None => Ok(client),
+                Some(lists) => wrap(client, lists, None).map_err(|m| config.at(span, m)),
+            });
+        match built {
+            Ok(model) => Some(Target {
+                model,
+                protocol: upstream.get_ref().protocol,
+            }),
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
+    }
+
+    /// A key's holder: the models it may call, under its policy and, outermost, memory (it
+    /// loads a thread before every processor and saves what they all left).
+    fn caller(
+        &mut self,
+        key: &Spanned<Key>,
+        models: &BTreeMap<String, Target>,
+        memory: Option<&Memory>,
+    ) -> Caller {
+        let config = self.config;
+        let span = key.span();
+        let key = key.get_ref();
+        let mut theirs = BTreeMap::new();
+        match &key.models {
+            None => theirs.clone_from(models),
+            Some(allowed) => {
+                for alias in allowed {
+                    let name = alias.get_ref();
+                    if let Some(target) = models.get(name) {
+                        theirs.insert(name.clone(), target.clone());
+                    } else if !config.models.contains_key(name) {
+                        let aliases: Vec<&str> = config.models.keys().map(String::as_str).collect();
+                        let message = format!(
+                            "the key `{}` may call `{name}`, which is not a model alias; the aliases: {}",
+                            key.name,
+                            aliases.join(", ")
+                        );
+                        self.errors.push(config.at(alias.span(), message));
+                    }
+                }
+            }
+        }
+        let lists = key.policy.as_ref().and_then(|p| self.policy(p));
+        if lists.is_some() || memory.is_some() {
+            for target in theirs.values_mut() {
+                let lists = lists.clone().unwrap_or_default();
+                match wrap(target.model.clone(), lists, memory.cloned()) {
+                    Ok(model) => target.model = model,
+                    Err(message) => {
+                        self.errors.push(config.at(span.clone(), message));
+                        break;
+                    }
+                }
+            }
+        }
+        if key.max_concurrent == Some(0) {
+            let message = format!(
+                "the key `{}` has `max_concurrent = 0`: it could never call; remove it (no limit) or raise it",
+                key.name
+            );
+            self.errors.push(config.at(span, message));
+        }
+        Caller {
+            name: key.name.clone(),
+            tenant: key.tenant.clone().unwrap_or_else(|| key.name.clone()),
+            models: theirs,
+            limit: key.max_concurrent.map(|n| Arc::new(Semaphore::new(n))),
+            max_concurrent: key.max_concurrent.unwrap_or(0),
+        }
+    }
 }
 
 /// `model` under the processors of `lists`, with `memory` around them.

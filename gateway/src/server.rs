@@ -205,6 +205,54 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// The model `alias` names for `caller`: 404 for no such alias, 403 for one the key may
+    /// not call.
+    fn target(&self, caller: &Caller, alias: &str) -> Result<Target, ClientError> {
+        if let Some(target) = caller.models.get(alias) {
+            return Ok(target.clone());
+        }
+        if self.inner.routes.aliases.iter().any(|a| a == alias) {
+            return Err(ClientError::new(
+                403,
+                Kind::Permission,
+                format!("the key `{}` may not call the model `{alias}`", caller.name),
+            ));
+        }
+        let theirs: Vec<&str> = caller.models.keys().map(String::as_str).collect();
+        Err(ClientError {
+            code: Some("model_not_found".into()),
+            ..ClientError::new(
+                404,
+                Kind::NotFound,
+                format!(
+                    "there is no model `{alias}`; this key may call: {}",
+                    theirs.join(", ")
+                ),
+            )
+        })
+    }
+}
+
+impl Caller {
+    /// One of the key's slots for a request (none to take when it has no limit), or 429.
+    fn slot(&self) -> Result<Option<OwnedSemaphorePermit>, ClientError> {
+        let Some(limit) = &self.limit else {
+            return Ok(None);
+        };
+        limit.clone().try_acquire_owned().map(Some).map_err(|_| {
+            ClientError::new(
+                429,
+                Kind::RateLimit,
+                format!(
+                    "the key `{}` has {} requests running, its limit; try again when one has finished",
+                    self.name, self.max_concurrent
+                ),
+            )
+        })
+    }
+}
+
 /// The header that names a conversation's thread.
 pub(crate) const THREAD_HEADER: &str = "x-thread-id";
 
@@ -488,40 +536,8 @@ async fn answer<D: Dialect>(
     })?;
     let alias = D::model(&request).to_owned();
     let fail = |e| (Some(alias.clone()), e);
-    let Some(Target { model, protocol }) = caller.models.get(&alias).cloned() else {
-        let e = match inner.routes.aliases.contains(&alias) {
-            true => ClientError::new(
-                403,
-                Kind::Permission,
-                format!("the key `{}` may not call the model `{alias}`", caller.name),
-            ),
-            false => ClientError {
-                code: Some("model_not_found".into()),
-                ..ClientError::new(
-                    404,
-                    Kind::NotFound,
-                    format!(
-                        "there is no model `{alias}`; this key may call: {}",
-                        caller.models.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                )
-            },
-        };
-        return Err(fail(e));
-    };
-    let permit = match &caller.limit {
-        None => None,
-        Some(limit) => Some(limit.clone().try_acquire_owned().map_err(|_| {
-            fail(ClientError::new(
-                429,
-                Kind::RateLimit,
-                format!(
-                    "the key `{}` has {} requests running, its limit; try again when one has finished",
-                    caller.name, caller.max_concurrent
-                ),
-            ))
-        })?),
-    };
+    let Target { model, protocol } = gateway.target(&caller, &alias).map_err(fail)?;
+    let permit = caller.slot().map_err(fail)?;
     let streams = D::streams(&request);
     let (request, flag) = D::read(request, protocol == D::PROTOCOL).map_err(fail)?;
     let context = gateway.context(headers, &caller).await.map_err(fail)?;
@@ -555,13 +571,28 @@ async fn answer<D: Dialect>(
         ));
     }
     inner.metrics.streams(1);
-    let dispatch = trace.as_ref().map(Trace::dispatch);
     let in_flight = InFlight {
         gateway: inner.clone(),
         _permit: permit,
         arrived,
         trace: trace.take(),
     };
+    Ok((
+        Some(alias.clone()),
+        streamed::<D>(in_flight, opened, id, alias, flag),
+    ))
+}
+
+/// The answer as a stream of server-sent events in `D`'s protocol; `in_flight` goes when it
+/// ends or the client goes away.
+fn streamed<D: Dialect>(
+    in_flight: InFlight,
+    opened: call::Opened,
+    id: String,
+    alias: String,
+    flag: bool,
+) -> Response {
+    let dispatch = in_flight.trace.as_ref().map(Trace::dispatch);
     let metrics_alias = alias.clone();
     let counted = opened.events().inspect(move |event| {
         let inner = &in_flight.gateway;
@@ -571,13 +602,14 @@ async fn answer<D: Dialect>(
             _ => {}
         }
     });
+    // A traced request's stream is polled under its recorder: the call's spans are there.
     let events = match dispatch {
         Some(dispatch) => Dispatched::new(counted.boxed(), dispatch).boxed(),
         None => counted.boxed(),
     };
-    let body = D::stream(id, alias.clone(), flag, events)
-        .map(|sse| Ok::<_, std::convert::Infallible>(sse.0));
-    let response = (
+    let body =
+        D::stream(id, alias, flag, events).map(|sse| Ok::<_, std::convert::Infallible>(sse.0));
+    (
         StatusCode::OK,
         [
             (
@@ -588,8 +620,7 @@ async fn answer<D: Dialect>(
         ],
         Body::from_stream(body),
     )
-        .into_response();
-    Ok((Some(alias), response))
+        .into_response()
 }
 
 /// `GET /v1/models`: the aliases the key may call, in OpenAI's shape, or in Anthropic's when
