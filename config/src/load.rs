@@ -212,17 +212,9 @@ impl Loader {
         base: Option<&Path>,
     ) -> Result<Lists, LoadError> {
         let mut errors = Errors::new(file, text);
-        let (root, parse_errors) = DeTable::parse_recoverable(text);
-        if !parse_errors.is_empty() {
-            for e in &parse_errors {
-                errors.serde(e, &(0..0), "");
-            }
-            return Err(errors
-                .finish()
-                .err()
-                .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
-        }
-        let mut current = root.into_inner();
+        let Some(mut current) = parse(text, &mut errors) else {
+            return Err(failed(errors));
+        };
         let mut span = 0..0;
         for (depth, key) in table.iter().enumerate() {
             let found = current
@@ -242,17 +234,11 @@ impl Loader {
                         &s,
                         format!("`{path}` is a table of lists, not {}", other.type_str()),
                     );
-                    return Err(errors
-                        .finish()
-                        .err()
-                        .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+                    return Err(failed(errors));
                 }
                 None => {
                     errors.at(&span, format!("there is no table `{path}`"));
-                    return Err(errors
-                        .finish()
-                        .err()
-                        .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
+                    return Err(failed(errors));
                 }
             }
         }
@@ -270,17 +256,10 @@ impl Loader {
         want: Want,
     ) -> Result<Loaded, LoadError> {
         let mut errors = Errors::new(file, text);
-        let (root, parse_errors) = DeTable::parse_recoverable(text);
-        if !parse_errors.is_empty() {
-            for e in &parse_errors {
-                errors.serde(e, &(0..0), "");
-            }
-            return Err(errors
-                .finish()
-                .err()
-                .unwrap_or_else(|| LoadError::Invalid(Vec::new())));
-        }
-        let raw = Raw::read(root.into_inner(), want, &mut errors);
+        let Some(root) = parse(text, &mut errors) else {
+            return Err(failed(errors));
+        };
+        let raw = Raw::read(root, want, &mut errors);
         let loaded = self.check(raw, base, want, &mut errors);
         errors.finish()?;
         Ok(loaded)
@@ -664,6 +643,23 @@ impl<'i> Raw<'i> {
         }
         raw
     }
+}
+
+/// The file's table, or nothing after reporting every syntax error.
+fn parse<'i>(text: &'i str, errors: &mut Errors<'_>) -> Option<DeTable<'i>> {
+    let (root, parse_errors) = DeTable::parse_recoverable(text);
+    for e in &parse_errors {
+        errors.serde(e, &(0..0), "");
+    }
+    parse_errors.is_empty().then(|| root.into_inner())
+}
+
+/// The error of a load that found mistakes.
+fn failed(errors: Errors<'_>) -> LoadError {
+    errors
+        .finish()
+        .err()
+        .unwrap_or_else(|| LoadError::Invalid(Vec::new()))
 }
 
 /// The entries of a list: names (`"batch-parts"`) and tables (`{ processor = "…", … }`, or

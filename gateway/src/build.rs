@@ -310,6 +310,23 @@ async fn postgres(_: &str, _: Option<&str>) -> Result<Arc<dyn MemoryStore>, Stri
     Err("memory in PostgreSQL needs the gateway's `postgres` feature (`cargo run -p processors-gateway --features postgres`)".to_owned())
 }
 
+/// An HTTP client from its builder, with the upstream's base URL, key and retries.
+macro_rules! http_client {
+    ($builder:expr, $upstream:expr, $key:expr) => {{
+        let mut b = $builder;
+        if let Some(url) = &$upstream.base_url {
+            b = b.base_url(url);
+        }
+        if let Some(key) = $key {
+            b = b.api_key(key);
+        }
+        if let Some(n) = $upstream.max_retries {
+            b = b.max_retries(n);
+        }
+        Arc::new(b.build().map_err(|e| e.to_string())?)
+    }};
+}
+
 /// The client of `upstream` for the model `model_id`.
 fn client(
     upstream: &Upstream,
@@ -331,32 +348,16 @@ fn client(
         return Err("`turns` are the answers of a `scripted` upstream; remove them".to_owned());
     }
     let model: Arc<dyn LanguageModel> = match upstream.protocol {
-        Protocol::Openai => {
-            let mut b = processors_providers::OpenAiCompatible::builder(model_id);
-            if let Some(url) = &upstream.base_url {
-                b = b.base_url(url);
-            }
-            if let Some(key) = key {
-                b = b.api_key(key);
-            }
-            if let Some(n) = upstream.max_retries {
-                b = b.max_retries(n);
-            }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
-        }
-        Protocol::Anthropic => {
-            let mut b = processors_providers::Anthropic::builder(model_id);
-            if let Some(url) = &upstream.base_url {
-                b = b.base_url(url);
-            }
-            if let Some(key) = key {
-                b = b.api_key(key);
-            }
-            if let Some(n) = upstream.max_retries {
-                b = b.max_retries(n);
-            }
-            Arc::new(b.build().map_err(|e| e.to_string())?)
-        }
+        Protocol::Openai => http_client!(
+            processors_providers::OpenAiCompatible::builder(model_id),
+            upstream,
+            key
+        ),
+        Protocol::Anthropic => http_client!(
+            processors_providers::Anthropic::builder(model_id),
+            upstream,
+            key
+        ),
         Protocol::Scripted => {
             if upstream.turns.is_empty() {
                 return Err(
