@@ -677,3 +677,83 @@ async fn a_request_that_asks_for_its_trace_gets_its_run_page() {
         .unwrap();
     assert!(response.headers().get("x-processors-trace-id").is_none());
 }
+
+#[tokio::test]
+async fn an_upstream_that_resets_mid_stream_ends_the_answer_with_an_error() {
+    let upstream = Upstream::start().await;
+    let gw = start_with(&upstream_config(&upstream, "openai", "reset", ""), &env).await;
+    let mut request = chat("hi", true);
+    request["model"] = json!("up");
+    let (status, body) = post_json(&gw, "/v1/chat/completions", request.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(openai_text(&body).0, "Half an ");
+    let data = data_lines(&body);
+    let last: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
+    assert_eq!(last["error"]["type"], "api_error", "{body}");
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    request["stream"] = json!(false);
+    let (status, body) = post_json(&gw, "/v1/chat/completions", request).await;
+    assert_eq!(status, 502, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_streams_all_end_and_leave_nothing_behind() {
+    let gw = start(&scripted(
+        r#"[["Write to ", "jane@example.com", "."]]"#,
+        PII,
+    ))
+    .await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let idle = metrics.num_alive_tasks();
+    let client = client();
+    let streams = (0..1000).map(|_| {
+        let client = client.clone();
+        let url = gw.url("/v1/chat/completions");
+        tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .bearer_auth(KEY)
+                .json(&chat("Who can help?", true))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        })
+    });
+    for stream in futures::future::join_all(streams).await {
+        let (status, body) = stream.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            openai_text(&body),
+            ("Write to [EMAIL].".to_owned(), Some("stop".to_owned()))
+        );
+        assert!(body.ends_with("data: [DONE]\n\n"));
+    }
+    // The client's connections close; the server's tasks for them end.
+    drop(client);
+    let mut waited = 0;
+    while metrics.num_alive_tasks() > idle && waited < 250 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    assert!(
+        metrics.num_alive_tasks() <= idle,
+        "{} tasks alive, {idle} before",
+        metrics.num_alive_tasks()
+    );
+    let text = support::client()
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("gateway_open_streams 0"), "{text}");
+    assert!(
+        text.contains(
+            "gateway_requests_total{protocol=\"openai\",model=\"scripted\",status=\"200\"} 1000"
+        ),
+        "{text}"
+    );
+}

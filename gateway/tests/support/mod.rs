@@ -188,7 +188,8 @@ pub struct Seen {
 /// A fake upstream on loopback. Under `/openai/{scenario}/chat/completions` and
 /// `/anthropic/{scenario}/v1/messages`, the scenario says what it answers:
 /// `text` (a streamed text), `tool` (a tool call), `status-N` (an error with status N, whose
-/// body quotes the request's key), `stall` (one delta, then silence until the reader goes).
+/// body quotes the request's key), `stall` (one delta, then silence until the reader goes),
+/// `reset` (one delta, then the connection cut).
 pub struct Upstream {
     pub address: SocketAddr,
     pub seen: Arc<Seen>,
@@ -267,6 +268,24 @@ fn stalled(first: String, seen: Arc<Seen>) -> Response {
         .into_response()
 }
 
+/// A stream that sends `first`, then fails: the connection is cut mid-body.
+fn reset(first: String) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let _ = tx.send(Ok(first)).await;
+        // The first delta reaches the reader before the cut.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        let _ = tx.send(Err(reset)).await;
+    });
+    let body = tokio_stream(rx);
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
 fn tokio_stream(
     mut rx: tokio::sync::mpsc::Receiver<Result<String, std::io::Error>>,
 ) -> impl futures::Stream<Item = Result<String, std::io::Error>> {
@@ -323,6 +342,7 @@ async fn openai(
             "data: [DONE]\n\n".into(),
         ]),
         "stall" => stalled(chunk("{\"content\":\"Thinking\"}", "null"), seen),
+        "reset" => reset(chunk("{\"content\":\"Half an \"}", "null")),
         _ => (StatusCode::NOT_FOUND, "no such scenario").into_response(),
     }
 }
