@@ -161,3 +161,39 @@ async fn a_response_cache_in_a_policy_answers_again_per_tenant() {
     assert_eq!(status, 200);
     assert_eq!(upstream.seen.calls.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_client_that_goes_away_leaves_nothing_saved() {
+    let upstream = Upstream::start().await;
+    let text = format!(
+        "[memory]\nstore = \"in-memory\"\n\n[upstreams.stall]\nprotocol = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n\n[upstreams.text]\nprotocol = \"openai\"\nbase_url = \"{}\"\nmax_retries = 0\n\n[models.stall]\nupstream = \"stall\"\n\n[models.up]\nupstream = \"text\"\n\n{}",
+        upstream.base_url("openai", "stall"),
+        upstream.base_url("openai", "text"),
+        key_entry("")
+    );
+    let gw = start(&text).await;
+    let response = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(KEY)
+        .header("x-thread-id", "t1")
+        .json(&json!({ "model": "stall", "stream": true, "messages": [{ "role": "user", "content": "left early" }] }))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    use futures::StreamExt;
+    body.next().await.unwrap().unwrap();
+    drop(body);
+    let mut waited = 0;
+    while upstream.seen.cancelled.load(Ordering::SeqCst) == 0 && waited < 100 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    let (status, body) = post_as(&gw, KEY, Some("t1"), "/v1/chat/completions", ask("next")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        sent_texts(&upstream, 1),
+        ["next"],
+        "the abandoned turn was saved"
+    );
+}
