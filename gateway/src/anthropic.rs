@@ -123,6 +123,24 @@ enum ToolResultContent {
     Blocks(Vec<Block>),
 }
 
+/// The fields of a request the gateway does not read but passes on to an Anthropic upstream:
+/// settings that carry no conversation text.
+const PASSED_ON: &[&str] = &["metadata", "service_tier", "thinking", "top_k"];
+
+impl Source {
+    /// The part of an image's or a document's source (`kind`: the media type of a URL).
+    fn part(self, kind: &str) -> Part {
+        match self {
+            Source::Base64 { media_type, data } => Part::File {
+                mime_type: media_type,
+                data,
+            },
+            Source::Url { url } => wire::file_part(&url, kind),
+            Source::Text { data } => Part::Text { text: data.into() },
+        }
+    }
+}
+
 impl MessagesRequest {
     /// The request as the model reads it; `pass_on` keeps the fields the gateway does not
     /// read, for an upstream that speaks this protocol.
@@ -171,9 +189,10 @@ impl MessagesRequest {
             stop_sequences: self.stop_sequences,
             seed: None,
         };
-        let provider_options = match pass_on && !self.rest.is_empty() {
-            true => Value::Object(self.rest),
-            false => Value::Null,
+        let rest = wire::passed_on(self.rest, PASSED_ON, pass_on, "Anthropic's")?;
+        let provider_options = match rest.is_empty() {
+            true => Value::Null,
+            false => Value::Object(rest),
         };
         Ok(ModelRequest {
             prompt,
@@ -212,14 +231,8 @@ fn messages(
     for block in blocks {
         match block {
             Block::Text { text } => parts.push(Part::Text { text: text.into() }),
-            Block::Image { source } | Block::Document { source } => parts.push(match source {
-                Source::Base64 { media_type, data } => Part::File {
-                    mime_type: media_type,
-                    data,
-                },
-                Source::Url { url } => wire::file_part(&url, "image/*"),
-                Source::Text { data, .. } => Part::Text { text: data.into() },
-            }),
+            Block::Image { source } => parts.push(source.part("image/*")),
+            Block::Document { source } => parts.push(source.part("application/pdf")),
             Block::ToolUse { id, name, input } => {
                 names.insert(id.clone(), name.clone());
                 parts.push(Part::ToolCall(ToolCall {
@@ -286,6 +299,9 @@ fn refusal_detail(tw: &TripWire) -> Value {
 /// The answer of a call that does not stream.
 pub(crate) fn message(id: &str, model: &str, answer: &Answer) -> Value {
     let mut content = Vec::new();
+    if !answer.reasoning.is_empty() {
+        content.push(json!({ "type": "thinking", "thinking": answer.reasoning, "signature": "" }));
+    }
     if !answer.text.is_empty() {
         content.push(json!({ "type": "text", "text": answer.text }));
     }

@@ -10,9 +10,11 @@ use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::message::ToolCall;
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream};
 use processors_runtime::tripwire::TripWire;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
 /// What the client is told of, in order.
@@ -58,21 +60,37 @@ impl Event {
     }
 }
 
+/// When a call must end: the request's deadline (its limit, for the message), and the
+/// gateway's shutdown once its grace is over.
+pub(crate) struct Bounds {
+    pub(crate) deadline: Instant,
+    pub(crate) limit_ms: u64,
+    pub(crate) cut: watch::Receiver<bool>,
+}
+
 /// The events of a call: the model's stream read as events, ending after the first event
-/// that ends the answer, or with a failure when the stream stops without one or the
-/// request's time is up.
+/// that ends the answer, or with a failure when the stream stops without one, the request's
+/// time is up or the gateway cuts open answers.
 pub(crate) struct Events {
     stream: Option<ModelStream>,
     deadline: Pin<Box<Sleep>>,
     limit_ms: u64,
+    cut: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
 
 impl Events {
-    fn new(stream: ModelStream, deadline: Instant, limit_ms: u64) -> Events {
+    fn new(stream: ModelStream, bounds: Bounds) -> Events {
+        let mut cut = bounds.cut;
         Events {
             stream: Some(stream),
-            deadline: Box::pin(tokio::time::sleep_until(deadline)),
-            limit_ms,
+            deadline: Box::pin(tokio::time::sleep_until(bounds.deadline)),
+            limit_ms: bounds.limit_ms,
+            cut: Box::pin(async move {
+                // A gateway dropped without cutting never cuts.
+                if cut.wait_for(|cut| *cut).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }),
         }
     }
 }
@@ -103,10 +121,17 @@ impl Stream for Events {
                     ))));
                 }
                 Poll::Pending => {
+                    // Dropping the stream cancels the upstream call.
                     if this.deadline.as_mut().poll(cx).is_ready() {
-                        // Dropping the stream cancels the upstream call.
                         this.stream = None;
                         return Poll::Ready(Some(Event::Failed(timed_out(this.limit_ms))));
+                    }
+                    if this.cut.as_mut().poll(cx).is_ready() {
+                        this.stream = None;
+                        return Poll::Ready(Some(Event::Failed(ApiError::other(
+                            "the gateway shut down before the answer ended",
+                            true,
+                        ))));
                     }
                     return Poll::Pending;
                 }
@@ -115,12 +140,22 @@ impl Stream for Events {
     }
 }
 
+/// The body of the failure of a request that took longer than the gateway's limit: the
+/// gateway's own timeout, not an upstream's 504.
+pub(crate) const GATEWAY_TIMEOUT: &str = "the gateway's time limit";
+
 /// The failure of a request that took longer than `limit_ms`.
 pub(crate) fn timed_out(limit_ms: u64) -> ApiError {
     ApiError::new(
         504,
         format!("the request took longer than the gateway's limit of {limit_ms} ms"),
     )
+    .with_body(GATEWAY_TIMEOUT)
+}
+
+/// Whether `e` is the gateway's own timeout.
+pub(crate) fn is_timeout(e: &ApiError) -> bool {
+    e.body.as_deref() == Some(GATEWAY_TIMEOUT)
 }
 
 /// A call whose answer has begun: the events read before its first content, then the rest.
@@ -153,16 +188,15 @@ pub(crate) async fn open(
     model: Arc<dyn LanguageModel>,
     request: ModelRequest,
     context: RequestContext,
-    limit_ms: u64,
+    bounds: Bounds,
 ) -> Result<Opened, Refusal> {
-    let deadline = Instant::now() + std::time::Duration::from_millis(limit_ms);
     let call = model.stream_with_context(request, &context);
-    let stream = match tokio::time::timeout_at(deadline, call).await {
+    let stream = match tokio::time::timeout_at(bounds.deadline, call).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => return Err(Refusal::Failed(e)),
-        Err(_) => return Err(Refusal::Failed(timed_out(limit_ms))),
+        Err(_) => return Err(Refusal::Failed(timed_out(bounds.limit_ms))),
     };
-    let mut rest = Events::new(stream, deadline, limit_ms);
+    let mut rest = Events::new(stream, bounds);
     // Events are only content or an end: the first one decides.
     let head = match rest.next().await {
         Some(Event::Refused(tw)) => return Err(Refusal::Tripwire(tw)),

@@ -79,6 +79,7 @@ pub(crate) struct Metrics {
     requests: Counter,
     tripwires: Counter,
     upstream_errors: Counter,
+    timeouts: Counter,
     open_streams: AtomicI64,
     first_byte: Histogram,
     duration: Histogram,
@@ -102,8 +103,16 @@ impl Metrics {
         ));
     }
 
+    /// A call's failure: an upstream's, or the gateway's own timeout (counted apart).
+    pub(crate) fn failed(&self, model: &str, e: &processors_runtime::model::ApiError) {
+        match crate::call::is_timeout(e) {
+            true => self.timeouts.add(format!("model=\"{}\"", label(model))),
+            false => self.upstream_error(model, e.status),
+        }
+    }
+
     /// An upstream's failure.
-    pub(crate) fn upstream_error(&self, model: &str, status: Option<u16>) {
+    fn upstream_error(&self, model: &str, status: Option<u16>) {
         let status = status.map_or_else(|| "none".to_owned(), |s| s.to_string());
         self.upstream_errors
             .add(format!("model=\"{}\",status=\"{status}\"", label(model)));
@@ -145,6 +154,11 @@ impl Metrics {
         self.upstream_errors.render(
             "gateway_upstream_errors_total",
             "Upstream failures, by model alias and upstream status.",
+            &mut out,
+        );
+        self.timeouts.render(
+            "gateway_timeouts_total",
+            "Requests that ran out of the gateway's time limit, by model alias.",
             &mut out,
         );
         let _ = writeln!(

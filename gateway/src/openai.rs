@@ -178,10 +178,20 @@ impl ChatRequest {
             None => ToolChoice::Auto,
             Some(v) => tool_choice(v)?,
         };
+        let mut rest = wire::passed_on(self.rest, PASSED_ON, pass_on, "OpenAI's")?;
+        // An OpenAI upstream gets `max_completion_tokens` as it came (reasoning models refuse
+        // `max_tokens`); another reads it as its output limit.
+        let max_completion = match (pass_on, self.max_completion_tokens) {
+            (true, Some(n)) => {
+                rest.insert("max_completion_tokens".into(), json!(n));
+                None
+            }
+            (_, n) => n,
+        };
         let settings = ModelSettings {
             temperature: self.temperature,
             top_p: self.top_p,
-            max_output_tokens: self.max_completion_tokens.or(self.max_tokens),
+            max_output_tokens: max_completion.or(self.max_tokens),
             stop_sequences: match self.stop {
                 None => Vec::new(),
                 Some(Stop::One(s)) => vec![s],
@@ -189,9 +199,9 @@ impl ChatRequest {
             },
             seed: self.seed,
         };
-        let provider_options = match pass_on && !self.rest.is_empty() {
-            true => Value::Object(self.rest),
-            false => Value::Null,
+        let provider_options = match rest.is_empty() {
+            true => Value::Null,
+            false => Value::Object(rest),
         };
         Ok(ModelRequest {
             prompt,
@@ -202,6 +212,26 @@ impl ChatRequest {
         })
     }
 }
+
+/// The fields of a request the gateway does not read but passes on to an OpenAI upstream:
+/// settings, none of which carries conversation text (what does, like `prediction`, would
+/// reach the upstream past the policies' input processors, and is refused).
+const PASSED_ON: &[&str] = &[
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "metadata",
+    "modalities",
+    "parallel_tool_calls",
+    "presence_penalty",
+    "reasoning_effort",
+    "response_format",
+    "service_tier",
+    "store",
+    "top_logprobs",
+    "user",
+    "verbosity",
+];
 
 fn tool_choice(v: &Value) -> Result<ToolChoice, ClientError> {
     match v {
@@ -295,12 +325,18 @@ fn message(
             }
         }
     }
-    for call in m.tool_calls {
+    for (j, call) in m.tool_calls.into_iter().enumerate() {
         names.insert(call.id.clone(), call.function.name.clone());
+        let args = wire::arguments(&call.function.arguments).ok_or_else(|| {
+            ClientError::invalid(
+                format!("messages[{i}].tool_calls[{j}].function.arguments"),
+                "a tool call's `arguments` is a JSON text",
+            )
+        })?;
         parts.push(Part::ToolCall(ToolCall {
             tool_call_id: call.id,
             tool_name: call.function.name,
-            args: wire::arguments(&call.function.arguments),
+            args,
         }));
     }
     Ok(Message::new(role, parts))

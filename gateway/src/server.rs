@@ -63,9 +63,11 @@ struct Inner {
     max_body: usize,
     timeout_ms: u64,
     grace: Duration,
-    cors: Option<Vec<HeaderValue>>,
+    cors: Option<tower_http::cors::CorsLayer>,
     metrics: Metrics,
     traces: Traces,
+    /// Set when the shutdown's grace is over: the answers still open end.
+    cut: tokio::sync::watch::Sender<bool>,
 }
 
 impl Gateway {
@@ -85,25 +87,7 @@ impl Gateway {
         let routes = crate::build::routes(config, loader, env).await?;
         let cors = match &config.cors {
             None => None,
-            Some(cors) => {
-                let mut origins = Vec::new();
-                for origin in &cors.origins {
-                    match HeaderValue::from_str(origin) {
-                        Ok(v) => origins.push(v),
-                        Err(_) => {
-                            return Err(LoadError::Invalid(vec![processors_config::Diagnostic {
-                                file: config.file().to_owned(),
-                                line: 1,
-                                column: 1,
-                                message: format!(
-                                    "the CORS origin `{origin}` is not a header value"
-                                ),
-                            }]));
-                        }
-                    }
-                }
-                Some(origins)
-            }
+            Some(cors) => Some(cors_layer(config, &cors.origins)?),
         };
         Ok(Gateway {
             inner: Arc::new(Inner {
@@ -114,6 +98,7 @@ impl Gateway {
                 cors,
                 metrics: Metrics::default(),
                 traces: Traces::new(config.traces),
+                cut: tokio::sync::watch::Sender::new(false),
             }),
         })
     }
@@ -132,17 +117,7 @@ impl Gateway {
             .with_state(self.clone());
         match &self.inner.cors {
             None => router,
-            Some(origins) => router.layer(
-                tower_http::cors::CorsLayer::new()
-                    .allow_origin(origins.clone())
-                    .allow_methods([Method::GET, Method::POST])
-                    .allow_headers([
-                        header::AUTHORIZATION,
-                        header::CONTENT_TYPE,
-                        header::HeaderName::from_static("x-api-key"),
-                        header::HeaderName::from_static("anthropic-version"),
-                    ]),
-            ),
+            Some(cors) => router.layer(cors.clone()),
         }
     }
 
@@ -163,16 +138,24 @@ impl Gateway {
         };
         let grace = self.inner.grace;
         let inner = self.inner.clone();
-        let server = axum::serve(listener, self.router()).with_graceful_shutdown(signal);
+        let server = axum::serve(listener, self.router())
+            .with_graceful_shutdown(signal)
+            .into_future();
+        tokio::pin!(server);
         tokio::select! {
-            served = server.into_future() => served,
-            () = async { asked.notified().await; tokio::time::sleep(grace).await } => {
-                tracing::warn!(
-                    open_streams = inner.metrics.open_streams(),
-                    "the shutdown's grace is over: the answers still open are cut"
-                );
-                Ok(())
-            }
+            served = &mut server => return served,
+            () = async { asked.notified().await; tokio::time::sleep(grace).await } => {}
+        }
+        tracing::warn!(
+            open_streams = inner.metrics.open_streams(),
+            "the shutdown's grace is over: the answers still open are cut"
+        );
+        // Each open answer ends with an error event; their connections then close, and the
+        // server with them.
+        inner.cut.send_replace(true);
+        match tokio::time::timeout(Duration::from_secs(1), server).await {
+            Ok(served) => served,
+            Err(_) => Ok(()),
         }
     }
 
@@ -182,8 +165,9 @@ impl Gateway {
             .get(TRACE_HEADER)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| matches!(v.trim(), "1" | "true"));
-        (asked && self.inner.traces.on())
-            .then(|| Trace::new(KeyHash::of(presented_key(headers).unwrap_or(""))))
+        // Only a key's own requests are recorded: a request without a valid key is not.
+        let allowed = asked && self.inner.traces.on() && self.authenticate(headers).is_ok();
+        allowed.then(|| Trace::new(KeyHash::of(presented_key(headers).unwrap_or(""))))
     }
 
     fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, ClientError> {
@@ -300,6 +284,37 @@ impl Gateway {
     }
 }
 
+/// The CORS layer of `origins` (`*` for any): the requests' own headers allowed (the SDKs
+/// send several of their own), the trace id exposed.
+fn cors_layer(
+    config: &Config,
+    origins: &[String],
+) -> Result<tower_http::cors::CorsLayer, LoadError> {
+    use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let mut values = Vec::new();
+        for origin in origins {
+            let value = HeaderValue::from_str(origin).map_err(|_| {
+                LoadError::Invalid(vec![processors_config::Diagnostic {
+                    file: config.file().to_owned(),
+                    line: 1,
+                    column: 1,
+                    message: format!("the CORS origin `{origin}` is not a header value"),
+                }])
+            })?;
+            values.push(value);
+        }
+        AllowOrigin::list(values)
+    };
+    Ok(CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers([header::HeaderName::from_static(TRACE_ID_HEADER)]))
+}
+
 /// What differs between the two protocols.
 trait Dialect: 'static {
     const NAME: &'static str;
@@ -309,6 +324,7 @@ trait Dialect: 'static {
     fn model(request: &Self::Request) -> &str;
     fn streams(request: &Self::Request) -> bool;
     /// The request for the model, and what the stream's writer needs to know of it.
+    /// `pass_on`: the upstream speaks this protocol, and gets the fields the gateway passes on.
     fn read(request: Self::Request, pass_on: bool) -> Result<(ModelRequest, bool), ClientError>;
     fn id() -> String;
     fn error_body(e: &ClientError) -> Value;
@@ -503,6 +519,8 @@ async fn endpoint<D: Dialect>(
         response.headers_mut().insert(TRACE_ID_HEADER, value);
     }
     let status = response.status().as_u16();
+    // Only the aliases the gateway serves are labels: the names clients send are theirs.
+    let alias = alias.filter(|a| inner.routes.aliases.contains(a));
     span.record("model", alias.as_deref().unwrap_or("-"));
     span.record("status", status);
     inner
@@ -521,9 +539,21 @@ async fn answer<D: Dialect>(
 ) -> Result<(Option<String>, Response), (Option<String>, ClientError)> {
     let inner = &gateway.inner;
     let caller = gateway.authenticate(headers).map_err(|e| (None, e))?;
-    let bytes = read_body(headers, body, inner.max_body)
-        .await
-        .map_err(|e| (None, e))?;
+    // The key's slot is taken before its body is read, and the request's time runs from its
+    // arrival: a body that trickles in holds one slot, for the limit at most.
+    let permit = caller.slot().map_err(|e| (None, e))?;
+    let deadline =
+        tokio::time::Instant::from_std(arrived) + Duration::from_millis(inner.timeout_ms);
+    let bytes =
+        match tokio::time::timeout_at(deadline, read_body(headers, body, inner.max_body)).await {
+            Ok(read) => read.map_err(|e| (None, e))?,
+            Err(_) => {
+                return Err((
+                    None,
+                    ClientError::upstream(&call::timed_out(inner.timeout_ms)),
+                ));
+            }
+        };
     let request: D::Request = serde_json::from_slice(&bytes).map_err(|e| {
         (
             None,
@@ -537,19 +567,23 @@ async fn answer<D: Dialect>(
     let alias = D::model(&request).to_owned();
     let fail = |e| (Some(alias.clone()), e);
     let Target { model, protocol } = gateway.target(&caller, &alias).map_err(fail)?;
-    let permit = caller.slot().map_err(fail)?;
     let streams = D::streams(&request);
     let (request, flag) = D::read(request, protocol == D::PROTOCOL).map_err(fail)?;
     let context = gateway.context(headers, &caller).await.map_err(fail)?;
     tracing::debug!(key = %caller.name, tenant = %caller.tenant, model = %alias, streams, "request");
-    let opened = match call::open(model, request, context, inner.timeout_ms).await {
+    let bounds = call::Bounds {
+        deadline,
+        limit_ms: inner.timeout_ms,
+        cut: inner.cut.subscribe(),
+    };
+    let opened = match call::open(model, request, context, bounds).await {
         Ok(opened) => opened,
         Err(Refusal::Tripwire(tw)) => {
             inner.metrics.tripwire(&alias, &tw.processor_id);
             return Err(fail(ClientError::refused(&tw)));
         }
         Err(Refusal::Failed(e)) => {
-            inner.metrics.upstream_error(&alias, e.status);
+            inner.metrics.failed(&alias, &e);
             return Err(fail(ClientError::upstream(&e)));
         }
     };
@@ -557,7 +591,7 @@ async fn answer<D: Dialect>(
     let id = D::id();
     if !streams {
         let answer = Answer::gather(opened).await.map_err(|e| {
-            inner.metrics.upstream_error(&alias, e.status);
+            inner.metrics.failed(&alias, &e);
             fail(ClientError::upstream(&e))
         })?;
         if let Some(tw) = &answer.refused {
@@ -598,7 +632,7 @@ fn streamed<D: Dialect>(
         let inner = &in_flight.gateway;
         match event {
             Event::Refused(tw) => inner.metrics.tripwire(&metrics_alias, &tw.processor_id),
-            Event::Failed(e) => inner.metrics.upstream_error(&metrics_alias, e.status),
+            Event::Failed(e) => inner.metrics.failed(&metrics_alias, e),
             _ => {}
         }
     });

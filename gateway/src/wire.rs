@@ -6,7 +6,7 @@ use bytes::Bytes;
 use processors_runtime::message::Part;
 use processors_runtime::model::ApiError;
 use processors_runtime::tripwire::TripWire;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What kind of error a client is told of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,11 +101,18 @@ impl ClientError {
         }
     }
 
-    /// An upstream's failure, with its status class: a 4xx as it came (but the upstream's
+    /// An upstream's failure (or the gateway's own timeout, 504 with code `timeout`), with its
+    /// status class: a 4xx as it came (but the upstream's
     /// refusal of the gateway's own credentials, which is the gateway's fault: 502), 429 as a
     /// rate limit, 503 and 529 as overload, 504 as a timeout, other 5xx and failures without
     /// a response as 502.
     pub(crate) fn upstream(e: &ApiError) -> ClientError {
+        if crate::call::is_timeout(e) {
+            return ClientError {
+                code: Some("timeout".into()),
+                ..ClientError::new(504, Kind::Timeout, e.message.clone())
+            };
+        }
         let (status, kind, message) = match e.status {
             Some(401 | 403) => (
                 502,
@@ -170,13 +177,45 @@ pub(crate) fn file_part(url: &str, fallback: &str) -> Part {
     }
 }
 
-/// A tool call's arguments: their JSON, or the text itself when it is not JSON (nothing is
-/// lost; the upstream sees the same text).
-pub(crate) fn arguments(text: &str) -> Value {
-    if text.trim().is_empty() {
-        return Value::Object(Default::default());
+/// The fields of `rest` an upstream of the client's protocol gets: those of `allowed`; any
+/// other, or any at all for an upstream of another protocol, is refused by name.
+pub(crate) fn passed_on(
+    rest: Map<String, Value>,
+    allowed: &[&str],
+    pass_on: bool,
+    protocol: &str,
+) -> Result<Map<String, Value>, ClientError> {
+    for (field, value) in &rest {
+        if value.is_null() {
+            continue;
+        }
+        if !allowed.contains(&field.as_str()) {
+            return Err(ClientError::invalid(
+                field.clone(),
+                format!(
+                    "the gateway does not take `{field}`; the fields it passes on: {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if !pass_on {
+            return Err(ClientError::invalid(
+                field.clone(),
+                format!(
+                    "`{field}` is passed on to an upstream that speaks {protocol} protocol only, and this model's speaks another"
+                ),
+            ));
+        }
     }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+    Ok(rest.into_iter().filter(|(_, v)| !v.is_null()).collect())
+}
+
+/// A tool call's arguments (no text: none, `{}`), or `None` when the text is not JSON.
+pub(crate) fn arguments(text: &str) -> Option<Value> {
+    if text.trim().is_empty() {
+        return Some(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).ok()
 }
 
 #[cfg(test)]

@@ -524,13 +524,33 @@ async fn a_shutdown_lets_open_streams_finish_within_the_grace() {
     assert_eq!(response.status(), 200);
     gw.shut_down();
     let server = gw.server.take().unwrap();
-    // The open stream holds the server past the signal, for the grace and no longer.
+    // The open stream holds the server past the signal, for the grace and no longer: then
+    // it ends with an error event, and the server stops.
     let started = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(5), server).await;
-    assert!(ended.is_ok(), "the server outlived its grace");
+    let body = tokio::time::timeout(Duration::from_secs(5), response.text())
+        .await
+        .expect("the open stream was cut")
+        .unwrap();
     assert!(
         started.elapsed() >= Duration::from_millis(250),
-        "the server did not wait for the open stream"
+        "the stream was cut before the grace ended"
+    );
+    let data = data_lines(&body);
+    let last: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shut down"),
+        "{body}"
+    );
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let ended = tokio::time::timeout(Duration::from_secs(5), server).await;
+    assert!(ended.is_ok(), "the server outlived its grace");
+    assert_eq!(
+        upstream.seen.cancelled.load(Ordering::SeqCst),
+        1,
+        "the upstream call was cancelled"
     );
     // New connections are refused once the server stopped.
     assert!(client().get(gw.url("/healthz")).send().await.is_err());
@@ -756,4 +776,88 @@ async fn a_thousand_concurrent_streams_all_end_and_leave_nothing_behind() {
         ),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn fields_the_gateway_does_not_read_pass_on_only_when_they_may() {
+    let upstream = Upstream::start().await;
+    let gw = start_with(&upstream_config(&upstream, "openai", "text", ""), &env).await;
+    let mut request = chat("hi", false);
+    request["model"] = json!("up");
+    request["response_format"] = json!({ "type": "json_object" });
+    request["max_completion_tokens"] = json!(50);
+    request["user"] = json!("u-1");
+    let (status, body) = post_json(&gw, "/v1/chat/completions", request.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = upstream.seen.bodies.lock().unwrap()[0].clone();
+    assert_eq!(sent["response_format"], json!({ "type": "json_object" }));
+    assert_eq!(sent["max_completion_tokens"], 50);
+    assert!(sent.get("max_tokens").is_none(), "{sent}");
+    assert_eq!(sent["user"], "u-1");
+
+    // A field that would carry text past the policies is refused by name.
+    let mut carrying = request.clone();
+    carrying["prediction"] = json!({ "type": "content", "content": "sk-secret" });
+    let (status, body) = post_json(&gw, "/v1/chat/completions", carrying).await;
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["param"], "prediction");
+
+    // To an upstream of the other protocol, a field that would be lost is refused.
+    let other = Upstream::start().await;
+    let gw = start_with(&upstream_config(&other, "anthropic", "text", ""), &env).await;
+    let (status, body) = post_json(&gw, "/v1/chat/completions", request).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("speaks OpenAI's protocol only"), "{body}");
+}
+
+#[tokio::test]
+async fn tool_arguments_that_are_not_json_are_refused() {
+    let gw = start(&scripted(r#"["hi"]"#, PII)).await;
+    let request = json!({
+        "model": "scripted",
+        "messages": [
+            { "role": "assistant", "tool_calls": [{ "id": "c1", "type": "function", "function": { "name": "f", "arguments": "{not json" } }] },
+            { "role": "tool", "tool_call_id": "c1", "content": "x" },
+        ],
+    });
+    let (status, body) = post_json(&gw, "/v1/chat/completions", request).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("messages[0].tool_calls[0].function.arguments"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn what_clients_name_is_a_metrics_label_only_when_it_is_an_alias() {
+    let gw = start(&scripted(r#"["hi"]"#, PII)).await;
+    let mut request = chat("hi", false);
+    request["model"] = json!("made-up-name-1234");
+    let (status, _) = post_json(&gw, "/v1/chat/completions", request).await;
+    assert_eq!(status, 404);
+    let metrics = client()
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains("made-up-name-1234"), "{metrics}");
+    assert!(
+        metrics.contains("model=\"-\",status=\"404\"} 1"),
+        "{metrics}"
+    );
+    // A request without a valid key is never traced.
+    let response = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth("pgw-wrong")
+        .header("x-processors-trace", "1")
+        .json(&chat("hi", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().get("x-processors-trace-id").is_none());
 }
