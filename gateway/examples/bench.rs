@@ -168,6 +168,32 @@ impl Process {
         Ok(Process { child, url })
     }
 
+    /// Starts a server that prints nothing useful, and waits until `url` answers `health`
+    /// (three minutes at most).
+    async fn start_and_wait(
+        mut command: Command,
+        url: &str,
+        health: &str,
+    ) -> Result<Process, Box<dyn std::error::Error>> {
+        let log = std::fs::File::create("target/gateway-bench/server.log")?;
+        let child = command.stdout(log.try_clone()?).stderr(log).spawn()?;
+        let process = Process {
+            child,
+            url: url.to_owned(),
+        };
+        let client = reqwest::Client::new();
+        let until = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < until {
+            if let Ok(r) = client.get(format!("{url}{health}")).send().await
+                && r.status().is_success()
+            {
+                return Ok(process);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(format!("{url} did not answer within three minutes; see target/gateway-bench/server.log").into())
+    }
+
     /// Its resident memory and peak, in KiB (Linux).
     fn memory(&self) -> Option<(u64, u64)> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -326,8 +352,8 @@ async fn run(litellm: Option<String>) -> Result<(), Box<dyn std::error::Error>> 
             .env("LITELLM_MASTER_KEY", KEY)
             .env("LITELLM_LOG", "ERROR")
             .env("LITELLM_LOCAL_MODEL_COST_MAP", "True");
-        let mut process = Process::start(c, "Uvicorn running on ")?;
-        process.url = format!("http://127.0.0.1:{port}");
+        let url = format!("http://127.0.0.1:{port}");
+        let process = Process::start_and_wait(c, &url, "/health/liveliness").await?;
         targets.push(("LiteLLM proxy, no guardrail", process, "bench"));
     }
     // Warm every target up.

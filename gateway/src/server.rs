@@ -138,6 +138,13 @@ impl Gateway {
         };
         let grace = self.inner.grace;
         let inner = self.inner.clone();
+        // Each event is written as it comes: without TCP_NODELAY, a stream's last small
+        // writes would wait for the client's delayed acknowledgement (40 ms on Linux).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("cannot set TCP_NODELAY on a connection: {e}");
+            }
+        });
         let server = axum::serve(listener, self.router())
             .with_graceful_shutdown(signal)
             .into_future();
