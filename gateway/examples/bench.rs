@@ -11,8 +11,10 @@
 //! `--litellm PATH` (the `litellm` command of a virtualenv with `litellm[proxy]`, which
 //! `scripts/litellm-venv.sh` installs from PyPI), through LiteLLM's proxy with no guardrail. Each runs 1, 64 and 512 concurrent streams for a
 //! few seconds. For each: requests per second, the time to the first byte and to the end (p50,
-//! p99), and what the gateway adds over the direct call; then the gateway's memory after 1,000
-//! and 10,000 more requests. The table goes to stdout, the figures to
+//! p99), and what the gateway adds over the direct call. Then the same concurrencies on answers
+//! streamed as a model streams them (20 deltas 5 ms apart, each stamped with the time it was
+//! sent): how long each delta takes to arrive, directly and through the gateways, below their
+//! capacity. Last, the gateway's memory after 1,000 and 10,000 more requests. The table goes to stdout, the figures to
 //! `target/gateway-bench.json`.
 //!
 //! `bench upstream` and `bench serve CONFIG` are the processes the run starts.
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 const KEY: &str = "pgw-bench-key";
 const CHUNKS: usize = 20;
 const SECONDS: u64 = 4;
+/// The time between two deltas of a paced answer.
+const PACE_MS: u64 = 5;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -64,17 +68,56 @@ async fn upstream() -> Result<(), Box<dyn std::error::Error>> {
         json!({ "id": "c", "choices": [], "usage": { "prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29 } })
     ));
     let body = bytes::Bytes::from(body);
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        axum::routing::post(move || {
-            let body = body.clone();
-            async move { ([("content-type", "text/event-stream")], body) }
-        }),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(move || {
+                let body = body.clone();
+                async move { ([("content-type", "text/event-stream")], body) }
+            }),
+        )
+        .route("/paced/v1/chat/completions", axum::routing::post(paced));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("listening on http://{}", listener.local_addr()?);
+    // Each delta is sent as it is written, as a model server sends it.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+/// A streamed answer as a model gives one: 20 deltas 5 ms apart, each the time it was sent
+/// (`t` and microseconds since the epoch), so a reader can tell how long each took to arrive.
+async fn paced() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::spawn(async move {
+        for _ in 0..CHUNKS {
+            tokio::time::sleep(Duration::from_millis(PACE_MS)).await;
+            let delta = json!({ "content": format!("t{} ", micros_now()) });
+            let event = json!({ "id": "c", "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] });
+            if tx.send(Ok(format!("data: {event}\n\n"))).await.is_err() {
+                return;
+            }
+        }
+        let end = json!({ "id": "c", "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] });
+        let _ = tx.send(Ok(format!("data: {end}\n\ndata: [DONE]\n\n"))).await;
+    });
+    let mut rx = rx;
+    let body = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Microseconds since the Unix epoch.
+fn micros_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Counts the text that streams through it (one of the two processors of this file).
@@ -209,7 +252,7 @@ impl Process {
 
 fn gateway_config(upstream: &str, policy: &str) -> String {
     format!(
-        "request_timeout_ms = 60000\n\n[upstreams.up]\nprotocol = \"openai\"\nbase_url = \"{upstream}/v1\"\nmax_retries = 0\n\n[models.bench]\nupstream = \"up\"\nmodel = \"fake\"\npolicy = \"p\"\n\n[[keys]]\nname = \"bench\"\nsha256 = \"{}\"\n\n[policies.p]\n{policy}\n",
+        "request_timeout_ms = 60000\n\n[upstreams.up]\nprotocol = \"openai\"\nbase_url = \"{upstream}/v1\"\nmax_retries = 0\n\n[upstreams.paced]\nprotocol = \"openai\"\nbase_url = \"{upstream}/paced/v1\"\nmax_retries = 0\n\n[models.bench]\nupstream = \"up\"\nmodel = \"fake\"\npolicy = \"p\"\n\n[models.paced]\nupstream = \"paced\"\nmodel = \"fake\"\npolicy = \"p\"\n\n[[keys]]\nname = \"bench\"\nsha256 = \"{}\"\n\n[policies.p]\n{policy}\n",
         KeyHash::of(KEY)
     )
 }
@@ -275,6 +318,85 @@ async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<S
         all.extend(worker.unwrap_or_default());
     }
     all
+}
+
+/// The latencies of paced answers' deltas: of each first delta, and of every delta.
+#[derive(Default)]
+struct Latencies {
+    first: Vec<Duration>,
+    every: Vec<Duration>,
+}
+
+/// Streams paced answers, `concurrency` at a time, for `seconds`, timing each delta from
+/// its sending to its arrival.
+async fn paced_load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Latencies {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .expect("a client");
+    let body = json!({
+        "model": model,
+        "stream": true,
+        "messages": [{ "role": "user", "content": "Say twenty words." }],
+    })
+    .to_string();
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let workers = (0..concurrency).map(|_| {
+        let (client, body, url) = (client.clone(), body.clone(), url.to_owned());
+        tokio::spawn(async move {
+            let mut out = Latencies::default();
+            while Instant::now() < end {
+                let Ok(response) = client
+                    .post(&url)
+                    .bearer_auth(KEY)
+                    .header("content-type", "application/json")
+                    .body(body.clone())
+                    .send()
+                    .await
+                else {
+                    continue;
+                };
+                let mut stream = response.bytes_stream();
+                let mut pending = String::new();
+                let mut first = true;
+                while let Some(Ok(piece)) = stream.next().await {
+                    let now = micros_now();
+                    pending.push_str(&String::from_utf8_lossy(&piece));
+                    while let Some(at) = pending.find("\n\n") {
+                        let event: String = pending.drain(..at + 2).collect();
+                        for sent in sent_times(&event) {
+                            let latency = Duration::from_micros(now.saturating_sub(sent));
+                            if first {
+                                out.first.push(latency);
+                                first = false;
+                            }
+                            out.every.push(latency);
+                        }
+                    }
+                }
+            }
+            out
+        })
+    });
+    let mut all = Latencies::default();
+    for worker in futures::future::join_all(workers).await {
+        let worker = worker.unwrap_or_default();
+        all.first.extend(worker.first);
+        all.every.extend(worker.every);
+    }
+    all
+}
+
+/// The sending times a paced answer's event carries (`t` and microseconds).
+fn sent_times(event: &str) -> Vec<u64> {
+    event
+        .split('t')
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            (digits.len() >= 15).then(|| digits.parse().ok()).flatten()
+        })
+        .collect()
 }
 
 fn percentile(values: &mut [Duration], p: f64) -> Duration {
@@ -405,6 +527,46 @@ async fn run(litellm: Option<String>) -> Result<(), Box<dyn std::error::Error>> 
             }));
         }
     }
+    // Latency under answers streamed as a model streams them: what each delta's way
+    // through the gateway adds, below its capacity.
+    println!();
+    println!(
+        "| target | streams | first delta p50 / p99 (ms) | every delta p50 / p99 (ms) | added: first delta p50 / p99, every delta p50 / p99 (ms) |"
+    );
+    println!("|---|---|---|---|---|");
+    let mut paced_rows = Vec::new();
+    for concurrency in [1, 64, 512] {
+        let direct = paced_load(&format!("{}/paced/v1/chat/completions", upstream.url), concurrency, SECONDS, "fake").await;
+        let mut rows = vec![("upstream, direct".to_owned(), direct)];
+        for (name, process, _) in &targets[..2] {
+            let url = format!("{}/v1/chat/completions", process.url);
+            rows.push(((*name).to_owned(), paced_load(&url, concurrency, SECONDS, "paced").await));
+        }
+        let mut stats = Vec::new();
+        for (name, mut l) in rows {
+            let f = [
+                percentile(&mut l.first, 0.5),
+                percentile(&mut l.first, 0.99),
+                percentile(&mut l.every, 0.5),
+                percentile(&mut l.every, 0.99),
+            ];
+            stats.push((name, f));
+        }
+        let base = stats[0].1;
+        for (name, f) in &stats {
+            let added: Vec<f64> = f.iter().zip(base).map(|(a, b)| ms(*a) - ms(b)).collect();
+            println!(
+                "| {name} | {concurrency} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3}, {:.3} / {:.3} |",
+                ms(f[0]), ms(f[1]), ms(f[2]), ms(f[3]), added[0], added[1], added[2], added[3]
+            );
+            paced_rows.push(json!({
+                "target": name, "streams": concurrency,
+                "first_delta_ms": { "p50": ms(f[0]), "p99": ms(f[1]) },
+                "every_delta_ms": { "p50": ms(f[2]), "p99": ms(f[3]) },
+                "added_ms": { "first_p50": added[0], "first_p99": added[1], "every_p50": added[2], "every_p99": added[3] },
+            }));
+        }
+    }
     // Memory across 10,000 requests, through the gateway with five processors.
     let (_, five, model) = &targets[1];
     let url = format!("{}/v1/chat/completions", five.url);
@@ -421,7 +583,10 @@ async fn run(litellm: Option<String>) -> Result<(), Box<dyn std::error::Error>> 
             memory.push(json!({ "requests": done, "rss_kib": rss, "peak_kib": peak }));
         }
     }
-    let out = json!({ "chunks": CHUNKS, "seconds": SECONDS, "rows": json_rows, "memory": memory });
+    let out = json!({
+        "chunks": CHUNKS, "seconds": SECONDS, "pace_ms": PACE_MS,
+        "rows": json_rows, "paced": paced_rows, "memory": memory,
+    });
     std::fs::write(
         "target/gateway-bench.json",
         serde_json::to_string_pretty(&out)?,
