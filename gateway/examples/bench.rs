@@ -101,8 +101,11 @@ async fn paced() -> axum::response::Response {
                 return;
             }
         }
-        let end = json!({ "id": "c", "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] });
-        let _ = tx.send(Ok(format!("data: {end}\n\ndata: [DONE]\n\n"))).await;
+        let end =
+            json!({ "id": "c", "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] });
+        let _ = tx
+            .send(Ok(format!("data: {end}\n\ndata: [DONE]\n\n")))
+            .await;
     });
     let mut rx = rx;
     let body = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
@@ -234,7 +237,10 @@ impl Process {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        Err(format!("{url} did not answer within three minutes; see target/gateway-bench/server.log").into())
+        Err(format!(
+            "{url} did not answer within three minutes; see target/gateway-bench/server.log"
+        )
+        .into())
     }
 
     /// Its resident memory and peak, in KiB (Linux).
@@ -536,11 +542,20 @@ async fn run(litellm: Option<String>) -> Result<(), Box<dyn std::error::Error>> 
     println!("|---|---|---|---|---|");
     let mut paced_rows = Vec::new();
     for concurrency in [1, 64, 512] {
-        let direct = paced_load(&format!("{}/paced/v1/chat/completions", upstream.url), concurrency, SECONDS, "fake").await;
+        let direct = paced_load(
+            &format!("{}/paced/v1/chat/completions", upstream.url),
+            concurrency,
+            SECONDS,
+            "fake",
+        )
+        .await;
         let mut rows = vec![("upstream, direct".to_owned(), direct)];
         for (name, process, _) in &targets[..2] {
             let url = format!("{}/v1/chat/completions", process.url);
-            rows.push(((*name).to_owned(), paced_load(&url, concurrency, SECONDS, "paced").await));
+            rows.push((
+                (*name).to_owned(),
+                paced_load(&url, concurrency, SECONDS, "paced").await,
+            ));
         }
         let mut stats = Vec::new();
         for (name, mut l) in rows {
@@ -557,7 +572,14 @@ async fn run(litellm: Option<String>) -> Result<(), Box<dyn std::error::Error>> 
             let added: Vec<f64> = f.iter().zip(base).map(|(a, b)| ms(*a) - ms(b)).collect();
             println!(
                 "| {name} | {concurrency} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3}, {:.3} / {:.3} |",
-                ms(f[0]), ms(f[1]), ms(f[2]), ms(f[3]), added[0], added[1], added[2], added[3]
+                ms(f[0]),
+                ms(f[1]),
+                ms(f[2]),
+                ms(f[3]),
+                added[0],
+                added[1],
+                added[2],
+                added[3]
             );
             paced_rows.push(json!({
                 "target": name, "streams": concurrency,

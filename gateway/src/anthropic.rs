@@ -442,7 +442,11 @@ impl EventWriter {
         match event {
             Event::Text(text) => {
                 self.open(Open::Text, &mut out);
-                out.push(self.delta(json!({ "type": "text_delta", "text": text })));
+                let head = format!(
+                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{},\"delta\":{{\"type\":\"text_delta\",\"text\":",
+                    self.index
+                );
+                out.push(Sse::text(&head, &text, "}}\n\n"));
             }
             Event::Reasoning(text) => {
                 self.open(Open::Thinking, &mut out);

@@ -428,6 +428,11 @@ pub(crate) fn chunks(
     include_usage: bool,
     events: BoxStream<'static, Event>,
 ) -> BoxStream<'static, Sse> {
+    let text_head = format!(
+        "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":",
+        Value::from(id.as_str()),
+        Value::from(model.as_str())
+    );
     let mut writer = ChunkWriter {
         id,
         model,
@@ -435,6 +440,7 @@ pub(crate) fn chunks(
         include_usage,
         calls: 0,
         started: false,
+        text_head,
     };
     let body = events.flat_map(move |event| futures::stream::iter(writer.write(event)));
     body.chain(futures::stream::once(async { Sse::data("[DONE]") }))
@@ -448,7 +454,12 @@ struct ChunkWriter {
     include_usage: bool,
     calls: usize,
     started: bool,
+    /// A text delta's event up to its text.
+    text_head: String,
 }
+
+/// A text delta's event after its text.
+const TEXT_TAIL: &str = "},\"finish_reason\":null,\"logprobs\":null}]}\n\n";
 
 impl ChunkWriter {
     fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
@@ -470,7 +481,7 @@ impl ChunkWriter {
             ));
         }
         match event {
-            Event::Text(text) => out.push(Sse::json(&self.chunk(json!({ "content": text }), None))),
+            Event::Text(text) => out.push(Sse::text(&self.text_head, &text, TEXT_TAIL)),
             Event::Reasoning(text) => out.push(Sse::json(
                 &self.chunk(json!({ "reasoning_content": text }), None),
             )),

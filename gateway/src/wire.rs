@@ -153,6 +153,17 @@ impl Sse {
         Sse::data(&value.to_string())
     }
 
+    /// `head`, `text` as a JSON string, then `tail`: a text delta's event, written without
+    /// building its JSON tree (the events around it are written the plain way).
+    pub(crate) fn text(head: &str, text: &str, tail: &str) -> Sse {
+        let mut out = Vec::with_capacity(head.len() + text.len() + tail.len() + 8);
+        out.extend_from_slice(head.as_bytes());
+        // Writing a string into a vector fails only on out-of-memory, which aborts anyway.
+        let _ = serde_json::to_writer(&mut out, text);
+        out.extend_from_slice(tail.as_bytes());
+        Sse(Bytes::from(out))
+    }
+
     /// `event: NAME` with `data: JSON`.
     pub(crate) fn named(name: &str, value: &Value) -> Sse {
         Sse(Bytes::from(format!("event: {name}\ndata: {value}\n\n")))
@@ -236,6 +247,15 @@ mod tests {
             ClientError::upstream(&ApiError::other("reset", true)).status,
             502
         );
+    }
+
+    #[test]
+    fn a_text_event_is_json() {
+        let Sse(bytes) = Sse::text("data: {\"t\":", "a \"quote\"\n and \u{7}", "}\n\n");
+        let text = std::str::from_utf8(&bytes).unwrap();
+        let json = text.strip_prefix("data: ").unwrap().trim_end();
+        let v: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["t"], "a \"quote\"\n and \u{7}");
     }
 
     #[test]
