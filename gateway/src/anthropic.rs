@@ -2,7 +2,7 @@
 //! [`ModelRequest`], the answer written as a `message` or as its stream of events, refusals
 //! and errors in Anthropic's error shape.
 
-use crate::call::{Answer, Event, refusal_message};
+use crate::call::{Answer, Event, refusal_detail};
 use crate::wire::{self, ClientError, Sse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -289,11 +289,6 @@ fn stop_reason(reason: FinishReason) -> &'static str {
 
 fn usage(u: &Usage) -> Value {
     json!({ "input_tokens": u.input_tokens, "output_tokens": u.output_tokens })
-}
-
-/// What a refusal says beside `stop_reason: "refusal"`.
-fn refusal_detail(tw: &TripWire) -> Value {
-    json!({ "processor": tw.processor_id, "reason": tw.reason, "message": refusal_message(tw) })
 }
 
 /// The answer of a call that does not stream.

@@ -245,3 +245,9 @@ impl Answer {
 pub(crate) fn refusal_message(tw: &TripWire) -> String {
     format!("blocked by {}: {}", tw.processor_id, tw.reason)
 }
+
+/// What a refusal says beside the protocol's finish or stop reason: the processor, its reason
+/// and the message.
+pub(crate) fn refusal_detail(tw: &TripWire) -> serde_json::Value {
+    serde_json::json!({ "processor": tw.processor_id, "reason": tw.reason, "message": refusal_message(tw) })
+}

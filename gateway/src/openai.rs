@@ -2,14 +2,13 @@
 //! [`ModelRequest`], the answer written as a `chat.completion` or as `chat.completion.chunk`
 //! events, refusals and errors in OpenAI's error shape.
 
-use crate::call::{Answer, Event, refusal_message};
+use crate::call::{Answer, Event, refusal_detail};
 use crate::wire::{self, ClientError, Sse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use processors_runtime::chunk::{FinishReason, Usage};
 use processors_runtime::message::{Message, Part, Role, ToolCall, ToolResult};
 use processors_runtime::model::{ModelRequest, ModelSettings, ToolChoice, ToolSpec};
-use processors_runtime::tripwire::TripWire;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -413,11 +412,6 @@ pub(crate) fn completion(id: &str, model: &str, created: u64, answer: &Answer) -
         "choices": [choice],
         "usage": usage(&answer.usage),
     })
-}
-
-/// What a refusal says beside `finish_reason: "content_filter"`.
-fn refusal_detail(tw: &TripWire) -> Value {
-    json!({ "processor": tw.processor_id, "reason": tw.reason, "message": refusal_message(tw) })
 }
 
 /// The answer as `chat.completion.chunk` events, then `[DONE]`.
