@@ -129,7 +129,6 @@ use processors_runtime::chunk::Chunk;
 use processors_runtime::message::{Message, MessageList, Part, Role};
 use processors_runtime::processor::{OutputOutcome, StreamAction};
 use processors_runtime::{Abort, ProcessorError};
-use regex_automata::hybrid::dfa::Cache;
 use std::fmt;
 use std::sync::Arc;
 
@@ -603,8 +602,6 @@ struct Held {
     buf: String,
     /// The length of that character in bytes (0 at the start of a block).
     ctx: usize,
-    /// The lazy DFA's cache, made on first use.
-    cache: Option<Cache>,
 }
 
 /// How often each rule's flagged matches were seen, by rule index.
@@ -792,11 +789,11 @@ impl StreamScan<'_> {
     fn run(&mut self, complete: bool, out: &mut String) -> Result<(usize, bool), ProcessorError> {
         let f = self.f;
         let (streamed, pending) = (&mut *self.streamed, &mut *self.pending);
-        let Held { buf, ctx, cache } = &mut *self.held;
-        let cache = match complete {
-            true => None,
-            false => Some(cache.get_or_insert_with(|| f.engine.create_cache())),
-        };
+        let Held { buf, ctx } = &mut *self.held;
+        // The lazy DFA's cache is the engine's, lent for the scan: a stream that starts finds
+        // the states earlier streams built.
+        let mut lent = (!complete).then(|| f.engine.cache());
+        let cache = lent.as_deref_mut();
         let (mut pos, mut redacted) = (*ctx, false);
         let hold = f.engine.scan(buf, *ctx, cache, |found| {
             let rule = &f.rules[found.rule];
@@ -821,7 +818,7 @@ impl StreamScan<'_> {
 
     /// Keeps the text from `hold` on, after the character before it (look-behind).
     fn keep_from(&mut self, hold: usize) {
-        let Held { buf, ctx, .. } = &mut *self.held;
+        let Held { buf, ctx } = &mut *self.held;
         let cut = buf[..hold]
             .char_indices()
             .next_back()

@@ -8,7 +8,9 @@
 //! walks die within a few bytes, so the check costs a few steps per byte of the delta's tail.
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
+use regex_automata::util::pool::{Pool, PoolGuard};
 use regex_automata::util::start;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use regex_automata::{Anchored, Input, Match, PatternID, meta};
 
 /// A rule's check of its matches: whether a match is really one (a checksum, a range).
@@ -31,10 +33,19 @@ enum Verdict {
     Undecided,
 }
 
+/// How a pool of lazy DFA caches makes one.
+type MakeCache = Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>;
+
+/// A lazy DFA's cache, lent by the engine's pool for one scan.
+pub(crate) type LentCache<'a> = PoolGuard<'a, Cache, MakeCache>;
+
 /// All rules, compiled.
 pub(crate) struct Engine {
     regex: meta::Regex,
     dfa: DFA,
+    /// The DFA's caches: the states a scan builds are kept for the scans after it, whatever
+    /// stream they belong to.
+    caches: Pool<Cache, MakeCache>,
     checks: Vec<Option<Check>>,
     /// The longest match any rule can make, in bytes, when every rule's is bounded.
     max_len: Option<usize>,
@@ -58,16 +69,24 @@ impl Engine {
             )
             .build_many(patterns)
             .map_err(|e| e.to_string())?;
+        let for_pool = dfa.clone();
+        let make: MakeCache = Box::new(move || for_pool.create_cache());
         Ok(Engine {
             regex,
             dfa,
+            caches: Pool::new(make),
             checks,
             max_len,
         })
     }
 
-    /// A cache for [`scan`](Engine::scan) of streamed text.
-    pub(crate) fn create_cache(&self) -> Cache {
+    /// A cache for [`scan`](Engine::scan) of streamed text, lent until the guard drops.
+    pub(crate) fn cache(&self) -> LentCache<'_> {
+        self.caches.get()
+    }
+
+    #[cfg(test)]
+    fn create_cache(&self) -> Cache {
         self.dfa.create_cache()
     }
 
@@ -269,6 +288,19 @@ mod tests {
         );
         // What comes before `from` is look-behind only.
         assert!(e.quiet(&mut cache, "jane@example.com and then ", 17));
+    }
+
+    /// A scan's lazy DFA states outlive its stream: the next stream's scan starts from them
+    /// instead of building them again.
+    #[test]
+    fn the_states_a_scan_builds_are_kept_for_the_next_scan() {
+        let e = engine(&[r"[a-z]+@[a-z]+\.com", r"(?-u:\b)sk-[a-z0-9]{8}(?-u:\b)"]);
+        let fresh = e.create_cache().memory_usage();
+        {
+            let mut lent = e.cache();
+            let _ = e.scan::<()>("write to jane@exa", 0, Some(&mut lent), |_| Ok(()));
+        }
+        assert!(e.cache().memory_usage() > fresh);
     }
 
     fn engine(patterns: &[&str]) -> Engine {
