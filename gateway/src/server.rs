@@ -422,7 +422,13 @@ fn unix_now() -> u64 {
 /// An error response in the protocol `D`.
 fn error<D: Dialect>(e: &ClientError) -> Response {
     let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_GATEWAY);
-    json_response(status, &D::error_body(e))
+    let mut response = json_response(status, &D::error_body(e));
+    if let Some(ms) = e.retry_after_ms {
+        let headers = response.headers_mut();
+        headers.insert("retry-after-ms", HeaderValue::from(ms));
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
+    }
+    response
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response {

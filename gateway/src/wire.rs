@@ -63,8 +63,8 @@ impl Kind {
     }
 }
 
-/// An error as a client is told of it: its HTTP status, kind, message, and the parameter
-/// and code when there are.
+/// An error as a client is told of it: its HTTP status, kind, message, and the parameter,
+/// code and the wait before calling again when there are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ClientError {
     pub(crate) status: u16,
@@ -72,6 +72,9 @@ pub(crate) struct ClientError {
     pub(crate) message: String,
     pub(crate) param: Option<String>,
     pub(crate) code: Option<String>,
+    /// The upstream's `Retry-After`, in milliseconds: sent on as `retry-after-ms` and
+    /// `Retry-After` (whole seconds, rounded up), which the SDKs wait for before retrying.
+    pub(crate) retry_after_ms: Option<u64>,
 }
 
 impl ClientError {
@@ -82,6 +85,7 @@ impl ClientError {
             message: message.into(),
             param: None,
             code: None,
+            retry_after_ms: None,
         }
     }
 
@@ -133,6 +137,7 @@ impl ClientError {
         let code = e.status.map(|s| format!("upstream_{s}"));
         ClientError {
             code,
+            retry_after_ms: e.retry_after_ms,
             ..ClientError::new(status, kind, format!("upstream error: {message}"))
         }
     }

@@ -421,6 +421,67 @@ async fn upstream_errors_keep_their_class_and_never_show_the_upstream_key() {
     assert_eq!(status, 502, "{body}");
 }
 
+/// The SDKs wait as long as a 429 or 503 says before retrying: the upstream's wait reaches
+/// the client, in both protocols, as `Retry-After` and `retry-after-ms`.
+#[tokio::test]
+async fn an_upstreams_retry_after_reaches_the_client() {
+    let upstream = Upstream::start().await;
+    for (protocol, path) in [
+        ("openai", "/v1/chat/completions"),
+        ("anthropic", "/v1/messages"),
+    ] {
+        for scenario in ["status-429", "status-503"] {
+            let gw = start_with(&upstream_config(&upstream, protocol, scenario, ""), &env).await;
+            for stream in [false, true] {
+                let mut request = if path == "/v1/messages" {
+                    messages("hi", stream)
+                } else {
+                    chat("hi", stream)
+                };
+                request["model"] = json!("up");
+                let response = client()
+                    .post(gw.url(path))
+                    .bearer_auth(KEY)
+                    .json(&request)
+                    .send()
+                    .await
+                    .unwrap();
+                let header = |name: &str| {
+                    let value = response.headers().get(name);
+                    value.map(|v| v.to_str().unwrap().to_owned())
+                };
+                assert_eq!(
+                    response.status().as_u16(),
+                    scenario[7..].parse::<u16>().unwrap()
+                );
+                assert_eq!(
+                    header("retry-after").as_deref(),
+                    Some("7"),
+                    "{protocol} {scenario}"
+                );
+                assert_eq!(header("retry-after-ms").as_deref(), Some("7000"));
+            }
+        }
+    }
+    // An error the upstream did not ask to wait after says nothing of a wait.
+    let gw = start_with(
+        &upstream_config(&upstream, "openai", "status-500", ""),
+        &env,
+    )
+    .await;
+    let mut request = chat("hi", false);
+    request["model"] = json!("up");
+    let response = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(KEY)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 502);
+    assert!(response.headers().get("retry-after").is_none());
+}
+
 #[tokio::test]
 async fn a_client_that_goes_away_cancels_the_upstream_call_and_frees_its_slot() {
     let upstream = Upstream::start().await;

@@ -519,6 +519,11 @@ impl Transport {
                 Ok(answer) => return Ok(answer),
                 Err((error, asked)) => (self.secrets.scrub(error), asked),
             };
+            // The wait the provider asked for goes with the error to whoever calls next.
+            let error = match asked {
+                Some(wait) => error.with_retry_after(wait),
+                None => error,
+            };
             if !error.retryable || tried >= self.retry.max_retries {
                 return Err(error);
             }

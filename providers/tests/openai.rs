@@ -281,6 +281,8 @@ async fn retry_after_longer_than_the_policy_allows_returns_the_error_at_once() {
     assert!(e.retryable);
     assert!(e.message.contains("slow down"), "{}", e.message);
     assert!(e.message.contains("retry after 3600s"), "{}", e.message);
+    // The wait goes with the error, for the caller's own caller.
+    assert_eq!(e.retry_after(), Some(std::time::Duration::from_secs(3600)));
     assert_eq!(server.requests().len(), 1);
 }
 

@@ -10,8 +10,8 @@
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::util::pool::{Pool, PoolGuard};
 use regex_automata::util::start;
-use std::panic::{RefUnwindSafe, UnwindSafe};
 use regex_automata::{Anchored, Input, Match, PatternID, meta};
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 /// A rule's check of its matches: whether a match is really one (a checksum, a range).
 pub(crate) type Check = fn(&str) -> bool;

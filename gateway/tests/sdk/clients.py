@@ -95,9 +95,11 @@ def _():
     assert final.choices[0].message.tool_calls[0].function.name == "weather", final
 
 
-@check("openai: the upstream's 429")
+@check("openai: the upstream's 429, with its wait")
 def _():
-    expect(openai.RateLimitError, lambda: oa.chat.completions.create(model="busy", messages=USER))
+    e = expect(openai.RateLimitError, lambda: oa.chat.completions.create(model="busy", messages=USER))
+    # What the SDK waits for before a retry.
+    assert e.response.headers["retry-after"] == "7", e.response.headers
 
 
 @check("openai: a wrong key")
@@ -164,7 +166,8 @@ def _():
 
 @check("anthropic: the upstream's 429 and a wrong key")
 def _():
-    expect(anthropic.RateLimitError, lambda: an.messages.create(model="busy", max_tokens=100, messages=USER))
+    e = expect(anthropic.RateLimitError, lambda: an.messages.create(model="busy", max_tokens=100, messages=USER))
+    assert e.response.headers["retry-after-ms"] == "7000", e.response.headers
     bad = anthropic.Anthropic(base_url=URL, api_key="pgw-wrong", max_retries=0)
     expect(anthropic.AuthenticationError, lambda: bad.messages.create(model="assistant", max_tokens=100, messages=USER))
 

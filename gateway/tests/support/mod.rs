@@ -188,7 +188,7 @@ pub struct Seen {
 /// A fake upstream on loopback. Under `/openai/{scenario}/chat/completions` and
 /// `/anthropic/{scenario}/v1/messages`, the scenario says what it answers:
 /// `text` (a streamed text), `tool` (a tool call), `status-N` (an error with status N, whose
-/// body quotes the request's key), `stall` (one delta, then silence until the reader goes),
+/// body quotes the request's key; a 429 or 503 with `Retry-After: 7`), `stall` (one delta, then silence until the reader goes),
 /// `reset` (one delta, then the connection cut).
 pub struct Upstream {
     pub address: SocketAddr,
@@ -292,6 +292,17 @@ fn tokio_stream(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
 }
 
+/// An error answer; a 429 or 503 asks to wait 7 s before calling again (`Retry-After`).
+fn error_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    if matches!(status.as_u16(), 429 | 503) {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("7"));
+    }
+    response
+}
+
 fn error_status(scenario: &str) -> Option<StatusCode> {
     scenario
         .strip_prefix("status-")
@@ -315,7 +326,7 @@ async fn openai(
         let body = format!(
             "{{\"error\":{{\"message\":\"refused the request with {key}\",\"type\":\"server_error\"}}}}"
         );
-        return (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        return error_response(status, body);
     }
     match scenario.as_str() {
         "text" => sse(vec![
@@ -358,7 +369,7 @@ async fn anthropic(
         let body = format!(
             "{{\"type\":\"error\",\"error\":{{\"type\":\"api_error\",\"message\":\"refused the request with {key}\"}}}}"
         );
-        return (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        return error_response(status, body);
     }
     let event = |name: &str, data: &str| format!("event: {name}\ndata: {data}\n\n");
     match scenario.as_str() {

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::time::Duration;
 
 /// A provider's error, classified.
 ///
@@ -54,6 +55,10 @@ pub struct ApiError {
     pub body: Option<String>,
     /// Whether calling again may succeed (408, 429, the transient 5xx, connection failures).
     pub retryable: bool,
+    /// How long the provider asked its caller to wait before calling again (its
+    /// `retry-after-ms` or `Retry-After`), in milliseconds, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ApiError {
@@ -65,6 +70,7 @@ impl ApiError {
             message: message.into(),
             body: None,
             retryable: ApiError::transient(status),
+            retry_after_ms: None,
         }
     }
 
@@ -90,6 +96,7 @@ impl ApiError {
             message: message.into(),
             body: None,
             retryable,
+            retry_after_ms: None,
         }
     }
 
@@ -97,6 +104,17 @@ impl ApiError {
     pub fn with_body(mut self, body: impl Into<String>) -> Self {
         self.body = Some(body.into());
         self
+    }
+
+    /// The same error with the wait the provider asked for before calling again.
+    pub fn with_retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after_ms = Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// The wait the provider asked for before calling again, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after_ms.map(Duration::from_millis)
     }
 }
 
