@@ -203,6 +203,51 @@ async fn a_wrapped_models_call_outside_a_run_is_a_card_of_its_own() {
     );
 }
 
+/// A recorder with a limit keeps the first entries of a long run and counts the rest: the
+/// page and its JSON say how many were not kept, and the memory it holds is bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_with_a_limit_keeps_the_first_entries_and_counts_the_rest() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::repeated("word ", 500)]))
+        .output(Probe::new("pass").stream(|_| Ok(StreamAction::Pass)))
+        .build()
+        .unwrap();
+    let unlimited = Recorder::new();
+    let whole = agent
+        .generate("hi")
+        .with_subscriber(unlimited.clone())
+        .await
+        .unwrap();
+    let all = unlimited.timeline().entries.len();
+    assert!(all > 500, "each chunk's way is recorded: {all}");
+    let recorder = Recorder::with_limit(100);
+    let result = agent
+        .generate("hi")
+        .with_subscriber(recorder.clone())
+        .await
+        .unwrap();
+    assert_eq!(result.text, whole.text, "the run is the same");
+    let timeline = recorder.timeline();
+    assert_eq!(timeline.entries.len(), 100);
+    assert_eq!(timeline.dropped as usize, all - 100);
+    assert_eq!(timeline.runs().count(), 1, "the run's span came first");
+    assert_eq!(timeline.to_json()["dropped"], all as u64 - 100);
+    assert!(
+        timeline
+            .to_html()
+            .contains(&format!("{} more spans and events came after", all - 100))
+    );
+    assert!(unlimited.timeline().to_json().get("dropped").is_none());
+    // Cleared, it keeps its limit.
+    recorder.clear();
+    agent
+        .generate("hi")
+        .with_subscriber(recorder.clone())
+        .await
+        .unwrap();
+    assert_eq!(recorder.timeline().entries.len(), 100);
+}
+
 /// The browser, when the machine has one (`scripts/chromium.sh` installs it).
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]

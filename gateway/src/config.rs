@@ -41,6 +41,10 @@ pub struct Config {
     /// for `GET /v1/traces/{id}` (64; 0 records none).
     #[serde(default = "default_traces")]
     pub traces: usize,
+    /// The most spans and events one trace keeps (10,000); past them it counts what it did
+    /// not keep, so a long answer recorded costs bounded memory.
+    #[serde(default = "default_trace_entries")]
+    pub trace_entries: usize,
     /// Cross-origin requests from browsers: refused unless origins are listed.
     #[serde(default)]
     pub cors: Option<Cors>,
@@ -211,6 +215,10 @@ fn default_timeout() -> u64 {
 
 fn default_traces() -> usize {
     64
+}
+
+fn default_trace_entries() -> usize {
+    10_000
 }
 
 fn default_grace() -> u64 {

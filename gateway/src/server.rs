@@ -97,7 +97,7 @@ impl Gateway {
                 grace: Duration::from_millis(config.shutdown_grace_ms),
                 cors,
                 metrics: Metrics::default(),
-                traces: Traces::new(config.traces),
+                traces: Traces::new(config.traces, config.trace_entries),
                 cut: tokio::sync::watch::Sender::new(false),
             }),
         })
@@ -174,7 +174,10 @@ impl Gateway {
             .is_some_and(|v| matches!(v.trim(), "1" | "true"));
         // Only a key's own requests are recorded: a request without a valid key is not.
         let allowed = asked && self.inner.traces.on() && self.authenticate(headers).is_ok();
-        allowed.then(|| Trace::new(KeyHash::of(presented_key(headers).unwrap_or(""))))
+        allowed.then(|| {
+            let key = KeyHash::of(presented_key(headers).unwrap_or(""));
+            Trace::new(key, self.inner.traces.max_entries)
+        })
     }
 
     fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, ClientError> {

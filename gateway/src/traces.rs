@@ -25,11 +25,12 @@ pub(crate) struct Trace {
 }
 
 impl Trace {
-    pub(crate) fn new(key: KeyHash) -> Trace {
+    /// A trace for the key `key`, of at most `max_entries` spans and events.
+    pub(crate) fn new(key: KeyHash, max_entries: usize) -> Trace {
         Trace {
             id: processors_runtime::message::new_id("trace"),
             key,
-            recorder: Recorder::new(),
+            recorder: Recorder::with_limit(max_entries),
         }
     }
 
@@ -42,13 +43,16 @@ impl Trace {
 /// The last traces, by id.
 pub(crate) struct Traces {
     keep: usize,
+    /// The most spans and events one trace keeps.
+    pub(crate) max_entries: usize,
     kept: Mutex<VecDeque<(String, KeyHash, Timeline)>>,
 }
 
 impl Traces {
-    pub(crate) fn new(keep: usize) -> Traces {
+    pub(crate) fn new(keep: usize, max_entries: usize) -> Traces {
         Traces {
             keep,
+            max_entries,
             kept: Mutex::new(VecDeque::new()),
         }
     }

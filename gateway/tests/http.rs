@@ -688,6 +688,48 @@ async fn metrics_count_requests_and_refusals() {
     );
 }
 
+/// A long answer recorded keeps `trace_entries` spans and events and counts the rest.
+#[tokio::test]
+async fn a_trace_keeps_at_most_trace_entries() {
+    let words: Vec<String> = (0..200).map(|i| format!("\"w{i} \"")).collect();
+    let turns = format!("[[{}]]", words.join(", "));
+    let text = format!("trace_entries = 50\n{}", scripted(&turns, PII));
+    let gw = start(&text).await;
+    let response = client()
+        .post(gw.url("/v1/chat/completions"))
+        .bearer_auth(KEY)
+        .header("x-processors-trace", "1")
+        .json(&chat("Talk.", true))
+        .send()
+        .await
+        .unwrap();
+    let id = response.headers()["x-processors-trace-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = response.text().await.unwrap();
+    assert_eq!(
+        openai_text(&body).0.matches(' ').count(),
+        200,
+        "the answer is whole"
+    );
+    let json: Value = client()
+        .get(gw.url(&format!("/v1/traces/{id}?format=json")))
+        .bearer_auth(KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(json["entries"].as_array().unwrap().len(), 50);
+    assert!(
+        json["dropped"].as_u64().unwrap() > 150,
+        "{}",
+        json["dropped"]
+    );
+}
+
 #[tokio::test]
 async fn a_request_that_asks_for_its_trace_gets_its_run_page() {
     let text = format!(

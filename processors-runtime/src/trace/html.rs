@@ -102,6 +102,13 @@ pub(super) fn page(t: &Timeline) -> String {
     for call in calls {
         write_call(&mut out, t, call);
     }
+    if t.dropped > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"summary\">{} more spans and events came after the recorder's limit and were not kept: the page stops where the limit was reached.</p>",
+            t.dropped
+        );
+    }
     let json = serde_json::to_string_pretty(&t.to_json()).unwrap_or_default();
     let _ = writeln!(
         out,

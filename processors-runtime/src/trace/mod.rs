@@ -94,6 +94,14 @@ impl Entry {
 pub struct Timeline {
     /// Every span and event.
     pub entries: Vec<Entry>,
+    /// How many spans and events came past the recorder's limit and were not kept
+    /// ([`Recorder::with_limit`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Timeline {
@@ -169,6 +177,8 @@ impl std::fmt::Debug for Recorder {
 
 #[derive(Default)]
 struct Book {
+    /// The most entries kept, when limited.
+    limit: Option<usize>,
     origin: Option<Instant>,
     timeline: Timeline,
     /// The spans each thread is in, innermost last.
@@ -187,19 +197,46 @@ impl Book {
             .and_then(|s| s.last().copied())
     }
 
-    fn push(&mut self, mut entry: Entry) -> usize {
+    /// Keeps `entry`, unless the limit is reached: then it is counted as dropped.
+    fn push(&mut self, mut entry: Entry) -> Option<usize> {
         let index = self.timeline.entries.len();
+        if self.limit.is_some_and(|limit| index >= limit) {
+            self.timeline.dropped += 1;
+            return None;
+        }
         entry.index = index;
         entry.start_us = self.now_us();
         self.timeline.entries.push(entry);
-        index
+        Some(index)
     }
 }
 
 impl Recorder {
-    /// An empty recorder.
+    /// An empty recorder, with no limit.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty recorder that keeps at most `max_entries` spans and events: past them it
+    /// only counts what it did not keep ([`Timeline::dropped`]), so a long stream recorded
+    /// costs bounded memory.
+    ///
+    /// ```
+    /// use processors_runtime::trace::Recorder;
+    ///
+    /// let recorder = Recorder::with_limit(2);
+    /// tracing::subscriber::with_default(recorder.clone(), || {
+    ///     for i in 0..5 {
+    ///         tracing::info!(target: "processors", i, "chunk");
+    ///     }
+    /// });
+    /// let timeline = recorder.timeline();
+    /// assert_eq!((timeline.entries.len(), timeline.dropped), (2, 3));
+    /// ```
+    pub fn with_limit(max_entries: usize) -> Self {
+        let recorder = Self::default();
+        recorder.with(|b| b.limit = Some(max_entries));
+        recorder
     }
 
     /// What it kept so far.
@@ -207,9 +244,14 @@ impl Recorder {
         self.with(|b| b.timeline.clone())
     }
 
-    /// Forgets what it kept.
+    /// Forgets what it kept (its limit stays).
     pub fn clear(&self) {
-        self.with(|b| *b = Book::default());
+        self.with(|b| {
+            *b = Book {
+                limit: b.limit,
+                ..Book::default()
+            }
+        });
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Book) -> T) -> T {
@@ -282,8 +324,11 @@ impl Subscriber for Recorder {
                 end_us: None,
                 fields,
             };
-            let index = b.push(entry);
-            Id::from_u64(index as u64 + 1)
+            // A span past the limit gets an id that names no entry: what it records, and
+            // what happens inside it, is not kept.
+            b.push(entry).map_or(Id::from_u64(u64::MAX), |index| {
+                Id::from_u64(index as u64 + 1)
+            })
         })
     }
 
