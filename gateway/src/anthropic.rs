@@ -4,6 +4,7 @@
 
 use crate::call::{Answer, Event, refusal_detail};
 use crate::wire::{self, ClientError, Sse};
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use processors_runtime::chunk::{FinishReason, Usage};
@@ -334,7 +335,7 @@ pub(crate) fn events(
     id: String,
     model: String,
     events: BoxStream<'static, Event>,
-) -> BoxStream<'static, Sse> {
+) -> BoxStream<'static, Bytes> {
     let mut writer = EventWriter {
         id,
         model,
@@ -342,9 +343,7 @@ pub(crate) fn events(
         index: 0,
         started: false,
     };
-    events
-        .flat_map(move |event| futures::stream::iter(writer.write(event)))
-        .boxed()
+    events.map(move |event| writer.write(event)).boxed()
 }
 
 /// The kind of the content block that is open.
@@ -363,17 +362,17 @@ struct EventWriter {
 }
 
 impl EventWriter {
-    fn close(&mut self, out: &mut Vec<Sse>) {
+    fn close(&mut self, out: &mut Sse) {
         if self.open.take().is_some() {
-            out.push(Sse::named(
+            out.named(
                 "content_block_stop",
                 &json!({ "type": "content_block_stop", "index": self.index }),
-            ));
+            );
             self.index += 1;
         }
     }
 
-    fn open(&mut self, kind: Open, out: &mut Vec<Sse>) {
+    fn open(&mut self, kind: Open, out: &mut Sse) {
         if self.open == Some(kind) {
             return;
         }
@@ -382,21 +381,21 @@ impl EventWriter {
             Open::Text => json!({ "type": "text", "text": "" }),
             Open::Thinking => json!({ "type": "thinking", "thinking": "", "signature": "" }),
         };
-        out.push(Sse::named(
+        out.named(
             "content_block_start",
             &json!({ "type": "content_block_start", "index": self.index, "content_block": block }),
-        ));
+        );
         self.open = Some(kind);
     }
 
-    fn delta(&self, delta: Value) -> Sse {
-        Sse::named(
+    fn delta(&self, delta: Value, out: &mut Sse) {
+        out.named(
             "content_block_delta",
             &json!({ "type": "content_block_delta", "index": self.index, "delta": delta }),
-        )
+        );
     }
 
-    fn stop(&mut self, reason: &str, u: &Usage, refusal: Option<&TripWire>, out: &mut Vec<Sse>) {
+    fn stop(&mut self, reason: &str, u: &Usage, refusal: Option<&TripWire>, out: &mut Sse) {
         self.close(out);
         let mut delta = json!({
             "type": "message_delta",
@@ -406,18 +405,16 @@ impl EventWriter {
         if let Some(tw) = refusal {
             delta["delta"]["refusal"] = refusal_detail(tw);
         }
-        out.push(Sse::named("message_delta", &delta));
-        out.push(Sse::named(
-            "message_stop",
-            &json!({ "type": "message_stop" }),
-        ));
+        out.named("message_delta", &delta);
+        out.named("message_stop", &json!({ "type": "message_stop" }));
     }
 
-    fn write(&mut self, event: Event) -> Vec<Sse> {
-        let mut out = Vec::with_capacity(2);
+    /// The events one event of the answer becomes.
+    fn write(&mut self, event: Event) -> Bytes {
+        let mut out = Sse::with_capacity(192);
         if !self.started && !matches!(event, Event::Failed(_)) {
             self.started = true;
-            out.push(Sse::named(
+            out.named(
                 "message_start",
                 &json!({
                     "type": "message_start",
@@ -432,47 +429,50 @@ impl EventWriter {
                         "usage": { "input_tokens": 0, "output_tokens": 0 },
                     },
                 }),
-            ));
+            );
         }
         match event {
             Event::Text(text) => {
                 self.open(Open::Text, &mut out);
-                let head = format!(
-                    "event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{},\"delta\":{{\"type\":\"text_delta\",\"text\":",
-                    self.index
-                );
-                out.push(Sse::text(&head, &text, "}}\n\n"));
+                // Written by hand: no JSON tree for the commonest event.
+                out.raw("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":");
+                out.number(self.index);
+                out.raw(",\"delta\":{\"type\":\"text_delta\",\"text\":");
+                out.string(&text);
+                out.raw("}}\n\n");
             }
             Event::Reasoning(text) => {
                 self.open(Open::Thinking, &mut out);
-                out.push(self.delta(json!({ "type": "thinking_delta", "thinking": text })));
+                self.delta(
+                    json!({ "type": "thinking_delta", "thinking": text }),
+                    &mut out,
+                );
             }
             Event::ToolCall(call) => {
                 self.close(&mut out);
-                out.push(Sse::named(
+                out.named(
                     "content_block_start",
                     &json!({
                         "type": "content_block_start",
                         "index": self.index,
                         "content_block": { "type": "tool_use", "id": call.tool_call_id, "name": call.tool_name, "input": {} },
                     }),
-                ));
-                out.push(self.delta(
+                );
+                self.delta(
                     json!({ "type": "input_json_delta", "partial_json": call.args.to_string() }),
-                ));
-                out.push(Sse::named(
+                    &mut out,
+                );
+                out.named(
                     "content_block_stop",
                     &json!({ "type": "content_block_stop", "index": self.index }),
-                ));
+                );
                 self.index += 1;
             }
             Event::Finish(reason, u) => self.stop(stop_reason(reason), &u, None, &mut out),
             Event::Refused(tw) => self.stop("refusal", &Usage::default(), Some(&tw), &mut out),
-            Event::Failed(e) => {
-                out.push(Sse::named("error", &error_body(&ClientError::upstream(&e))))
-            }
+            Event::Failed(e) => out.named("error", &error_body(&ClientError::upstream(&e))),
         }
-        out
+        out.into_bytes()
     }
 }
 

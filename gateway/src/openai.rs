@@ -4,6 +4,7 @@
 
 use crate::call::{Answer, Event, refusal_detail};
 use crate::wire::{self, ClientError, Sse};
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use processors_runtime::chunk::{FinishReason, Usage};
@@ -421,7 +422,7 @@ pub(crate) fn chunks(
     created: u64,
     include_usage: bool,
     events: BoxStream<'static, Event>,
-) -> BoxStream<'static, Sse> {
+) -> BoxStream<'static, Bytes> {
     let text_head = format!(
         "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{},\"choices\":[{{\"index\":0,\"delta\":{{\"content\":",
         Value::from(id.as_str()),
@@ -436,9 +437,9 @@ pub(crate) fn chunks(
         started: false,
         text_head,
     };
-    let body = events.flat_map(move |event| futures::stream::iter(writer.write(event)));
-    body.chain(futures::stream::once(async { Sse::data("[DONE]") }))
-        .boxed()
+    let body = events.map(move |event| writer.write(event));
+    let done = futures::stream::once(async { Bytes::from_static(b"data: [DONE]\n\n") });
+    body.chain(done).boxed()
 }
 
 struct ChunkWriter {
@@ -466,47 +467,48 @@ impl ChunkWriter {
         })
     }
 
-    fn write(&mut self, event: Event) -> Vec<Sse> {
-        let mut out = Vec::with_capacity(2);
+    /// The events one event of the answer becomes.
+    fn write(&mut self, event: Event) -> Bytes {
+        let mut out = Sse::with_capacity(self.text_head.len() + TEXT_TAIL.len() + 64);
         if !self.started && !matches!(event, Event::Failed(_)) {
             self.started = true;
-            out.push(Sse::json(
-                &self.chunk(json!({ "role": "assistant", "content": "" }), None),
-            ));
+            out.json(&self.chunk(json!({ "role": "assistant", "content": "" }), None));
         }
         match event {
-            Event::Text(text) => out.push(Sse::text(&self.text_head, &text, TEXT_TAIL)),
-            Event::Reasoning(text) => out.push(Sse::json(
-                &self.chunk(json!({ "reasoning_content": text }), None),
-            )),
+            Event::Text(text) => {
+                out.raw(&self.text_head);
+                out.string(&text);
+                out.raw(TEXT_TAIL);
+            }
+            Event::Reasoning(text) => {
+                out.json(&self.chunk(json!({ "reasoning_content": text }), None));
+            }
             Event::ToolCall(call) => {
                 let delta = json!({ "tool_calls": [tool_call(self.calls, &call)] });
                 self.calls += 1;
-                out.push(Sse::json(&self.chunk(delta, None)));
+                out.json(&self.chunk(delta, None));
             }
             Event::Finish(reason, u) => {
-                out.push(Sse::json(
-                    &self.chunk(json!({}), Some(finish_reason(reason))),
-                ));
+                out.json(&self.chunk(json!({}), Some(finish_reason(reason))));
                 if self.include_usage {
-                    out.push(Sse::json(&json!({
+                    out.json(&json!({
                         "id": self.id,
                         "object": "chat.completion.chunk",
                         "created": self.created,
                         "model": self.model,
                         "choices": [],
                         "usage": usage(&u),
-                    })));
+                    }));
                 }
             }
             Event::Refused(tw) => {
                 let mut chunk = self.chunk(json!({}), Some("content_filter"));
                 chunk["choices"][0]["content_filter"] = refusal_detail(&tw);
-                out.push(Sse::json(&chunk));
+                out.json(&chunk);
             }
-            Event::Failed(e) => out.push(Sse::json(&error_body(&ClientError::upstream(&e)))),
+            Event::Failed(e) => out.json(&error_body(&ClientError::upstream(&e))),
         }
-        out
+        out.into_bytes()
     }
 }
 

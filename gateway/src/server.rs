@@ -9,7 +9,7 @@ use crate::keys::KeyHash;
 use crate::metrics::Metrics;
 use crate::openai::{self, ChatRequest};
 use crate::traces::{Dispatched, TRACE_HEADER, TRACE_ID_HEADER, Trace, Traces};
-use crate::wire::{ClientError, Kind, Sse};
+use crate::wire::{ClientError, Kind};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -344,7 +344,7 @@ trait Dialect: 'static {
         model: String,
         flag: bool,
         events: BoxStream<'static, Event>,
-    ) -> BoxStream<'static, Sse>;
+    ) -> BoxStream<'static, Bytes>;
 }
 
 struct OpenAi;
@@ -377,7 +377,7 @@ impl Dialect for OpenAi {
         model: String,
         usage: bool,
         events: BoxStream<'static, Event>,
-    ) -> BoxStream<'static, Sse> {
+    ) -> BoxStream<'static, Bytes> {
         openai::chunks(id, model, unix_now(), usage, events)
     }
 }
@@ -411,7 +411,7 @@ impl Dialect for AnthropicMessages {
         model: String,
         _: bool,
         events: BoxStream<'static, Event>,
-    ) -> BoxStream<'static, Sse> {
+    ) -> BoxStream<'static, Bytes> {
         anthropic::events(id, model, events)
     }
 }
@@ -657,8 +657,7 @@ fn streamed<D: Dialect>(
         Some(dispatch) => Dispatched::new(counted.boxed(), dispatch).boxed(),
         None => counted.boxed(),
     };
-    let body =
-        D::stream(id, alias, flag, events).map(|sse| Ok::<_, std::convert::Infallible>(sse.0));
+    let body = D::stream(id, alias, flag, events).map(Ok::<_, std::convert::Infallible>);
     (
         StatusCode::OK,
         [

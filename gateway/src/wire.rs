@@ -143,35 +143,59 @@ impl ClientError {
     }
 }
 
-/// One server-sent event.
-#[derive(Debug, Clone)]
-pub(crate) struct Sse(pub(crate) Bytes);
+/// Server-sent events, written one after the other into one buffer: what one event of the
+/// answer becomes, sent as one piece of the body.
+#[derive(Debug, Default)]
+pub(crate) struct Sse(Vec<u8>);
 
 impl Sse {
-    /// `data: TEXT`.
-    pub(crate) fn data(text: &str) -> Sse {
-        Sse(Bytes::from(format!("data: {text}\n\n")))
+    /// An empty buffer with room for `bytes`.
+    pub(crate) fn with_capacity(bytes: usize) -> Sse {
+        Sse(Vec::with_capacity(bytes))
+    }
+
+    /// The events written.
+    pub(crate) fn into_bytes(self) -> Bytes {
+        Bytes::from(self.0)
     }
 
     /// `data: JSON`.
-    pub(crate) fn json(value: &Value) -> Sse {
-        Sse::data(&value.to_string())
-    }
-
-    /// `head`, `text` as a JSON string, then `tail`: a text delta's event, written without
-    /// building its JSON tree (the events around it are written the plain way).
-    pub(crate) fn text(head: &str, text: &str, tail: &str) -> Sse {
-        let mut out = Vec::with_capacity(head.len() + text.len() + tail.len() + 8);
-        out.extend_from_slice(head.as_bytes());
-        // Writing a string into a vector fails only on out-of-memory, which aborts anyway.
-        let _ = serde_json::to_writer(&mut out, text);
-        out.extend_from_slice(tail.as_bytes());
-        Sse(Bytes::from(out))
+    pub(crate) fn json(&mut self, value: &Value) {
+        self.raw("data: ");
+        self.value(value);
+        self.raw("\n\n");
     }
 
     /// `event: NAME` with `data: JSON`.
-    pub(crate) fn named(name: &str, value: &Value) -> Sse {
-        Sse(Bytes::from(format!("event: {name}\ndata: {value}\n\n")))
+    pub(crate) fn named(&mut self, name: &str, value: &Value) {
+        self.raw("event: ");
+        self.raw(name);
+        self.raw("\ndata: ");
+        self.value(value);
+        self.raw("\n\n");
+    }
+
+    /// Text as it is: a piece of an event written by hand (a text delta's, so that no JSON
+    /// tree is built for it).
+    pub(crate) fn raw(&mut self, text: &str) {
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    /// `text` as a JSON string.
+    pub(crate) fn string(&mut self, text: &str) {
+        self.0.reserve(text.len() + 2);
+        // Writing into a vector fails only on out-of-memory, which aborts anyway.
+        let _ = serde_json::to_writer(&mut self.0, text);
+    }
+
+    /// A number.
+    pub(crate) fn number(&mut self, n: usize) {
+        use std::io::Write;
+        let _ = write!(self.0, "{n}");
+    }
+
+    fn value(&mut self, value: &Value) {
+        let _ = serde_json::to_writer(&mut self.0, value);
     }
 }
 
@@ -255,12 +279,30 @@ mod tests {
     }
 
     #[test]
-    fn a_text_event_is_json() {
-        let Sse(bytes) = Sse::text("data: {\"t\":", "a \"quote\"\n and \u{7}", "}\n\n");
+    fn a_text_event_written_by_hand_is_json() {
+        let mut sse = Sse::default();
+        sse.raw("data: {\"t\":");
+        sse.string("a \"quote\"\n and \u{7}");
+        sse.raw(",\"n\":");
+        sse.number(1_234_567_890);
+        sse.raw("}\n\n");
+        let bytes = sse.into_bytes();
         let text = std::str::from_utf8(&bytes).unwrap();
         let json = text.strip_prefix("data: ").unwrap().trim_end();
         let v: Value = serde_json::from_str(json).unwrap();
         assert_eq!(v["t"], "a \"quote\"\n and \u{7}");
+        assert_eq!(v["n"], 1_234_567_890);
+    }
+
+    #[test]
+    fn events_follow_one_another_in_one_buffer() {
+        let mut sse = Sse::default();
+        sse.named("ping", &serde_json::json!({ "type": "ping" }));
+        sse.json(&serde_json::json!([1]));
+        assert_eq!(
+            &sse.into_bytes()[..],
+            b"event: ping\ndata: {\"type\":\"ping\"}\n\ndata: [1]\n\n"
+        );
     }
 
     #[test]
