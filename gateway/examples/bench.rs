@@ -272,8 +272,21 @@ struct Sample {
     total: Duration,
 }
 
-/// Streams `concurrency` requests at a time at `url` for `seconds`.
-async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<Sample> {
+/// Streams `model`'s answers from `url`: `concurrency` clients, each sending one request
+/// after another for `seconds`; `read` makes a sample of each response (given when its
+/// request was sent), or none when it failed.
+async fn closed_loop<T, F, Fut>(
+    url: &str,
+    concurrency: usize,
+    seconds: u64,
+    model: &str,
+    read: F,
+) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(Instant, reqwest::Response) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = Option<T>> + Send,
+{
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()
@@ -286,7 +299,8 @@ async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<S
     .to_string();
     let end = Instant::now() + Duration::from_secs(seconds);
     let workers = (0..concurrency).map(|_| {
-        let (client, body, url) = (client.clone(), body.clone(), url.to_owned());
+        let (client, body, url, read) =
+            (client.clone(), body.clone(), url.to_owned(), read.clone());
         tokio::spawn(async move {
             let mut samples = Vec::new();
             while Instant::now() < end {
@@ -299,22 +313,7 @@ async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<S
                     .send()
                     .await;
                 let Ok(response) = response else { continue };
-                let mut stream = response.bytes_stream();
-                let mut first_byte = None;
-                let mut failed = false;
-                while let Some(piece) = stream.next().await {
-                    if piece.is_err() {
-                        failed = true;
-                        break;
-                    }
-                    first_byte.get_or_insert_with(|| started.elapsed());
-                }
-                if let (Some(first_byte), false) = (first_byte, failed) {
-                    samples.push(Sample {
-                        first_byte,
-                        total: started.elapsed(),
-                    });
-                }
+                samples.extend(read(started, response).await);
             }
             samples
         })
@@ -324,6 +323,29 @@ async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<S
         all.extend(worker.unwrap_or_default());
     }
     all
+}
+
+/// Times each answer's first byte and end, under load.
+async fn load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Vec<Sample> {
+    closed_loop(
+        url,
+        concurrency,
+        seconds,
+        model,
+        |started, response| async move {
+            let mut stream = response.bytes_stream();
+            let mut first_byte = None;
+            while let Some(piece) = stream.next().await {
+                piece.ok()?;
+                first_byte.get_or_insert_with(|| started.elapsed());
+            }
+            Some(Sample {
+                first_byte: first_byte?,
+                total: started.elapsed(),
+            })
+        },
+    )
+    .await
 }
 
 /// The latencies of paced answers' deltas: of each first delta, and of every delta.
@@ -336,59 +358,31 @@ struct Latencies {
 /// Streams paced answers, `concurrency` at a time, for `seconds`, timing each delta from
 /// its sending to its arrival.
 async fn paced_load(url: &str, concurrency: usize, seconds: u64, model: &str) -> Latencies {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency)
-        .build()
-        .expect("a client");
-    let body = json!({
-        "model": model,
-        "stream": true,
-        "messages": [{ "role": "user", "content": "Say twenty words." }],
-    })
-    .to_string();
-    let end = Instant::now() + Duration::from_secs(seconds);
-    let workers = (0..concurrency).map(|_| {
-        let (client, body, url) = (client.clone(), body.clone(), url.to_owned());
-        tokio::spawn(async move {
-            let mut out = Latencies::default();
-            while Instant::now() < end {
-                let Ok(response) = client
-                    .post(&url)
-                    .bearer_auth(KEY)
-                    .header("content-type", "application/json")
-                    .body(body.clone())
-                    .send()
-                    .await
-                else {
-                    continue;
-                };
-                let mut stream = response.bytes_stream();
-                let mut pending = String::new();
-                let mut first = true;
-                while let Some(Ok(piece)) = stream.next().await {
-                    let now = micros_now();
-                    pending.push_str(&String::from_utf8_lossy(&piece));
-                    while let Some(at) = pending.find("\n\n") {
-                        let event: String = pending.drain(..at + 2).collect();
-                        for sent in sent_times(&event) {
-                            let latency = Duration::from_micros(now.saturating_sub(sent));
-                            if first {
-                                out.first.push(latency);
-                                first = false;
-                            }
-                            out.every.push(latency);
-                        }
+    let answers = closed_loop(url, concurrency, seconds, model, |_, response| async move {
+        let mut out = Latencies::default();
+        let mut stream = response.bytes_stream();
+        let mut pending = String::new();
+        while let Some(Ok(piece)) = stream.next().await {
+            let now = micros_now();
+            pending.push_str(&String::from_utf8_lossy(&piece));
+            while let Some(at) = pending.find("\n\n") {
+                let event: String = pending.drain(..at + 2).collect();
+                for sent in sent_times(&event) {
+                    let latency = Duration::from_micros(now.saturating_sub(sent));
+                    if out.first.is_empty() {
+                        out.first.push(latency);
                     }
+                    out.every.push(latency);
                 }
             }
-            out
-        })
-    });
+        }
+        Some(out)
+    })
+    .await;
     let mut all = Latencies::default();
-    for worker in futures::future::join_all(workers).await {
-        let worker = worker.unwrap_or_default();
-        all.first.extend(worker.first);
-        all.every.extend(worker.every);
+    for answer in answers {
+        all.first.extend(answer.first);
+        all.every.extend(answer.every);
     }
     all
 }
