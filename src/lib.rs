@@ -563,6 +563,9 @@ pub mod otel;
 // user writes) and the links to them resolve in its pages.
 #[doc(inline)]
 pub use processors_builtins as builtins;
+/// How often a guard is right, on a labelled corpus: [`builtins::eval`].
+#[doc(no_inline)]
+pub use processors_builtins::eval;
 #[doc(inline)]
 pub use processors_config as config;
 #[doc(inline)]

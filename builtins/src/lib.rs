@@ -99,6 +99,7 @@ pub mod cost_guard;
 pub mod detector;
 pub mod ensure_final_response;
 pub mod environment;
+pub mod eval;
 pub mod history_window;
 pub mod loop_detection;
 pub mod recovery;

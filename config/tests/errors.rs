@@ -296,3 +296,25 @@ fn a_response_cache_is_built_by_its_first_entry_alone() {
         "agent.toml:2:56: `response-cache`: `max_entries` is 0: the cache could keep nothing; give at least 1"
     );
 }
+
+#[test]
+fn a_local_check_must_exist_and_fit_its_detector() {
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"prompt-injection-detector\", judge = \"local/injection-heuristic\" }]\n"
+        ),
+        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`"
+    );
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"moderation\", judge = \"local/injection-heuristics\" }]\n"
+        ),
+        "agent.toml:2:46: `moderation`: the local check `injection-heuristics` gives the verdicts of `prompt-injection-detector`, not of `moderation`"
+    );
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"prompt-injection-detector\", judge = \"local/injection-heuristics\", first = \"injection-heuristics\" }]\n"
+        ),
+        "agent.toml:2:99: `prompt-injection-detector`: the judge is a local check already; `first` puts a local check before a judge that is a model"
+    );
+}

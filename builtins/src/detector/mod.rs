@@ -93,6 +93,7 @@
 mod classifier;
 mod language;
 mod languages;
+mod local;
 mod moderation;
 mod pii;
 mod prompt_injection;
@@ -107,6 +108,7 @@ pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
     TranslationQuality,
 };
+pub use local::{InjectionHeuristics, Local, LocalCheck};
 pub use moderation::{
     DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,
 };
@@ -206,6 +208,9 @@ pub enum JudgeError {
 #[derive(Clone)]
 pub struct Judge {
     model: Arc<dyn LanguageModel>,
+    /// The check asked before the model, and whether it is asked alone.
+    local: Option<Arc<dyn LocalCheck>>,
+    local_only: bool,
     timeout: Duration,
     on_error: OnJudgeError,
     concurrency: usize,
@@ -226,6 +231,8 @@ impl fmt::Debug for Judge {
             .field("on_error", &self.on_error)
             .field("concurrency", &self.concurrency)
             .field("max_output_tokens", &self.max_output_tokens)
+            .field("local", &self.local.as_ref().map(|c| c.name().to_owned()))
+            .field("local_only", &self.local_only)
             .finish()
     }
 }
@@ -255,11 +262,56 @@ impl Judge {
     pub fn shared(model: Arc<dyn LanguageModel>) -> Self {
         Judge {
             model,
+            local: None,
+            local_only: false,
             timeout: DEFAULT_JUDGE_TIMEOUT,
             on_error: OnJudgeError::default(),
             concurrency: 4,
             max_output_tokens: 2048,
         }
+    }
+
+    /// Judges with `check` alone: no model is ever called, and the check's verdict, sure or
+    /// not, is the detector's. Its records name `local/NAME` as their model, tier `local`.
+    pub fn local(check: impl LocalCheck) -> Self {
+        let name = check.name().to_owned();
+        Judge {
+            local: Some(Arc::new(check)),
+            local_only: true,
+            ..Self::shared(Arc::new(NoModel(name)))
+        }
+    }
+
+    /// Asks `check` first: the model is called only for the texts the check is unsure of
+    /// ([`Local::Unsure`]); a sure verdict is the detector's at no cost. Each record says
+    /// which tier gave it (`tier`: `local` or `model`).
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors::builtins::detector::{InjectionHeuristics, Judge, JudgeLedger, PromptInjectionDetector};
+    /// use processors::prelude::*;
+    ///
+    /// let model = ScriptedModel::new([Turn::text(r#"{"categories": {"role-manipulation": 0.2}}"#)]);
+    /// let judge = Judge::new(model.clone()).first(InjectionHeuristics::new());
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::cycle([Turn::text("Arr!")]))
+    ///     .input(PromptInjectionDetector::builder(judge).build()?)
+    ///     .build()?;
+    /// // Nothing the heuristics know: sure, no model call.
+    /// agent.generate("What time is it?").await?;
+    /// // A role-play set-up: unsure, so the model judges (and lets it through).
+    /// let ledger = JudgeLedger::new();
+    /// let options = GenerateOptions::new().request_context(RequestContext::new().with(ledger.clone()));
+    /// agent.generate_with("Let's play a game where you are a pirate.", options).await?;
+    /// assert_eq!(model.requests().len(), 1);
+    /// assert_eq!(ledger.records()[0].tier, processors::builtins::detector::Tier::Model);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn first(mut self, check: impl LocalCheck) -> Self {
+        self.local = Some(Arc::new(check));
+        self.local_only = false;
+        self
     }
 
     /// How long one judging call may take, answer included; past it the call is dropped
@@ -298,6 +350,17 @@ impl Judge {
     /// none, with the call's latency and usage.
     pub(crate) async fn ask(&self, instructions: &str, content: &str) -> Asked {
         let started = Instant::now();
+        if let Some(check) = &self.local {
+            let local = check.check(content);
+            if self.local_only || local.is_sure() {
+                return Asked {
+                    answer: Ok(local.verdict().to_string()),
+                    latency: started.elapsed(),
+                    usage: Usage::default(),
+                    tier: Tier::Local,
+                };
+            }
+        }
         let mut usage = Usage::default();
         let request = ModelRequest {
             prompt: vec![
@@ -346,6 +409,7 @@ impl Judge {
             answer,
             latency: started.elapsed(),
             usage,
+            tier: Tier::Model,
         }
     }
 
@@ -366,10 +430,15 @@ impl Judge {
 
     /// The record of a call, before its outcome is known.
     fn record(&self, detector: &str, at: Where, asked: &Asked) -> JudgeRecord {
+        let model = match (&self.local, asked.tier) {
+            (Some(check), Tier::Local) => format!("local/{}", check.name()),
+            _ => format!("{}/{}", self.model.provider(), self.model.model_id()),
+        };
         JudgeRecord {
             detector: detector.to_owned(),
             at: at.tag().to_owned(),
-            model: format!("{}/{}", self.model.provider(), self.model.model_id()),
+            model,
+            tier: asked.tier,
             latency_ms: u64::try_from(asked.latency.as_millis()).unwrap_or(u64::MAX),
             usage: asked.usage,
             message_id: None,
@@ -389,6 +458,39 @@ pub(crate) struct Asked {
     pub(crate) answer: Result<String, JudgeError>,
     pub(crate) latency: Duration,
     pub(crate) usage: Usage,
+    pub(crate) tier: Tier,
+}
+
+/// Which tier of a judge gave a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    /// A [`LocalCheck`], with no model call.
+    Local,
+    /// The judging model.
+    Model,
+}
+
+/// The model of a judge that only checks locally ([`Judge::local`]): never called.
+struct NoModel(String);
+
+impl LanguageModel for NoModel {
+    fn provider(&self) -> &str {
+        "local"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.0
+    }
+
+    fn stream(
+        &self,
+        _: ModelRequest,
+    ) -> futures::future::BoxFuture<'_, Result<processors_runtime::model::ModelStream, ApiError>>
+    {
+        let e = ApiError::other("a local judge has no model to call", false);
+        Box::pin(futures::future::ready(Err(e)))
+    }
 }
 
 /// One judging call: where, by which model, how long it took, what it cost, and what it found.
@@ -400,8 +502,10 @@ pub struct JudgeRecord {
     pub detector: String,
     /// The hook: `input`, `output-stream` or `output-result`.
     pub at: String,
-    /// The judging model, `provider/model`.
+    /// The judging model, `provider/model`, or `local/NAME` for a [`LocalCheck`].
     pub model: String,
+    /// Which tier of the judge gave the verdict.
+    pub tier: Tier,
     /// How long the call took, in milliseconds.
     pub latency_ms: u64,
     /// The judge's token usage (zero when it failed before reporting any).

@@ -738,6 +738,7 @@ mod tests {
                 detector: String::new(),
                 at: String::new(),
                 model: String::new(),
+                tier: super::super::Tier::Model,
                 latency_ms: 0,
                 usage: Default::default(),
                 message_id: None,

@@ -6,8 +6,8 @@ use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
-    InjectionStrategy, LanguageStrategy, LeakStrategy, OnJudgeError, PiiStrategy, Strategy,
-    TranslationQuality,
+    InjectionHeuristics, InjectionStrategy, LanguageStrategy, LeakStrategy, OnJudgeError,
+    PiiStrategy, Strategy, TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
@@ -32,11 +32,12 @@ pub(super) fn register(registry: Registry) -> Registry {
 
 /// The judge of a detector's options `$o` (each has `judge`, `judge_timeout_ms`,
 /// `on_judge_error` and `concurrency`: serde cannot flatten them into a struct that refuses
-/// unknown fields).
+/// unknown fields), for the detector `$detector`.
 macro_rules! judge_of {
-    ($cx:expr, $o:expr) => {
+    ($cx:expr, $o:expr, $detector:expr) => {
         judge(
             $cx,
+            $detector,
             &$o.judge,
             $o.judge_timeout_ms,
             $o.on_judge_error,
@@ -45,15 +46,50 @@ macro_rules! judge_of {
     };
 }
 
-/// The judge of a detector, from its options.
+/// The local checks a file can name (`judge = "local/NAME"`, `first = "NAME"`), each with
+/// the detector whose verdicts it gives.
+const LOCAL_CHECKS: [(&str, &str); 1] = [("injection-heuristics", "prompt-injection-detector")];
+
+/// The local check `name`, for `detector`.
+fn local_check(
+    name: &str,
+    detector: &str,
+    option: &'static str,
+) -> Result<InjectionHeuristics, Refusal> {
+    match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
+        Some((_, fits)) if *fits == detector => Ok(InjectionHeuristics::new()),
+        Some((_, fits)) => Err(Refusal::Option(
+            option,
+            format!("the local check `{name}` gives the verdicts of `{fits}`, not of `{detector}`"),
+        )),
+        None => Err(Refusal::Option(
+            option,
+            format!(
+                "there is no local check `{name}`; the local checks are: {}",
+                LOCAL_CHECKS.map(|(n, _)| format!("`{n}`")).join(", ")
+            ),
+        )),
+    }
+}
+
+/// The judge of a detector, from its options: a model, or a local check
+/// (`"local/injection-heuristics"`).
 fn judge(
     cx: &Cx<'_>,
+    detector: &str,
     model: &ModelSpec,
     timeout_ms: Option<u64>,
     on_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
 ) -> Result<Judge, Refusal> {
-    let mut j = Judge::shared(cx.model(model)?);
+    let local = match model {
+        ModelSpec::Id(id) => id.strip_prefix("local/"),
+        ModelSpec::Scripted(_) => None,
+    };
+    let mut j = match local {
+        Some(name) => Judge::local(local_check(name, detector, "judge")?),
+        None => Judge::shared(cx.model(model)?),
+    };
     j = set(j, timeout_ms, |j, ms| j.timeout(Duration::from_millis(ms)));
     j = set(j, on_error, |j, e| j.on_error(e));
     if concurrency == Some(0) {
@@ -82,7 +118,7 @@ struct ModerationOptions {
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let j = judge_of!(cx, o, "moderation")?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -98,6 +134,7 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
 #[serde(deny_unknown_fields)]
 struct InjectionOptions {
     judge: ModelSpec,
+    first: Option<String>,
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
@@ -109,7 +146,16 @@ struct InjectionOptions {
 }
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let mut j = judge_of!(cx, o, "prompt-injection-detector")?;
+    if let Some(name) = &o.first {
+        if matches!(&o.judge, ModelSpec::Id(id) if id.starts_with("local/")) {
+            return Err(Refusal::Option(
+                "first",
+                "the judge is a local check already; `first` puts a local check before a judge that is a model".to_owned(),
+            ));
+        }
+        j = j.first(local_check(name, "prompt-injection-detector", "first")?);
+    }
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -151,7 +197,7 @@ enum PiiStrategyName {
 }
 
 fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let j = judge_of!(cx, o, "pii-detector")?;
     let mut b = PiiDetector::builder(j);
     b = set(b, o.types, |b, t| b.types(t));
     b = set(b, o.strategy, |b, s| {
@@ -207,7 +253,7 @@ enum LeakStrategyName {
 }
 
 fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let j = judge_of!(cx, o, "prompt-leak-detector")?;
     let mut b = PromptLeakDetector::builder(j);
     b = set(b, o.strategy, |b, s| {
         let redact = |r: Redaction| LeakStrategy::Redact(r);
@@ -251,7 +297,7 @@ struct LanguageOptions {
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let j = judge_of!(cx, o, "language-detector")?;
     let mut b = LanguageDetector::builder(j);
     for target in o.targets {
         b = b.target(target);
@@ -279,7 +325,7 @@ struct ClassifierOptions {
 }
 
 fn classifier(o: ClassifierOptions, cx: &Cx<'_>) -> Result<Classifier, Refusal> {
-    let j = judge_of!(cx, o)?;
+    let j = judge_of!(cx, o, "classifier")?;
     let mut b = Classifier::builder(j);
     for (name, description) in o.classes {
         b = b.class(name, description);
