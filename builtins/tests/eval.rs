@@ -1,10 +1,10 @@
-//! Checks without a model, judges in tiers, and how often a guard is right (behaviours 72-77
-//! of `docs/builtins.md`).
+//! Checks without a model, judges in tiers, how often a guard is right, and a judge that keeps
+//! failing (behaviours 72-78 of `docs/builtins.md`).
 
 use processors_builtins::RegexFilter;
 use processors_builtins::detector::{
-    InjectionHeuristics, InjectionStrategy, Judge, JudgeLedger, Local, LocalCheck, OnJudgeError,
-    PromptInjectionDetector, Tier,
+    CircuitBreaker, InjectionHeuristics, InjectionStrategy, Judge, JudgeLedger, Local, LocalCheck,
+    OnJudgeError, PromptInjectionDetector, Tier,
 };
 use processors_builtins::eval::{Corpus, Expected, Site, evaluate};
 use processors_builtins::regex_filter::Preset;
@@ -251,4 +251,75 @@ async fn bi_77_the_local_guards_hold_their_figures_on_the_repositorys_corpora() 
     let e = evaluate("regex pii", guard, &pii, Site::Input).await;
     assert!(e.precision() >= 0.95, "{}", e.to_json());
     assert!(e.recall() >= 0.76, "{}", e.to_json());
+}
+
+/// One check of `text` by `detector`, as a fresh request: its warnings and trip wire.
+async fn check_once(detector: &PromptInjectionDetector) -> (Vec<String>, Option<String>) {
+    let report = processors_runtime::testing::Harness::new(detector.clone())
+        .input("hello")
+        .await
+        .unwrap();
+    let warnings = report.warnings.iter().map(|w| w.reason.clone()).collect();
+    (warnings, report.tripwire.map(|t| t.reason))
+}
+
+#[tokio::test]
+async fn bi_78_a_judge_that_keeps_failing_is_not_called_until_its_cool_down_ends() {
+    use processors_runtime::model::ApiError;
+    use std::time::Duration;
+    // Down for its first three calls, then up.
+    let model = ScriptedModel::responder(|_, i| match i {
+        0..3 => Turn::error(ApiError::new(503, "overloaded")),
+        _ => Turn::text(r#"{"categories": {}}"#),
+    });
+    let breaker = CircuitBreaker::new(2, Duration::from_secs(60), Duration::from_millis(300));
+    let detector =
+        PromptInjectionDetector::builder(Judge::new(model.clone()).circuit_breaker(breaker))
+            .build()
+            .unwrap();
+    for _ in 0..2 {
+        let (warnings, _) = check_once(&detector).await;
+        assert!(warnings[0].contains("overloaded"), "{warnings:?}");
+    }
+    // Open: the checks fail at once, without a call, and say why.
+    for _ in 0..2 {
+        let (warnings, _) = check_once(&detector).await;
+        assert!(
+            warnings[0].contains("(circuit breaker open)"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[0].contains("it failed 2 times within 60s"),
+            "{warnings:?}"
+        );
+    }
+    assert_eq!(model.calls(), 2);
+    // After the cool-down one call goes through; it fails, and the breaker opens at once.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (warnings, _) = check_once(&detector).await;
+    assert!(warnings[0].contains("overloaded"), "{warnings:?}");
+    let (warnings, _) = check_once(&detector).await;
+    assert!(warnings[0].contains("circuit breaker open"), "{warnings:?}");
+    assert_eq!(model.calls(), 3);
+    // The next trial succeeds: closed again, every check goes through.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for _ in 0..2 {
+        let (warnings, tripwire) = check_once(&detector).await;
+        assert!(warnings.is_empty() && tripwire.is_none(), "{warnings:?}");
+    }
+    assert_eq!(model.calls(), 5);
+    // Failing closed, an open breaker ends the run.
+    let down = ScriptedModel::cycle([Turn::error(ApiError::new(503, "overloaded"))]);
+    let judge = Judge::new(down.clone())
+        .on_error(OnJudgeError::Block)
+        .circuit_breaker(CircuitBreaker::new(
+            1,
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+        ));
+    let detector = PromptInjectionDetector::builder(judge).build().unwrap();
+    check_once(&detector).await;
+    let (_, tripwire) = check_once(&detector).await;
+    assert!(tripwire.unwrap().contains("circuit breaker open"));
+    assert_eq!(down.calls(), 1);
 }

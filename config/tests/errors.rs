@@ -318,3 +318,13 @@ fn a_local_check_must_exist_and_fit_its_detector() {
         "agent.toml:2:99: `prompt-injection-detector`: the judge is a local check already; `first` puts a local check before a judge that is a model"
     );
 }
+
+#[test]
+fn a_circuit_breaker_needs_a_failure_to_open() {
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"moderation\", judge = { scripted = [] }, circuit_breaker = { failures = 0, window_ms = 60000, cool_down_ms = 30000 } }]\n"
+        ),
+        "agent.toml:2:83: `moderation`: `failures` is 0: the breaker would open before any call; give at least 1"
+    );
+}

@@ -136,7 +136,11 @@ const MINIMAL: &[(&str, &str, &str)] = &[
         "tool-parameters",
         "max = [{ tool = \"search\", key = \"limit\", value = 10 }]",
     ),
-    ("input", "moderation", "judge = { scripted = [] }"),
+    (
+        "input",
+        "moderation",
+        "judge = { scripted = [] }, circuit_breaker = { failures = 5, window_ms = 60000, cool_down_ms = 30000 }",
+    ),
     (
         "input",
         "prompt-injection-detector",

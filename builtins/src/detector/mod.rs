@@ -189,6 +189,122 @@ pub enum JudgeError {
     /// The answer is not a verdict.
     #[error("the judging model's verdict is malformed: {0}")]
     Malformed(String),
+    /// The judge's [`CircuitBreaker`] is open: the model failed too often lately and is not
+    /// called until its cool-down ends.
+    #[error(
+        "the judging model is not called for {left:?} more: it failed {failures} times within {window:?} (circuit breaker open)"
+    )]
+    CircuitOpen {
+        /// What is left of the cool-down.
+        left: Duration,
+        /// The failures that open the breaker.
+        failures: u32,
+        /// The window they fell in.
+        window: Duration,
+    },
+}
+
+/// Stops calling a judging model that keeps failing. After `failures` failed calls (the
+/// provider's errors and timeouts; an answer that is not a verdict is not the model's outage)
+/// within `window`, the model is not called for `cool_down`: each check in that time fails at
+/// once with [`JudgeError::CircuitOpen`], which the judge's [`OnJudgeError`] handles as any
+/// judging failure (a warning by default, the run ended under `Block`). After the cool-down
+/// calls go through again: the first that fails opens the breaker at once, the first that
+/// succeeds closes it. Clones of a judge share its breaker.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::builtins::detector::{CircuitBreaker, Judge, PromptInjectionDetector};
+/// use processors::model::ApiError;
+/// use processors::prelude::*;
+/// use processors::testing::Harness;
+/// use std::time::Duration;
+///
+/// let down = ScriptedModel::cycle([Turn::error(ApiError::new(503, "overloaded"))]);
+/// let judge = Judge::new(down.clone())
+///     .circuit_breaker(CircuitBreaker::new(2, Duration::from_secs(60), Duration::from_secs(30)));
+/// let detector = PromptInjectionDetector::builder(judge).build()?;
+/// for _ in 0..4 {
+///     let report = Harness::new(detector.clone()).input("hello").await.unwrap();
+///     assert_eq!(report.warnings.len(), 1, "each check fails open, with a warning");
+/// }
+/// assert_eq!(down.calls(), 2, "the last two were not sent");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CircuitBreaker {
+    failures: u32,
+    window: Duration,
+    cool_down: Duration,
+}
+
+impl CircuitBreaker {
+    /// Opens after `failures` failed calls (at least 1) within `window`, for `cool_down`.
+    pub fn new(failures: u32, window: Duration, cool_down: Duration) -> Self {
+        CircuitBreaker {
+            failures: failures.max(1),
+            window,
+            cool_down,
+        }
+    }
+}
+
+/// A breaker and what it saw, shared by a judge's clones.
+#[derive(Debug)]
+struct Breaker {
+    config: CircuitBreaker,
+    state: Mutex<BreakerState>,
+}
+
+#[derive(Debug, Default)]
+struct BreakerState {
+    /// When the recent failures happened, oldest first.
+    recent: std::collections::VecDeque<Instant>,
+    /// Until when the model is not called; past it, calls go through on trial.
+    open_until: Option<Instant>,
+}
+
+impl Breaker {
+    /// Why no call may go now, if none may.
+    fn refusal(&self, now: Instant) -> Option<JudgeError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let until = state.open_until.filter(|until| now < *until)?;
+        Some(JudgeError::CircuitOpen {
+            left: until - now,
+            failures: self.config.failures,
+            window: self.config.window,
+        })
+    }
+
+    /// Counts a call's outcome.
+    fn settle(&self, failed: bool, now: Instant) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let on_trial = state.open_until.is_some();
+        if !failed {
+            if on_trial {
+                *state = BreakerState::default();
+            }
+            return;
+        }
+        let window = self.config.window;
+        state.recent.push_back(now);
+        while state
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > window)
+        {
+            state.recent.pop_front();
+        }
+        if on_trial || state.recent.len() >= self.config.failures as usize {
+            state.recent.clear();
+            state.open_until = Some(now + self.config.cool_down);
+            tracing::warn!(
+                cool_down_ms = u64::try_from(self.config.cool_down.as_millis()).unwrap_or(u64::MAX),
+                "the judging model keeps failing: not called until the cool-down ends"
+            );
+        }
+    }
 }
 
 /// The judging model of a detector, with how it is called: timeout, error strategy,
@@ -211,6 +327,7 @@ pub struct Judge {
     /// The check asked before the model, and whether it is asked alone.
     local: Option<Arc<dyn LocalCheck>>,
     local_only: bool,
+    breaker: Option<Arc<Breaker>>,
     timeout: Duration,
     on_error: OnJudgeError,
     concurrency: usize,
@@ -233,6 +350,7 @@ impl fmt::Debug for Judge {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("local", &self.local.as_ref().map(|c| c.name().to_owned()))
             .field("local_only", &self.local_only)
+            .field("breaker", &self.breaker.as_ref().map(|b| b.config))
             .finish()
     }
 }
@@ -264,6 +382,7 @@ impl Judge {
             model,
             local: None,
             local_only: false,
+            breaker: None,
             timeout: DEFAULT_JUDGE_TIMEOUT,
             on_error: OnJudgeError::default(),
             concurrency: 4,
@@ -314,6 +433,15 @@ impl Judge {
         self
     }
 
+    /// Stops calling the model while it keeps failing ([`CircuitBreaker`]).
+    pub fn circuit_breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.breaker = Some(Arc::new(Breaker {
+            config: breaker,
+            state: Mutex::new(BreakerState::default()),
+        }));
+        self
+    }
+
     /// How long one judging call may take, answer included; past it the call is dropped
     /// (cancelling it) and counts as failed. Under Tokio the deadline is a Tokio timer; on
     /// other executors, and on a Tokio runtime built without timers (found by the panic
@@ -361,6 +489,18 @@ impl Judge {
                 };
             }
         }
+        if let Some(refusal) = self
+            .breaker
+            .as_ref()
+            .and_then(|b| b.refusal(Instant::now()))
+        {
+            return Asked {
+                answer: Err(refusal),
+                latency: started.elapsed(),
+                usage: Usage::default(),
+                tier: Tier::Model,
+            };
+        }
         let mut usage = Usage::default();
         let request = ModelRequest {
             prompt: vec![
@@ -405,6 +545,10 @@ impl Judge {
             Some(v) => v,
             None => Err(JudgeError::Timeout(self.timeout)),
         };
+        if let Some(breaker) = &self.breaker {
+            let outage = matches!(answer, Err(JudgeError::Model(_) | JudgeError::Timeout(_)));
+            breaker.settle(outage, Instant::now());
+        }
         Asked {
             answer,
             latency: started.elapsed(),

@@ -6,8 +6,8 @@ use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
-    InjectionHeuristics, InjectionStrategy, LanguageStrategy, LeakStrategy, OnJudgeError,
-    PiiStrategy, Strategy, TranslationQuality,
+    CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageStrategy, LeakStrategy,
+    OnJudgeError, PiiStrategy, Strategy, TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
@@ -42,6 +42,7 @@ macro_rules! judge_of {
             $o.judge_timeout_ms,
             $o.on_judge_error,
             $o.concurrency,
+            $o.circuit_breaker.as_ref(),
         )
     };
 }
@@ -81,6 +82,7 @@ fn judge(
     timeout_ms: Option<u64>,
     on_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    breaker: Option<&BreakerSpec>,
 ) -> Result<Judge, Refusal> {
     let local = match model {
         ModelSpec::Id(id) => id.strip_prefix("local/"),
@@ -98,7 +100,30 @@ fn judge(
             "`concurrency` is 0: no judging call could run; give at least 1".to_owned(),
         ));
     }
+    if let Some(b) = breaker {
+        if b.failures == 0 {
+            return Err(Refusal::Option(
+                "circuit_breaker",
+                "`failures` is 0: the breaker would open before any call; give at least 1"
+                    .to_owned(),
+            ));
+        }
+        j = j.circuit_breaker(CircuitBreaker::new(
+            b.failures,
+            Duration::from_millis(b.window_ms),
+            Duration::from_millis(b.cool_down_ms),
+        ));
+    }
     Ok(set(j, concurrency, |j, n| j.concurrency(n)))
+}
+
+/// `circuit_breaker = { failures = 5, window_ms = 60000, cool_down_ms = 30000 }`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BreakerSpec {
+    failures: u32,
+    window_ms: u64,
+    cool_down_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +133,7 @@ struct ModerationOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     categories: Option<Vec<String>>,
     strategy: Option<Strategy>,
     threshold: Option<f64>,
@@ -138,6 +164,7 @@ struct InjectionOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     categories: Option<Vec<String>>,
     strategy: Option<InjectionStrategy>,
     threshold: Option<f64>,
@@ -172,6 +199,7 @@ struct PiiOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     types: Option<Vec<String>>,
     strategy: Option<PiiStrategyName>,
     hold: Option<usize>,
@@ -228,6 +256,7 @@ struct LeakOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     strategy: Option<LeakStrategyName>,
     placeholder: Option<String>,
     threshold: Option<f64>,
@@ -286,6 +315,7 @@ struct LanguageOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     #[serde(default)]
     targets: Vec<String>,
     strategy: Option<LanguageStrategy>,
@@ -318,6 +348,7 @@ struct ClassifierOptions {
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
+    circuit_breaker: Option<BreakerSpec>,
     /// Each class's name and description.
     classes: BTreeMap<String, String>,
     threshold: Option<f64>,
