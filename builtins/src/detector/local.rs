@@ -9,6 +9,7 @@
 
 use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
+use regex_automata::{Input, MatchKind, PatternSet};
 use serde_json::{Map, Value, json};
 
 /// What a [`LocalCheck`] found in a text.
@@ -100,7 +101,7 @@ const SIGNS: &[Sign] = &[
     },
     Sign {
         name: "system-marker",
-        pattern: r"(<\|im_start\|>\s*system|<\|system\|>|<<sys>>|\[inst\](?s:.){0,2000}\[/inst\]|\[system( message)?\]|^\s*#{2,}\s*system\b|\bsystem\s*(prompt|message|override)\s*:|\b(admin|root|developer|maintenance|debug) (mode|access) (enabled|activated|on)\b|\b(a )?(message|note|instructions?|update) from (your|the) (developer|creator|administrator|admin|operator|system)s?\b|\bas your (creator|developer|administrator|admin|owner|operator)\b)",
+        pattern: r"(<\|im_start\|>\s*system|<\|system\|>|<<sys>>|\[inst\](?s:.)*\[/inst\]|\[system( message)?\]|^\s*#{2,}\s*system\b|\bsystem\s*(prompt|message|override)\s*:|\b(admin|root|developer|maintenance|debug) (mode|access) (enabled|activated|on)\b|\b(a )?(message|note|instructions?|update) from (your|the) (developer|creator|administrator|admin|operator|system)s?\b|\bas your (creator|developer|administrator|admin|owner|operator)\b)",
         categories: &["system-override"],
         strong: true,
     },
@@ -178,12 +179,13 @@ const MIN_BASE64: usize = 24;
 /// # }).unwrap();
 /// ```
 pub struct InjectionHeuristics {
-    signs: Vec<(&'static Sign, Regex)>,
+    /// Every sign's pattern, in one regex: one pass over a text finds them all.
+    signs: Regex,
 }
 
 impl std::fmt::Debug for InjectionHeuristics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.signs.iter().map(|(s, _)| s.name).collect();
+        let names: Vec<&str> = SIGNS.iter().map(|s| s.name).collect();
         f.debug_struct("InjectionHeuristics")
             .field("signs", &names)
             .finish()
@@ -199,32 +201,28 @@ impl Default for InjectionHeuristics {
 impl InjectionHeuristics {
     /// The heuristics with every sign.
     pub fn new() -> Self {
-        let config = syntax::Config::new()
-            .case_insensitive(true)
-            .multi_line(true);
-        let signs = SIGNS
+        // ASCII word boundaries: the lazy DFA runs them on any text.
+        let patterns: Vec<String> = SIGNS
             .iter()
-            .map(|sign| {
-                // ASCII word boundaries: the lazy DFA runs them on any text.
-                let pattern = sign.pattern.replace(r"\b", r"(?-u:\b)");
-                let regex = Regex::builder()
-                    .syntax(config)
-                    .build(&pattern)
-                    .unwrap_or_else(|e| unreachable!("the sign `{}` compiles: {e}", sign.name));
-                (sign, regex)
-            })
+            .map(|sign| sign.pattern.replace(r"\b", r"(?-u:\b)"))
             .collect();
+        let signs = Regex::builder()
+            .syntax(
+                syntax::Config::new()
+                    .case_insensitive(true)
+                    .multi_line(true),
+            )
+            .configure(Regex::config().match_kind(MatchKind::All))
+            .build_many(&patterns)
+            .unwrap_or_else(|e| unreachable!("the signs compile: {e}"));
         InjectionHeuristics { signs }
     }
 
-    /// The signs found in `text` and in the base64 payloads it carries.
-    fn signs_in<'a>(&'a self, text: &str, found: &mut Vec<&'a Sign>, depth: u8) {
+    /// Marks the signs found in `text`, and in the base64 payloads it carries.
+    fn signs_in(&self, text: &str, found: &mut PatternSet, depth: u8) {
         let flat = collapse(text);
-        for (sign, regex) in &self.signs {
-            if !found.iter().any(|f| f.name == sign.name) && regex.is_match(flat.as_bytes()) {
-                found.push(sign);
-            }
-        }
+        self.signs
+            .which_overlapping_matches(&Input::new(&flat), found);
         if depth == 0 {
             for payload in base64_runs(text) {
                 if let Some(decoded) = decode_base64(payload) {
@@ -241,8 +239,9 @@ impl LocalCheck for InjectionHeuristics {
     }
 
     fn check(&self, text: &str) -> Local {
-        let mut found = Vec::new();
-        self.signs_in(text, &mut found, 0);
+        let mut set = PatternSet::new(SIGNS.len());
+        self.signs_in(text, &mut set, 0);
+        let found: Vec<&Sign> = set.iter().map(|id| &SIGNS[id.as_usize()]).collect();
         let mut scores = Map::new();
         for sign in &found {
             let score = if sign.strong { STRONG } else { WEAK };
@@ -342,7 +341,7 @@ mod tests {
     #[test]
     fn every_sign_compiles_and_plain_requests_have_none() {
         let h = InjectionHeuristics::new();
-        assert_eq!(h.signs.len(), SIGNS.len());
+        assert_eq!(h.signs.pattern_len(), SIGNS.len());
         for text in [
             "What is the refund policy for orders over 30 days?",
             "Please summarise the previous email in two sentences.",
