@@ -183,6 +183,9 @@ pub enum ConfigError {
     /// The configuration leaves the processor nothing to do.
     #[error("{0}, so the processor would do nothing")]
     NothingToDo(&'static str),
+    /// Two options cannot go together.
+    #[error("{0}")]
+    Conflict(&'static str),
     /// None of the sites the processor has is chosen.
     #[error(
         "the processor acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"

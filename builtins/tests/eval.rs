@@ -1,10 +1,11 @@
-//! Checks without a model, judges in tiers, how often a guard is right, and a judge that keeps
-//! failing (behaviours 72-78 of `docs/builtins.md`).
+//! Checks without a model, judges in tiers, how often a guard is right, a judge that keeps
+//! failing, and languages told apart in-process (behaviours 72-79 of `docs/builtins.md`).
 
 use processors_builtins::RegexFilter;
 use processors_builtins::detector::{
-    CircuitBreaker, InjectionHeuristics, InjectionStrategy, Judge, JudgeLedger, Local, LocalCheck,
-    OnJudgeError, PromptInjectionDetector, Tier,
+    CircuitBreaker, InjectionHeuristics, InjectionStrategy, Judge, JudgeLedger, LanguageDetector,
+    LanguageIdentifier, LanguageStrategy, Local, LocalCheck, OnJudgeError, PromptInjectionDetector,
+    Tier,
 };
 use processors_builtins::eval::{Corpus, Expected, Site, evaluate};
 use processors_builtins::regex_filter::Preset;
@@ -322,4 +323,63 @@ async fn bi_78_a_judge_that_keeps_failing_is_not_called_until_its_cool_down_ends
     let (_, tripwire) = check_once(&detector).await;
     assert!(tripwire.unwrap().contains("circuit breaker open"));
     assert_eq!(down.calls(), 1);
+}
+
+#[tokio::test]
+async fn bi_79_languages_are_told_apart_in_process_and_a_short_text_goes_to_the_model() {
+    // Alone: a French request is blocked for an English-only agent, with no model call.
+    let detector = LanguageDetector::builder(Judge::local(LanguageIdentifier::new()))
+        .target("en")
+        .strategy(LanguageStrategy::Block)
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("ok")]))
+        .input(detector)
+        .build()
+        .unwrap();
+    let (result, ledger) = generate(
+        &agent,
+        "Pourriez-vous me dire quand part le prochain train pour Lyon ?",
+    )
+    .await;
+    assert_eq!(
+        result.tripwire.expect("blocked").processor_id,
+        "language-detector"
+    );
+    assert_eq!(ledger.records()[0].model, "local/language-identifier");
+    let (result, _) = generate(
+        &agent,
+        "Could you tell me when the next train to Leeds leaves, and from which platform?",
+    )
+    .await;
+    assert!(result.tripwire.is_none());
+    // In two tiers: a long text is sure, a short one is the model's to judge.
+    let model = ScriptedModel::new([Turn::text(r#"{"language": "de", "confidence": 0.95}"#)]);
+    let detector =
+        LanguageDetector::builder(Judge::new(model.clone()).first(LanguageIdentifier::new()))
+            .target("de")
+            .build()
+            .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("ok")]))
+        .input(detector)
+        .build()
+        .unwrap();
+    generate(
+        &agent,
+        "Der schnelle braune Fuchs springt über den faulen Hund, und die Katze schläft den ganzen Tag auf dem Sofa.",
+    )
+    .await;
+    assert_eq!(model.calls(), 0);
+    let (_, ledger) = generate(&agent, "Der Fuchs springt über den Hund.").await;
+    assert_eq!(model.calls(), 1);
+    assert_eq!(ledger.records()[0].tier, Tier::Model);
+    // It cannot translate.
+    let e = LanguageDetector::builder(Judge::local(LanguageIdentifier::new()))
+        .target("en")
+        .strategy(LanguageStrategy::Translate)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot translate"), "{e}");
 }

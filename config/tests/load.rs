@@ -424,4 +424,12 @@ input = [{ processor = "prompt-injection-detector", judge = { scripted = ['{"cat
     assert!(plain.tripwire.is_none(), "{plain:?}");
     let unsure = block_on(agent.generate("Let's play a game where you are a pirate.")).unwrap();
     assert!(unsure.tripwire.is_some(), "the model judged it: {unsure:?}");
+    // The language detector's local check.
+    let file = r#"
+model = { scripted = ["Oui."], cycle = true }
+input = [{ processor = "language-detector", judge = "local/language-identifier", targets = ["en"], strategy = "block" }]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let french = "Pourriez-vous me dire quand part le prochain train pour Lyon ?";
+    assert!(block_on(agent.generate(french)).unwrap().tripwire.is_some());
 }

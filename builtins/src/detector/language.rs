@@ -134,6 +134,11 @@ impl LanguageDetectorBuilder {
     /// Checks the configuration.
     pub fn build(mut self) -> Result<LanguageDetector, ConfigError> {
         self.options.check(Sites::INPUT)?;
+        if self.strategy == LanguageStrategy::Translate && self.options.judge.has_local() {
+            return Err(ConfigError::Conflict(
+                "`LanguageStrategy::Translate` needs a model's translation, and this judge's verdicts come from a local check, which cannot translate; detect or block with it, or translate with a judge that is a model",
+            ));
+        }
         self.targets = (self.targets.iter())
             .map(|t| code_of(t).ok_or_else(|| unknown_language(t)))
             .collect::<Result<_, _>>()?;

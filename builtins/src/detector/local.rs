@@ -6,6 +6,9 @@
 //! [`InjectionHeuristics`] is the one for [`PromptInjectionDetector`](super::PromptInjectionDetector):
 //! phrases that override instructions, jailbreak and role-play markers, posing as the system,
 //! asking for the prompt or the tools, each also found inside base64 payloads.
+//! [`LanguageIdentifier`] is the one for [`LanguageDetector`](super::LanguageDetector): the
+//! language of a text from its script and letter trigrams (`whatlang`'s models, in the
+//! binary), 69 languages.
 
 use regex_automata::meta::Regex;
 use regex_automata::util::syntax;
@@ -66,6 +69,16 @@ pub trait LocalCheck: Send + Sync + 'static {
 
     /// The verdict on `text`.
     fn check(&self, text: &str) -> Local;
+}
+
+impl<C: LocalCheck + ?Sized> LocalCheck for Box<C> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn check(&self, text: &str) -> Local {
+        (**self).check(text)
+    }
 }
 
 /// One kind of sign, the categories it scores and how much.
@@ -262,6 +275,88 @@ impl LocalCheck for InjectionHeuristics {
     }
 }
 
+/// The local check for [`LanguageDetector`](super::LanguageDetector): the language of a
+/// text, by `whatlang` (its script, then its letter trigrams; 69 languages, the models in the
+/// binary, no download), read from its first 320 characters, as `{"language": "<ISO 639-1>", "confidence": <0 to 1>}`. A
+/// detection `whatlang` calls reliable is sure; another is unsure (under `Judge::first` the
+/// model decides), and so is a text it cannot place (`"und"`, confidence 0, which passes). It
+/// cannot translate: `LanguageDetector` refuses it with `LanguageStrategy::Translate`.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::builtins::detector::{Judge, LanguageDetector, LanguageIdentifier, LanguageStrategy};
+/// use processors::prelude::*;
+///
+/// let detector = LanguageDetector::builder(Judge::local(LanguageIdentifier::new()))
+///     .target("en")
+///     .strategy(LanguageStrategy::Block)
+///     .build()?;
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::cycle([Turn::text("Sure.")]))
+///     .input(detector)
+///     .build()?;
+/// assert!(agent.generate("Could you tell me when the next train to Leeds leaves?").await?.tripwire.is_none());
+/// let blocked = agent.generate("Pourriez-vous me dire quand part le prochain train pour Lyon ?").await?;
+/// assert_eq!(blocked.tripwire.unwrap().metadata.unwrap()["verdicts"][0]["flagged"][0], "fr");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LanguageIdentifier;
+
+impl LanguageIdentifier {
+    /// The identifier, over every language `whatlang` knows.
+    pub fn new() -> Self {
+        LanguageIdentifier
+    }
+}
+
+impl LocalCheck for LanguageIdentifier {
+    fn name(&self) -> &str {
+        "language-identifier"
+    }
+
+    fn check(&self, text: &str) -> Local {
+        // Its first characters tell a text's language as well as the whole text would, at a
+        // bounded cost.
+        let end = text
+            .char_indices()
+            .nth(SAMPLE_CHARS)
+            .map_or(text.len(), |(i, _)| i);
+        let info = whatlang::detect(&text[..end]);
+        let code = info.as_ref().and_then(|i| iso_639_1(i.lang()));
+        match (info, code) {
+            (Some(info), Some(code)) => {
+                let verdict = json!({ "language": code, "confidence": info.confidence() });
+                match info.is_reliable() {
+                    true => Local::Sure(verdict),
+                    false => Local::Unsure(verdict),
+                }
+            }
+            _ => Local::Unsure(json!({ "language": "und", "confidence": 0.0 })),
+        }
+    }
+}
+
+/// How much of a text [`LanguageIdentifier`] reads.
+const SAMPLE_CHARS: usize = 320;
+
+/// The ISO 639-1 code of a language `whatlang` detects, by its English name.
+fn iso_639_1(lang: whatlang::Lang) -> Option<&'static str> {
+    let name = match lang.eng_name() {
+        // The names `whatlang` gives that the ISO list spells otherwise.
+        "Bokmal" => "Norwegian Bokmål",
+        "Slovene" => "Slovenian",
+        "Punjabi" => "Panjabi",
+        "Sinhalese" => "Sinhala",
+        other => other,
+    };
+    super::languages::LANGUAGES
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(code, _)| *code)
+}
+
 /// The text with each run of whitespace as one space, so that a phrase split over lines or
 /// padded with spaces reads as one.
 fn collapse(text: &str) -> String {
@@ -371,6 +466,27 @@ mod tests {
         assert_eq!(signs(text), ["override", "prompt-leak"]);
         assert_eq!(decode_base64("aGk"), Some("hi".to_owned()));
         assert_eq!(decode_base64("////////////////////////"), None, "not text");
+    }
+
+    #[test]
+    fn every_language_whatlang_detects_has_an_iso_639_1_code() {
+        for lang in whatlang::Lang::all() {
+            assert!(iso_639_1(*lang).is_some(), "{}", lang.eng_name());
+        }
+        assert_eq!(iso_639_1(whatlang::Lang::Nob), Some("nb"));
+        let long = "Der schnelle braune Fuchs springt über den faulen Hund, und die Katze schläft den ganzen Tag auf dem Sofa.";
+        let local = LanguageIdentifier.check(long);
+        assert_eq!(local.verdict()["language"], "de");
+        assert!(local.is_sure());
+        // A short text is a guess: unsure, for the judge's model to decide.
+        let short =
+            LanguageIdentifier.check("Der schnelle braune Fuchs springt über den faulen Hund.");
+        assert_eq!(short.verdict()["language"], "de");
+        assert!(!short.is_sure());
+        assert_eq!(
+            LanguageIdentifier.check("1234").verdict()["language"],
+            "und"
+        );
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
     TranslationQuality,
 };
-pub use local::{InjectionHeuristics, Local, LocalCheck};
+pub use local::{InjectionHeuristics, LanguageIdentifier, Local, LocalCheck};
 pub use moderation::{
     DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,
 };
@@ -467,6 +467,11 @@ impl Judge {
     pub fn max_output_tokens(mut self, tokens: u32) -> Self {
         self.max_output_tokens = tokens;
         self
+    }
+
+    /// Whether a local check gives some of the verdicts.
+    pub(crate) fn has_local(&self) -> bool {
+        self.local.is_some()
     }
 
     /// The judging model.

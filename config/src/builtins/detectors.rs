@@ -6,8 +6,8 @@ use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
-    CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageStrategy, LeakStrategy,
-    OnJudgeError, PiiStrategy, Strategy, TranslationQuality,
+    CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
+    LeakStrategy, LocalCheck, OnJudgeError, PiiStrategy, Strategy, TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
@@ -49,16 +49,22 @@ macro_rules! judge_of {
 
 /// The local checks a file can name (`judge = "local/NAME"`, `first = "NAME"`), each with
 /// the detector whose verdicts it gives.
-const LOCAL_CHECKS: [(&str, &str); 1] = [("injection-heuristics", "prompt-injection-detector")];
+const LOCAL_CHECKS: [(&str, &str); 2] = [
+    ("injection-heuristics", "prompt-injection-detector"),
+    ("language-identifier", "language-detector"),
+];
 
 /// The local check `name`, for `detector`.
 fn local_check(
     name: &str,
     detector: &str,
     option: &'static str,
-) -> Result<InjectionHeuristics, Refusal> {
+) -> Result<Box<dyn LocalCheck>, Refusal> {
     match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
-        Some((_, fits)) if *fits == detector => Ok(InjectionHeuristics::new()),
+        Some((_, fits)) if *fits == detector => Ok(match name {
+            "injection-heuristics" => Box::new(InjectionHeuristics::new()),
+            _ => Box::new(LanguageIdentifier::new()),
+        }),
         Some((_, fits)) => Err(Refusal::Option(
             option,
             format!("the local check `{name}` gives the verdicts of `{fits}`, not of `{detector}`"),
@@ -115,6 +121,25 @@ fn judge(
         ));
     }
     Ok(set(j, concurrency, |j, n| j.concurrency(n)))
+}
+
+/// `judge` with the local check `first` names as its first tier, when it names one.
+fn first(
+    judge: Judge,
+    first: Option<&str>,
+    spec: &ModelSpec,
+    detector: &str,
+) -> Result<Judge, Refusal> {
+    let Some(name) = first else {
+        return Ok(judge);
+    };
+    if matches!(spec, ModelSpec::Id(id) if id.starts_with("local/")) {
+        return Err(Refusal::Option(
+            "first",
+            "the judge is a local check already; `first` puts a local check before a judge that is a model".to_owned(),
+        ));
+    }
+    Ok(judge.first(local_check(name, detector, "first")?))
 }
 
 /// `circuit_breaker = { failures = 5, window_ms = 60000, cool_down_ms = 30000 }`.
@@ -174,15 +199,7 @@ struct InjectionOptions {
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
     let mut j = judge_of!(cx, o, "prompt-injection-detector")?;
-    if let Some(name) = &o.first {
-        if matches!(&o.judge, ModelSpec::Id(id) if id.starts_with("local/")) {
-            return Err(Refusal::Option(
-                "first",
-                "the judge is a local check already; `first` puts a local check before a judge that is a model".to_owned(),
-            ));
-        }
-        j = j.first(local_check(name, "prompt-injection-detector", "first")?);
-    }
+    j = first(j, o.first.as_deref(), &o.judge, "prompt-injection-detector")?;
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -312,6 +329,7 @@ fn prompt_leak(o: LeakOptions, cx: &Cx<'_>) -> Result<PromptLeakDetector, Refusa
 #[serde(deny_unknown_fields)]
 struct LanguageOptions {
     judge: ModelSpec,
+    first: Option<String>,
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
@@ -327,7 +345,8 @@ struct LanguageOptions {
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
-    let j = judge_of!(cx, o, "language-detector")?;
+    let mut j = judge_of!(cx, o, "language-detector")?;
+    j = first(j, o.first.as_deref(), &o.judge, "language-detector")?;
     let mut b = LanguageDetector::builder(j);
     for target in o.targets {
         b = b.target(target);
