@@ -4,7 +4,8 @@
 //! (`"expected": "flag"` or `"pass"`), with an optional `note`. [`evaluate`] runs a guard on
 //! every sample on its own, as the test kit calls one hook of one processor
 //! ([`Harness`]), and counts: a sample is **flagged** when the guard ended the run, reported
-//! a warning, or changed or removed the text. The [`Evaluation`] has the confusion counts,
+//! a warning, or changed or removed the text. A sample on which a judge gave no verdict (it
+//! failed, timed out, or its circuit breaker was open) is an error, not a flag. The [`Evaluation`] has the confusion counts,
 //! precision, recall and F1, the latency of each check, the judges' usage, and for a tiered
 //! judge how many verdicts each tier gave.
 //!
@@ -169,7 +170,7 @@ pub enum Site {
 /// A sample the guard got wrong, or failed on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Miss {
-    /// Its line among the corpus's samples, from 0.
+    /// Its index among the corpus's samples, from 0.
     pub index: usize,
     /// What it should have done.
     pub expected: Expected,
@@ -332,12 +333,16 @@ pub async fn evaluate_shared(
         let mut h =
             Harness::shared(guard.clone()).with_context(RequestContext::new().with(ledger.clone()));
         let started = Instant::now();
-        let flagged = check(&mut h, &sample.text, site).await;
+        let mut flagged = check(&mut h, &sample.text, site).await;
         e.latencies.push(started.elapsed());
         for record in ledger.records() {
             match record.tier {
                 Tier::Local => e.local_verdicts += 1,
                 Tier::Model => e.model_verdicts += 1,
+            }
+            // A judge that gave no verdict decided nothing: its warning is not a flag.
+            if let Some(error) = record.error {
+                flagged = Err(format!("the judge gave no verdict: {error}"));
             }
         }
         for usage in h.processor_usage().values() {

@@ -123,10 +123,14 @@ async fn bi_74_injection_heuristics_decide_on_strong_signs_and_leave_weak_ones_t
     let game = h.check("Let's play a game where you are a pirate.");
     assert!(!game.is_sure(), "{game:?}");
     let none = h.check("Pretend I'm a beginner and explain recursion.");
-    assert!(none.is_sure(), "{none:?}");
+    assert!(!none.is_sure(), "no sign is no proof: {none:?}");
     assert_eq!(none.verdict()["categories"], json!({}));
-    // Under a tiered judge, the weak sign goes to the model, whose verdict filters it out.
-    let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"role-manipulation": 0.9}}"#)]);
+    // Under a tiered judge, what no strong sign decides goes to the model, whose verdicts
+    // filter the role-play out and let the question through.
+    let judge = ScriptedModel::new([
+        Turn::text(r#"{"categories": {"role-manipulation": 0.9}}"#),
+        Turn::text(r#"{"categories": {}}"#),
+    ]);
     let main = ScriptedModel::new([Turn::text("Sure.")]);
     let detector = PromptInjectionDetector::builder(
         Judge::new(judge.clone())
@@ -149,11 +153,7 @@ async fn bi_74_injection_heuristics_decide_on_strong_signs_and_leave_weak_ones_t
         .await
         .unwrap();
     assert!(result.tripwire.is_none());
-    assert_eq!(
-        judge.requests().len(),
-        1,
-        "only the unsure message was judged"
-    );
+    assert_eq!(judge.requests().len(), 2);
     let prompt: Vec<String> = main.requests()[0].prompt.iter().map(|m| m.text()).collect();
     assert_eq!(prompt, ["What is the tide today?"]);
 }
@@ -232,6 +232,18 @@ async fn bi_76_an_evaluation_counts_blocks_warnings_and_changes_as_flags() {
     let json = e.to_json();
     assert_eq!(json["precision"], 0.5);
     assert_eq!(json["verdicts"]["model"], 4);
+    // A judge that gives no verdict decides nothing: its warnings are errors, not flags.
+    let down = ScriptedModel::cycle([Turn::error(processors_runtime::model::ApiError::new(
+        503,
+        "overloaded",
+    ))]);
+    let warn = PromptInjectionDetector::builder(Judge::new(down))
+        .build()
+        .unwrap();
+    let e = evaluate("down", warn, &c, Site::Input).await;
+    assert_eq!(e.errors, 4);
+    assert_eq!(e.true_positives + e.false_positives, 0);
+    assert!(e.misses[0].error.as_deref().unwrap().contains("overloaded"));
 }
 
 /// The local guards' figures on the repository's corpora (`eval/`), as the built-ins'
@@ -246,7 +258,7 @@ async fn bi_77_the_local_guards_hold_their_figures_on_the_repositorys_corpora() 
     assert_eq!(e.errors, 0);
     assert_eq!(e.local_verdicts, 80, "every verdict local");
     assert!(e.precision() >= 1.0, "{}", e.to_json());
-    assert!(e.recall() >= 0.80, "{}", e.to_json());
+    assert!(e.recall() >= 0.825, "{}", e.to_json());
     let pii = corpus("pii.jsonl");
     let guard = RegexFilter::builder().preset(Preset::Pii).build().unwrap();
     let e = evaluate("regex pii", guard, &pii, Site::Input).await;
@@ -273,7 +285,7 @@ async fn bi_78_a_judge_that_keeps_failing_is_not_called_until_its_cool_down_ends
         0..3 => Turn::error(ApiError::new(503, "overloaded")),
         _ => Turn::text(r#"{"categories": {}}"#),
     });
-    let breaker = CircuitBreaker::new(2, Duration::from_secs(60), Duration::from_millis(300));
+    let breaker = CircuitBreaker::new(2, Duration::from_secs(60), Duration::from_secs(1));
     let detector =
         PromptInjectionDetector::builder(Judge::new(model.clone()).circuit_breaker(breaker))
             .build()
@@ -290,20 +302,21 @@ async fn bi_78_a_judge_that_keeps_failing_is_not_called_until_its_cool_down_ends
             "{warnings:?}"
         );
         assert!(
-            warnings[0].contains("it failed 2 times within 60s"),
+            warnings[0].contains("2 failures within 60s"),
             "{warnings:?}"
         );
     }
     assert_eq!(model.calls(), 2);
-    // After the cool-down one call goes through; it fails, and the breaker opens at once.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // After the cool-down one call goes through on trial; it fails, and the breaker opens
+    // again at once.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     let (warnings, _) = check_once(&detector).await;
     assert!(warnings[0].contains("overloaded"), "{warnings:?}");
     let (warnings, _) = check_once(&detector).await;
     assert!(warnings[0].contains("circuit breaker open"), "{warnings:?}");
     assert_eq!(model.calls(), 3);
     // The next trial succeeds: closed again, every check goes through.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
     for _ in 0..2 {
         let (warnings, tripwire) = check_once(&detector).await;
         assert!(warnings.is_empty() && tripwire.is_none(), "{warnings:?}");
@@ -375,7 +388,12 @@ async fn bi_79_languages_are_told_apart_in_process_and_a_short_text_goes_to_the_
     let (_, ledger) = generate(&agent, "Der Fuchs springt über den Hund.").await;
     assert_eq!(model.calls(), 1);
     assert_eq!(ledger.records()[0].tier, Tier::Model);
-    // It cannot translate.
+    // It cannot translate, and the heuristics cannot rewrite.
+    let e = PromptInjectionDetector::builder(Judge::local(InjectionHeuristics::new()))
+        .strategy(InjectionStrategy::Rewrite)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot rewrite"), "{e}");
     let e = LanguageDetector::builder(Judge::local(LanguageIdentifier::new()))
         .target("en")
         .strategy(LanguageStrategy::Translate)

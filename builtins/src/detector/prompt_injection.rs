@@ -76,6 +76,11 @@ impl PromptInjectionDetectorBuilder {
     /// Checks the configuration.
     pub fn build(self) -> Result<PromptInjectionDetector, ConfigError> {
         self.options.check(Sites::INPUT)?;
+        if self.strategy == InjectionStrategy::Rewrite && self.options.judge.has_local() {
+            return Err(ConfigError::Conflict(
+                "`InjectionStrategy::Rewrite` needs a model's rewrite, and this judge's verdicts come from a local check, which cannot rewrite; block, warn or filter with it, or rewrite with a judge that is a model",
+            ));
+        }
         if self.categories.is_empty() {
             return Err(ConfigError::Empty {
                 what: "the list of categories",
