@@ -76,7 +76,7 @@ pub struct LanguageDetectorBuilder {
 
 /// A language's ISO 639-1 code, from its code (`en-US`, ` EN ` → `en`) or its name
 /// (`English`, `français` → `en`, `fr`): `None` for what is neither.
-fn code_of(language: &str) -> Option<String> {
+pub(super) fn code_of(language: &str) -> Option<String> {
     let language = language.trim();
     let code = language.to_lowercase();
     let code = code.split(['-', '_']).next().unwrap_or_default();
