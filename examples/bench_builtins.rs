@@ -127,52 +127,48 @@ fn local_checks() {
         .map(|c| c.samples().iter().map(|s| s.text.clone()).collect())
         .unwrap_or_default();
     if !texts.is_empty() {
-        let mut times = Vec::with_capacity(ROUNDS);
-        for _ in 0..ROUNDS {
-            let start = Instant::now();
+        let us = median_us(ROUNDS, || {
             for text in &texts {
                 std::hint::black_box(heuristics.check(std::hint::black_box(text)));
             }
-            times.push(start.elapsed() / texts.len() as u32);
-        }
-        times.sort();
+        }) / texts.len() as f64;
         let line = json!({
             "check": "injection-heuristics",
             "message": "each of eval/prompt_injection.jsonl",
             "messages": texts.len(),
-            "us_per_message": (times[times.len() / 2].as_secs_f64() * 1e7).round() / 10.0,
+            "us_per_message": (us * 10.0).round() / 10.0,
         });
         println!("{line}");
     }
     let identifier = LanguageIdentifier::new();
-    let mut times = Vec::with_capacity(ROUNDS * 20);
-    for _ in 0..ROUNDS * 20 {
-        let start = Instant::now();
-        std::hint::black_box(identifier.check(std::hint::black_box(&message)));
-        times.push(start.elapsed());
-    }
-    times.sort();
-    let line = json!({
-        "check": "language-identifier",
-        "message": "prose",
-        "bytes": message.len(),
-        "us_per_message": (times[times.len() / 2].as_secs_f64() * 1e7).round() / 10.0,
-    });
-    println!("{line}");
-    for (name, text) in [("prose", &message), ("attack", &attack)] {
-        let mut times = Vec::with_capacity(ROUNDS * 20);
-        for _ in 0..ROUNDS * 20 {
-            let start = Instant::now();
-            std::hint::black_box(heuristics.check(std::hint::black_box(text)));
-            times.push(start.elapsed());
-        }
-        times.sort();
+    let checks: [(&str, &dyn LocalCheck, &str, &String); 3] = [
+        ("language-identifier", &identifier, "prose", &message),
+        ("injection-heuristics", &heuristics, "prose", &message),
+        ("injection-heuristics", &heuristics, "attack", &attack),
+    ];
+    for (check, local, name, text) in checks {
+        let us = median_us(ROUNDS * 20, || {
+            std::hint::black_box(local.check(std::hint::black_box(text)));
+        });
         let line = json!({
-            "check": "injection-heuristics",
+            "check": check,
             "message": name,
             "bytes": text.len(),
-            "us_per_message": (times[times.len() / 2].as_secs_f64() * 1e7).round() / 10.0,
+            "us_per_message": (us * 10.0).round() / 10.0,
         });
         println!("{line}");
     }
+}
+
+/// The median time of `rounds` runs of `f`, in microseconds.
+fn median_us(rounds: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2].as_secs_f64() * 1e6
 }
