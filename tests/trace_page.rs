@@ -389,3 +389,24 @@ async fn the_page_renders_in_a_browser_with_every_step_and_nothing_on_the_consol
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A processor in shadow: its decision is an event on the page.
+#[tokio::test]
+async fn the_run_page_lists_shadow_decisions() {
+    let recorder = Recorder::new();
+    let guard = Probe::new("guard").output_step(|a| Err(a.abort().reason("too blunt").into()));
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("ok")]))
+        .output(shadow(guard))
+        .build()
+        .unwrap();
+    // The decision is recorded (rule 21) while the run goes on.
+    agent
+        .generate("hi")
+        .with_subscriber(recorder.clone())
+        .await
+        .unwrap();
+    let page = recorder.timeline().to_html();
+    assert!(page.contains("shadow decision"), "{page}");
+    assert!(page.contains("would have aborted the run: too blunt"));
+}

@@ -339,6 +339,7 @@ pub async fn generate_adapter(model: &ScriptedModel, k: usize, chars: usize) -> 
         finish_reason,
         usage,
         processor_usage: Default::default(),
+        shadowed: Vec::new(),
         tool_calls: Vec::new(),
         tool_results: Vec::new(),
         tripwire: None,

@@ -424,6 +424,12 @@ impl Loader {
                 "`memory` takes no options here; set them in the `memory` table",
             );
         }
+        if entry.shadow {
+            errors.at(
+                &entry.span,
+                "`memory` cannot run in shadow: it loads and saves the conversation, which is not a decision to record",
+            );
+        }
         if list == "error" {
             errors.at(
                 &entry.span,
@@ -520,7 +526,7 @@ impl Loader {
             .map(|(k, v)| (k.as_ref().to_string(), v.span()))
             .collect();
         let value = Spanned::new(entry.span.clone(), DeValue::Table(options));
-        match (registered.build)(value, cx) {
+        match (registered.build)(value, cx, entry.shadow) {
             Ok(processor) => return Some((processor, hooks)),
             Err(Refusal::Value(e)) => errors.serde(&e, &entry.span, &format!("`{name}`: ")),
             Err(Refusal::Option(option, message)) => {
@@ -566,6 +572,35 @@ struct RawEntry<'i> {
     name_span: Range<usize>,
     span: Range<usize>,
     options: Option<DeTable<'i>>,
+    /// `shadow = true`: the processor's decisions are recorded instead of applied.
+    shadow: bool,
+}
+
+/// Takes an entry's `shadow` key out of its options: whether it is `true`, after reporting
+/// a value that is not a boolean.
+fn shadow_of(table: &mut DeTable<'_>, errors: &mut Errors<'_>) -> bool {
+    let key = table
+        .iter()
+        .map(|(k, _)| k)
+        .find(|k| k.as_ref() == "shadow")
+        .cloned();
+    let Some(value) = key.and_then(|k| table.remove(&k)) else {
+        return false;
+    };
+    let span = value.span();
+    match value.into_inner() {
+        DeValue::Boolean(shadow) => shadow,
+        other => {
+            errors.at(
+                &span,
+                format!(
+                    "`shadow` is `true` (the processor's decisions are recorded, not applied) or `false`, not {}",
+                    other.type_str()
+                ),
+            );
+            false
+        }
+    }
 }
 
 /// Deserialises one value, reporting a failure at its place.
@@ -688,6 +723,7 @@ fn entries<'i>(
                 name_span: span.clone(),
                 span,
                 options: None,
+                shadow: false,
             }),
             DeValue::Table(mut table) => {
                 let name_key = table
@@ -708,12 +744,14 @@ fn entries<'i>(
                     continue;
                 };
                 let name_span = name.span();
+                let shadow = shadow_of(&mut table, errors);
                 match name.into_inner() {
                     DeValue::String(name) => out.push(RawEntry {
                         name: name.into_owned(),
                         name_span,
                         span,
                         options: Some(table),
+                        shadow,
                     }),
                     other => errors.at(
                         &name_span,

@@ -4,7 +4,7 @@
 use crate::model::ModelSpec;
 use processors_runtime::memory::Memory;
 use processors_runtime::model::LanguageModel;
-use processors_runtime::processor::{Hooks, Processor, ProcessorRef, boxed};
+use processors_runtime::processor::{Hooks, Processor, ProcessorRef, Shadow, boxed};
 use serde::de::{self, DeserializeOwned, Visitor};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,9 +27,11 @@ pub(crate) struct Cx<'a> {
     pub shared: std::cell::RefCell<BTreeMap<String, Shared>>,
 }
 
-/// A processor built once for a file, and the options it was built with.
+/// A processor built once for a file, the options it was built with, and whether it runs in
+/// shadow.
 pub(crate) struct Shared {
     options: Box<dyn std::any::Any>,
+    shadow: bool,
     processor: ProcessorRef,
 }
 
@@ -80,8 +82,19 @@ impl From<processors_builtins::ConfigError> for Refusal {
     }
 }
 
-type Build =
-    dyn for<'i> Fn(Spanned<DeValue<'i>>, &Cx<'_>) -> Result<ProcessorRef, Refusal> + Send + Sync;
+/// Builds an entry's processor from its options; in [`Shadow`] when the entry says
+/// `shadow = true`.
+type Build = dyn for<'i> Fn(Spanned<DeValue<'i>>, &Cx<'_>, bool) -> Result<ProcessorRef, Refusal>
+    + Send
+    + Sync;
+
+/// `processor`, behind a pointer, in shadow when `shadow` is set.
+fn built<P: Processor>(processor: P, shadow: bool) -> ProcessorRef {
+    match shadow {
+        true => boxed(Shadow::new(processor)),
+        false => boxed(processor),
+    }
+}
 
 /// A registered processor: the lists it may go in (its hooks), the options it takes, and how
 /// it is built.
@@ -256,10 +269,10 @@ impl Registry {
         let entry = Entry {
             hooks: P::HOOKS,
             fields: fields_of::<O>(),
-            build: Box::new(move |value, cx| {
+            build: Box::new(move |value, cx, shadow| {
                 let options = O::deserialize(toml::de::ValueDeserializer::from(value))
                     .map_err(Refusal::Value)?;
-                factory(options, cx).map(boxed)
+                factory(options, cx).map(|p| built(p, shadow))
             }),
         };
         self.entries.insert(name.into(), Arc::new(entry));
@@ -277,12 +290,17 @@ impl Registry {
         let entry = Entry {
             hooks: P::HOOKS,
             fields: fields_of::<O>(),
-            build: Box::new(move |value, cx| {
+            build: Box::new(move |value, cx, shadow| {
                 let bare = matches!(value.get_ref(), DeValue::Table(t) if t.is_empty());
                 let options = O::deserialize(toml::de::ValueDeserializer::from(value))
                     .map_err(Refusal::Value)?;
                 let mut shared = cx.shared.borrow_mut();
                 if let Some(first) = shared.get(name) {
+                    if first.shadow != shadow {
+                        return Err(Refusal::Other(format!(
+                            "`{name}` is one processor across the lists, in shadow or not as its first entry says; give `shadow` the same in each entry"
+                        )));
+                    }
                     let same = first.options.downcast_ref::<O>() == Some(&options);
                     return match bare || same {
                         true => Ok(first.processor.clone()),
@@ -291,11 +309,12 @@ impl Registry {
                         ))),
                     };
                 }
-                let processor = boxed(factory(&options, cx)?);
+                let processor = built(factory(&options, cx)?, shadow);
                 shared.insert(
                     name.to_owned(),
                     Shared {
                         options: Box::new(options),
+                        shadow,
                         processor: processor.clone(),
                     },
                 );

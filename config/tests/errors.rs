@@ -328,3 +328,23 @@ fn a_circuit_breaker_needs_a_failure_to_open() {
         "agent.toml:2:83: `moderation`: `failures` is 0: the breaker would open before any call; give at least 1"
     );
 }
+
+#[test]
+fn shadow_is_a_boolean_the_memory_and_a_shared_processor_cannot_disagree_on() {
+    assert_eq!(
+        with_model("input = [{ processor = \"unicode-normalizer\", shadow = \"yes\" }]\n"),
+        "agent.toml:2:55: `shadow` is `true` (the processor's decisions are recorded, not applied) or `false`, not string"
+    );
+    assert_eq!(
+        with_model(
+            "memory = { store = \"in-memory\" }\ninput = [{ processor = \"memory\", shadow = true }]\n"
+        ),
+        "agent.toml:3:10: `memory` cannot run in shadow: it loads and saves the conversation, which is not a decision to record"
+    );
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"response-cache\", shadow = true }]\noutput = [\"response-cache\"]\n"
+        ),
+        "agent.toml:3:11: `response-cache`: `response-cache` is one processor across the lists, in shadow or not as its first entry says; give `shadow` the same in each entry"
+    );
+}

@@ -6,9 +6,11 @@ use crate::config::{
     Config, Key, MemoryConfig, Protocol, Route, ScriptedTurn, StoreKind, Upstream,
 };
 use crate::keys::KeyHash;
+use crate::metrics::Metrics;
 use processors_config::{Diagnostic, Lists, LoadError, Loader};
 use processors_runtime::memory::{InMemoryStore, Memory, MemoryStore};
 use processors_runtime::model::{LanguageModel, Processed, ScriptedModel, Turn};
+use processors_runtime::processor::{Violation, ViolationKind};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -48,11 +50,13 @@ pub(crate) async fn routes(
     config: &Config,
     loader: &Loader,
     env: &Env<'_>,
+    metrics: &Arc<Metrics>,
 ) -> Result<Routes, LoadError> {
     let mut b = Builder {
         config,
         errors: Vec::new(),
         policies: HashMap::new(),
+        metrics,
     };
     let memory = match &config.memory {
         None => None,
@@ -113,9 +117,22 @@ struct Builder<'c> {
     config: &'c Config,
     errors: Vec<Diagnostic>,
     policies: HashMap<&'c str, Option<Lists>>,
+    /// Where the processors' shadow decisions are counted.
+    metrics: &'c Arc<Metrics>,
 }
 
 impl Builder<'_> {
+    /// Counts the shadow decisions of the processors around the model `alias`.
+    fn shadow_counter(&self, alias: &str) -> impl Fn(&Violation) + Send + Sync + 'static {
+        let (metrics, alias) = (Arc::clone(self.metrics), alias.to_owned());
+        move |v: &Violation| {
+            if v.kind == ViolationKind::Shadow {
+                let action = v.metadata.as_ref().and_then(|m| m["action"].as_str());
+                metrics.shadow(&alias, &v.processor_id, action.unwrap_or("unknown"));
+            }
+        }
+    }
+
     /// The lists of the policy a route or a key names, or nothing after reporting why.
     fn policy(&mut self, name: &Spanned<String>) -> Option<Lists> {
         let key = name.get_ref();
@@ -160,7 +177,8 @@ impl Builder<'_> {
             .map_err(|message| config.at(upstream.span(), message))
             .and_then(|client| match lists {
                 None => Ok(client),
-                Some(lists) => wrap(client, lists, None).map_err(|m| config.at(span, m)),
+                Some(lists) => wrap(client, lists, None, self.shadow_counter(alias))
+                    .map_err(|m| config.at(span, m)),
             });
         match built {
             Ok(model) => Some(Target {
@@ -207,9 +225,10 @@ impl Builder<'_> {
         }
         let lists = key.policy.as_ref().and_then(|p| self.policy(p));
         if lists.is_some() || memory.is_some() {
-            for target in theirs.values_mut() {
+            for (alias, target) in &mut theirs {
                 let lists = lists.clone().unwrap_or_default();
-                match wrap(target.model.clone(), lists, memory.cloned()) {
+                let counter = self.shadow_counter(alias);
+                match wrap(target.model.clone(), lists, memory.cloned(), counter) {
                     Ok(model) => target.model = model,
                     Err(message) => {
                         self.errors.push(config.at(span.clone(), message));
@@ -235,13 +254,15 @@ impl Builder<'_> {
     }
 }
 
-/// `model` under the processors of `lists`, with `memory` around them.
+/// `model` under the processors of `lists`, with `memory` around them; `on_violation` hears
+/// their aborts, warnings and shadow decisions.
 fn wrap(
     model: Arc<dyn LanguageModel>,
     lists: Lists,
     memory: Option<Memory>,
+    on_violation: impl Fn(&Violation) + Send + Sync + 'static,
 ) -> Result<Arc<dyn LanguageModel>, String> {
-    let mut builder = Processed::builder(model);
+    let mut builder = Processed::builder(model).on_violation(on_violation);
     if let Some(memory) = memory {
         builder = builder.memory(memory);
     }

@@ -78,6 +78,7 @@ fn label(value: &str) -> String {
 pub(crate) struct Metrics {
     requests: Counter,
     tripwires: Counter,
+    shadowed: Counter,
     upstream_errors: Counter,
     timeouts: Counter,
     open_streams: AtomicI64,
@@ -100,6 +101,16 @@ impl Metrics {
             "model=\"{}\",processor=\"{}\"",
             label(model),
             label(processor)
+        ));
+    }
+
+    /// A decision a processor in shadow recorded instead of applying.
+    pub(crate) fn shadow(&self, model: &str, processor: &str, action: &str) {
+        self.shadowed.add(format!(
+            "model=\"{}\",processor=\"{}\",action=\"{}\"",
+            label(model),
+            label(processor),
+            label(action)
         ));
     }
 
@@ -149,6 +160,11 @@ impl Metrics {
         self.tripwires.render(
             "gateway_tripwires_total",
             "Answers a processor refused, by model alias and processor.",
+            &mut out,
+        );
+        self.shadowed.render(
+            "gateway_shadow_decisions_total",
+            "Decisions of processors in shadow, recorded instead of applied, by model alias, processor and action (block, retry, change, fail).",
             &mut out,
         );
         self.upstream_errors.render(

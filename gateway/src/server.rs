@@ -64,7 +64,7 @@ struct Inner {
     timeout_ms: u64,
     grace: Duration,
     cors: Option<tower_http::cors::CorsLayer>,
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
     traces: Traces,
     /// Set when the shutdown's grace is over: the answers still open end.
     cut: tokio::sync::watch::Sender<bool>,
@@ -84,7 +84,8 @@ impl Gateway {
         loader: &Loader,
         env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
     ) -> Result<Gateway, LoadError> {
-        let routes = crate::build::routes(config, loader, env).await?;
+        let metrics = Arc::new(Metrics::default());
+        let routes = crate::build::routes(config, loader, env, &metrics).await?;
         let cors = match &config.cors {
             None => None,
             Some(cors) => Some(cors_layer(config, &cors.origins)?),
@@ -96,7 +97,7 @@ impl Gateway {
                 timeout_ms: config.request_timeout_ms,
                 grace: Duration::from_millis(config.shutdown_grace_ms),
                 cors,
-                metrics: Metrics::default(),
+                metrics,
                 traces: Traces::new(config.traces, config.trace_entries),
                 cut: tokio::sync::watch::Sender::new(false),
             }),

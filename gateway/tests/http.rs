@@ -688,6 +688,40 @@ async fn metrics_count_requests_and_refusals() {
     );
 }
 
+/// A policy's guard in shadow lets the request through and is counted by what it would have
+/// done.
+#[tokio::test]
+async fn a_guard_in_shadow_answers_and_counts_its_decisions() {
+    let shadowed = SECRETS.replace(
+        "strategy = \"block\"",
+        "strategy = \"block\", shadow = true",
+    );
+    let gw = start(&scripted(r#"["hi"]"#, &shadowed)).await;
+    let (status, body) = post_json(
+        &gw,
+        "/v1/chat/completions",
+        chat("sk-abcdefghijklmnopqrstuvwxyz0123456789", false),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"hi\""), "{body}");
+    let metrics = client()
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "gateway_shadow_decisions_total{model=\"scripted\",processor=\"regex-filter\",action=\"block\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("gateway_tripwires_total{"), "{metrics}");
+}
+
 /// A long answer recorded keeps `trace_entries` spans and events and counts the rest.
 #[tokio::test]
 async fn a_trace_keeps_at_most_trace_entries() {

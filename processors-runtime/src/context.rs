@@ -1,6 +1,7 @@
 //! [`RequestContext`]: typed values of one request.
 
 use crate::chunk::Usage;
+use crate::processor::ShadowDecision;
 use crate::tripwire::TripWire;
 use serde_json::Value;
 use std::any::{Any, TypeId};
@@ -43,7 +44,11 @@ pub(crate) struct RunReports {
     usage: Mutex<BTreeMap<String, Usage>>,
     /// Warnings reported alongside a result, for the run to hand to `on_violation`.
     warnings: Mutex<Vec<TripWire>>,
-    /// Whether `warnings` may hold any: the run looks after every hook call, without a lock.
+    /// What processors in shadow would have done, in order, and how many of them were
+    /// handed to `on_violation` already.
+    shadowed: Mutex<(Vec<ShadowDecision>, usize)>,
+    /// Whether `warnings` (or `shadowed`) may hold any not yet reported: the run looks after
+    /// every hook call, without a lock.
     warned: AtomicBool,
 }
 
@@ -61,6 +66,15 @@ impl RunReports {
             return Vec::new();
         }
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The shadow decisions recorded since the last call (kept for the run's result too).
+    pub(crate) fn take_new_shadowed(&self) -> Vec<ShadowDecision> {
+        let mut shadowed = self.shadowed.lock().unwrap_or_else(PoisonError::into_inner);
+        let (all, reported) = &mut *shadowed;
+        let new = all[*reported..].to_vec();
+        *reported = all.len();
+        new
     }
 }
 
@@ -252,6 +266,38 @@ impl RequestContext {
                 "processor warning (outside a run)"
             ),
         }
+    }
+
+    /// Records what a processor in shadow would have done: the run hands it to `on_violation`
+    /// as a [`ViolationKind::Shadow`](crate::processor::ViolationKind::Shadow) when the hook
+    /// returns, logs it, and lists it in the result's `shadowed`. Outside a run it is only
+    /// logged.
+    pub(crate) fn record_shadow(&self, decision: ShadowDecision) {
+        match &self.run {
+            Some(run) => {
+                run.shadowed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+                    .push(decision);
+                run.warned.store(true, Ordering::Release);
+            }
+            None => crate::processor::report::log_shadow(&decision),
+        }
+    }
+
+    /// What processors in shadow would have done during the run, in order.
+    pub(crate) fn shadowed(&self) -> Vec<ShadowDecision> {
+        self.run
+            .as_ref()
+            .map(|r| {
+                r.shadowed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+                    .clone()
+            })
+            .unwrap_or_default()
     }
 
     /// Starts a run's reports (whatever an earlier run left), and gives them to the run.

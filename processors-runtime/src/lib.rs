@@ -55,10 +55,11 @@ pub mod prelude {
         ApiErrorAction, ApiErrorArgs, DynPipeline, DynProcessor, ErrorProcessor, Hook, Hooks,
         InputArgs, InputOutcome, InputProcessor, InputStepArgs, LlmRequestAction, LlmRequestArgs,
         LlmResponse, LlmResponseArgs, OutputOutcome, OutputProcessor, OutputResultArgs,
-        OutputStepArgs, OutputStreamArgs, Pipeline, Processor, StepOverrides, StreamAction,
-        ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs, api_error_fn, boxed,
-        input_fn, input_step_fn, llm_request_fn, llm_response_fn, output_result_fn, output_step_fn,
-        output_stream_fn, tool_call_fn, tool_result_fn,
+        OutputStepArgs, OutputStreamArgs, Pipeline, Processor, Shadow, ShadowAction,
+        ShadowDecision, StepOverrides, StreamAction, ToolCallAction, ToolCallArgs,
+        ToolResultAction, ToolResultArgs, api_error_fn, boxed, input_fn, input_step_fn,
+        llm_request_fn, llm_response_fn, output_result_fn, output_step_fn, output_stream_fn,
+        shadow, tool_call_fn, tool_result_fn,
     };
     pub use crate::tool::{Tool, tool};
     pub use crate::tripwire::TripWire;

@@ -507,7 +507,8 @@ impl<I, O, E> AgentBuilder<I, O, E> {
         self
     }
 
-    /// Calls `f` for every abort (block) and warning a processor raises. A panicking callback is
+    /// Calls `f` for every abort (block) and warning a processor raises, and every
+    /// decision of a processor in [`Shadow`](crate::processor::Shadow). A panicking callback is
     /// caught and logged.
     pub fn on_violation(mut self, f: impl Fn(&Violation) + Send + Sync + 'static) -> Self {
         self.settings.on_violation = Some(Arc::new(f));

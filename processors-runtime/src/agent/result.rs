@@ -34,6 +34,9 @@ pub struct GenerateResult {
     pub response_messages: Vec<Message>,
     /// What the framework warned about during the run.
     pub warnings: Vec<String>,
+    /// What processors in [`Shadow`](crate::processor::Shadow) would have done, in the order
+    /// they decided: recorded instead of applied.
+    pub shadowed: Vec<crate::processor::ShadowDecision>,
     /// The tool calls the run waits on, when it paused for approval (its finish reason is
     /// then [`FinishReason::AwaitingApproval`]); resume it with
     /// [`Agent::resume`](crate::Agent::resume).

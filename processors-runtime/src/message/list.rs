@@ -34,7 +34,7 @@ pub enum ReconcileError {
     },
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Entry {
     message: Message,
     source: MessageSource,
@@ -54,7 +54,7 @@ struct Entry {
 /// assert_eq!(list.input().count(), 1);
 /// assert_eq!(list.to_prompt().len(), 2);
 /// ```
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MessageList {
     entries: Vec<Entry>,
     system: Vec<Message>,

@@ -193,7 +193,8 @@ impl<M: LanguageModel, I: Pipeline, O: Pipeline, E: Pipeline> ProcessedBuilder<M
         self
     }
 
-    /// Called for every abort (block) and warning of a processor; a panicking callback is
+    /// Called for every abort (block) and warning of a processor, and every decision of
+    /// one in [`Shadow`](crate::processor::Shadow); a panicking callback is
     /// caught and logged.
     pub fn on_violation(mut self, f: impl Fn(&Violation) + Send + Sync + 'static) -> Self {
         self.agent = self.agent.on_violation(f);

@@ -137,3 +137,14 @@ pub(crate) fn waited(id: &str, hook: super::Hook) -> ProcessorError {
         hook.name()
     ))
 }
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}

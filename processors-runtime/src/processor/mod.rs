@@ -21,6 +21,7 @@ pub(crate) mod future_slot;
 mod hooks;
 pub(crate) mod pipeline;
 pub(crate) mod report;
+mod shadow;
 mod shared;
 pub(crate) mod state;
 pub(crate) mod table;
@@ -38,6 +39,7 @@ pub use from_fn::{
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
 pub use report::{Violation, ViolationKind};
+pub use shadow::{Shadow, ShadowAction, ShadowDecision, ShadowState, shadow};
 
 use std::future::Future;
 

@@ -14,6 +14,11 @@ pub enum ViolationKind {
     Block,
     /// A warning: the processor let the data through.
     Warn,
+    /// A processor in [`Shadow`](crate::processor::Shadow) decided something that was
+    /// recorded instead of applied; [`Violation::reason`] says what it would have done and
+    /// [`Violation::metadata`] carries the [`ShadowDecision`](crate::processor::ShadowDecision)
+    /// as JSON.
+    Shadow,
 }
 
 /// An abort or warning a processor raised, as `on_violation` callbacks see it.
@@ -67,6 +72,16 @@ impl Reporter {
         for tw in run.take_warnings() {
             self.violation(&tw, ViolationKind::Warn);
         }
+        for decision in run.take_new_shadowed() {
+            log_shadow(&decision);
+            self.notify(Violation {
+                processor_id: decision.processor_id.clone(),
+                kind: ViolationKind::Shadow,
+                reason: decision.reason.clone(),
+                retry: decision.action == crate::processor::ShadowAction::Retry,
+                metadata: serde_json::to_value(&decision).ok(),
+            });
+        }
     }
 
     /// Reports an abort or a warning; a panicking callback is caught and logged.
@@ -74,16 +89,35 @@ impl Reporter {
         if kind == ViolationKind::Warn {
             tracing::warn!(processor = %tw.processor_id, reason = %tw.reason, "processor warning");
         }
-        let Some(f) = &self.on_violation else { return };
-        let v = Violation {
+        if self.on_violation.is_none() {
+            return;
+        }
+        self.notify(Violation {
             processor_id: tw.processor_id.clone(),
             kind,
             reason: tw.reason.clone(),
             retry: tw.retry,
             metadata: tw.metadata.clone(),
-        };
+        });
+    }
+
+    /// Hands `v` to `on_violation`, when set; a panicking callback is caught and logged.
+    fn notify(&self, v: Violation) {
+        let Some(f) = &self.on_violation else { return };
         if std::panic::catch_unwind(AssertUnwindSafe(|| f(&v))).is_err() {
-            tracing::error!(processor = %tw.processor_id, "an on_violation callback panicked; the run goes on");
+            tracing::error!(processor = %v.processor_id, "an on_violation callback panicked; the run goes on");
         }
     }
+}
+
+/// Logs a shadow decision (the run page lists it with the run's events).
+pub(crate) fn log_shadow(d: &crate::processor::ShadowDecision) {
+    tracing::info!(
+        target: "processors::shadow",
+        processor = %d.processor_id,
+        hook = d.hook.name(),
+        action = d.action.as_str(),
+        reason = %d.reason,
+        "shadow decision"
+    );
 }

@@ -128,16 +128,7 @@ impl From<Halt> for ProcessorError {
     }
 }
 
-/// The text of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
+pub(crate) use crate::processor::error::panic_message;
 
 /// The span of one hook call (`processor`, at `DEBUG`).
 #[inline]

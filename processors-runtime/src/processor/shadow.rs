@@ -1,0 +1,909 @@
+//! [`Shadow`]: a processor that runs as usual, but whose decisions are recorded instead of
+//! applied.
+//!
+//! A guard is put in shadow before it is trusted: it sees every message and chunk it would
+//! see, calls its judge, keeps its state, and decides; what it decides (an abort, a retry, a
+//! changed message, a rewritten call, a replaced chunk, a failure or a panic) reaches
+//! `on_violation` as a [`ViolationKind::Shadow`](super::ViolationKind::Shadow), the log and
+//! the run page, and the result's [`shadowed`](crate::agent::GenerateResult::shadowed), while
+//! the run goes on as if the processor were not there. `docs/semantics.md` ("Shadow") gives the
+//! rules.
+
+use super::error::panic_message;
+use super::*;
+use crate::chunk::{Chunk, ChunkKind};
+use crate::context::RequestContext;
+use crate::message::Message;
+use futures::FutureExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::panic::AssertUnwindSafe;
+
+/// A processor run in shadow: it sees everything and decides as usual, and what it decides
+/// is recorded instead of applied.
+///
+/// It has the processor's id, hooks and lists (a shadowed input processor goes in `input`),
+/// and its own state around the processor's. It reads and writes the request context as the
+/// processor would: the values it sets reach the processors after it, and what its judge
+/// uses is counted in `processor_usage`. Its outcome, its edits to the message list, its
+/// `data-*` chunks, its aborts and its failures are not applied; each becomes a
+/// [`ShadowDecision`]. A warning it returns is reported as any warning is.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors_runtime::prelude::*;
+///
+/// let no_refunds = output_step_fn("no-refunds", |a: &mut OutputStepArgs<'_, ()>| {
+///     if a.text.contains("refund") {
+///         return Err(a.abort().reason("refunds are handled by a person").into());
+///     }
+///     Ok::<_, ProcessorError>(())
+/// });
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([Turn::text("You will get a refund.")]))
+///     .output(shadow(no_refunds))
+///     .build()
+///     .unwrap();
+/// let result = agent.generate("Can I have my money back?").await.unwrap();
+/// // The answer went out; the guard's decision is on record.
+/// assert_eq!(result.text, "You will get a refund.");
+/// assert_eq!(result.shadowed[0].action, ShadowAction::Block);
+/// assert_eq!(
+///     result.shadowed[0].reason,
+///     "would have aborted the run: refunds are handled by a person"
+/// );
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Shadow<P> {
+    inner: P,
+}
+
+/// Runs `processor` in [`Shadow`]: its decisions are recorded instead of applied.
+pub fn shadow<P: Processor>(processor: P) -> Shadow<P> {
+    Shadow::new(processor)
+}
+
+impl<P: Processor> Shadow<P> {
+    /// Runs `processor` in shadow.
+    pub fn new(processor: P) -> Self {
+        Shadow { inner: processor }
+    }
+
+    /// The processor.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// The processor, out of shadow.
+    pub fn into_inner(self) -> P {
+        self.inner
+    }
+}
+
+/// What a processor in shadow would have done at one hook call (for a stream, at one step).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ShadowDecision {
+    /// The processor's id.
+    pub processor_id: String,
+    /// The hook that decided.
+    #[serde(serialize_with = "hook_name")]
+    pub hook: Hook,
+    /// What kind of decision.
+    pub action: ShadowAction,
+    /// What it would have done, in a sentence: "would have aborted the run: …".
+    pub reason: String,
+    /// What it decided, as JSON: the messages it would have left, the chunks' text it would
+    /// have let out, the trip wire's reason, retry flag and metadata, the error.
+    pub details: Value,
+}
+
+fn hook_name<S: serde::Serializer>(hook: &Hook, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(hook.name())
+}
+
+/// The kind of a [`ShadowDecision`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ShadowAction {
+    /// It would have stopped something: aborted the run, refused a tool call, held one for
+    /// approval.
+    Block,
+    /// It would have rejected the step and asked the model again with feedback.
+    Retry,
+    /// It would have changed what passes: messages, the prompt, a tool call or result,
+    /// streamed chunks, the step's settings, or answered in the model's place.
+    Change,
+    /// It failed or panicked, which would have ended the run with an error.
+    Fail,
+}
+
+impl ShadowAction {
+    /// The action's name: `block`, `retry`, `change` or `fail`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ShadowAction::Block => "block",
+            ShadowAction::Retry => "retry",
+            ShadowAction::Change => "change",
+            ShadowAction::Fail => "fail",
+        }
+    }
+}
+
+/// The state of a processor in shadow: the processor's own, and what its stream hook would
+/// have changed in the current step.
+#[derive(Debug, Default)]
+pub struct ShadowState<S> {
+    inner: S,
+    stream: StreamDiff,
+}
+
+impl<S> ShadowState<S> {
+    /// The processor's own state.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// What a stream hook in shadow would have changed in the current step.
+#[derive(Debug, Default)]
+struct StreamDiff {
+    replaced: u32,
+    dropped: u32,
+    inserted: u32,
+    data: u32,
+    /// From the first chunk it would have changed: the text the client got, and the text
+    /// it would have got.
+    diverged: bool,
+    delivered: String,
+    would_have: String,
+    /// An abort or a failure was recorded this step: the run would have ended there, so
+    /// what the processor decides after it is not counted.
+    stopped: bool,
+}
+
+impl StreamDiff {
+    /// Counts what `action` would have done to `chunk`.
+    fn see(&mut self, chunk: &Chunk, action: StreamAction) {
+        let text = chunk.text_delta().unwrap_or_default();
+        let would_have: Vec<Chunk> = match action {
+            StreamAction::Pass => {
+                if self.diverged {
+                    self.delivered.push_str(text);
+                    self.would_have.push_str(text);
+                }
+                return;
+            }
+            StreamAction::Replace(c) if c == *chunk => return self.see(chunk, StreamAction::Pass),
+            StreamAction::Many(v) if v.len() == 1 && v[0] == *chunk => {
+                return self.see(chunk, StreamAction::Pass);
+            }
+            StreamAction::Replace(c) => {
+                self.replaced += 1;
+                vec![c]
+            }
+            StreamAction::Drop => {
+                self.dropped += 1;
+                Vec::new()
+            }
+            StreamAction::Many(v) => {
+                match v.iter().position(|c| c == chunk) {
+                    Some(_) => self.inserted += v.len() as u32 - 1,
+                    None => {
+                        self.replaced += 1;
+                        self.inserted += (v.len() as u32).saturating_sub(1);
+                    }
+                }
+                v
+            }
+        };
+        self.diverged = true;
+        self.delivered.push_str(text);
+        for c in &would_have {
+            self.would_have.push_str(c.text_delta().unwrap_or_default());
+        }
+    }
+
+    /// At a step's end: what the step's stream would have looked like, when it would have
+    /// changed; the diff starts again for the next step.
+    fn settle(&mut self) -> Option<Verdict> {
+        let diff = std::mem::take(self);
+        if diff.stopped || !(diff.diverged || diff.data > 0) {
+            return None;
+        }
+        let reason = match (diff.delivered == diff.would_have, diff.diverged) {
+            (false, _) => format!(
+                "would have streamed {} instead of {}",
+                quote(&diff.would_have),
+                quote(&diff.delivered)
+            ),
+            (true, true) => format!(
+                "would have changed {} of the stream's chunks, its text the same",
+                diff.replaced + diff.dropped + diff.inserted
+            ),
+            (true, false) => format!("would have written {} data chunks", diff.data),
+        };
+        Some(Verdict {
+            action: ShadowAction::Change,
+            reason,
+            details: json!({
+                "replaced": diff.replaced,
+                "dropped": diff.dropped,
+                "inserted": diff.inserted,
+                "dataWritten": diff.data,
+                "delivered": diff.delivered,
+                "wouldHaveDelivered": diff.would_have,
+            }),
+        })
+    }
+}
+
+/// A text in a reason, quoted and cut to 80 characters.
+fn quote(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{:?}…", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// A decision, before it is given the processor's id and the hook.
+struct Verdict {
+    action: ShadowAction,
+    reason: String,
+    details: Value,
+}
+
+impl Verdict {
+    fn change(reason: impl Into<String>, details: Value) -> Option<Self> {
+        Some(Verdict {
+            action: ShadowAction::Change,
+            reason: reason.into(),
+            details,
+        })
+    }
+}
+
+/// What a hook call in shadow came to, besides its outcome.
+enum Returned<T> {
+    /// The hook returned its outcome.
+    Outcome(T),
+    /// The hook returned a warning, which is reported as any warning is.
+    Warning(Abort),
+    /// The hook aborted, failed or panicked.
+    Stopped(Verdict),
+}
+
+/// Sorts what a hook returned; a panic is caught here, as the runner would catch it.
+async fn call<T>(id: &str, hook: impl Future<Output = Result<T, ProcessorError>>) -> Returned<T> {
+    let failed = |error: String| Verdict {
+        action: ShadowAction::Fail,
+        reason: format!("would have failed the run: {error}"),
+        details: json!({ "error": error }),
+    };
+    match AssertUnwindSafe(hook).catch_unwind().await {
+        Ok(Ok(outcome)) => Returned::Outcome(outcome),
+        Ok(Err(ProcessorError::Warning(warning))) => Returned::Warning(warning),
+        Ok(Err(ProcessorError::Abort(abort))) => {
+            let tw = abort.into_tripwire(id);
+            let (action, what) = match tw.retry {
+                true => (ShadowAction::Retry, "rejected the step for a retry"),
+                false => (ShadowAction::Block, "aborted the run"),
+            };
+            Returned::Stopped(Verdict {
+                action,
+                reason: format!("would have {what}: {}", tw.reason),
+                details: json!({
+                    "reason": tw.reason,
+                    "retry": tw.retry,
+                    "metadata": tw.metadata,
+                    "raisedBy": tw.processor_id,
+                }),
+            })
+        }
+        Ok(Err(ProcessorError::Failed(error))) => Returned::Stopped(failed(error.to_string())),
+        Err(panic) => Returned::Stopped(failed(format!("it panicked: {}", panic_message(&*panic)))),
+    }
+}
+
+impl<P: Processor> Shadow<P> {
+    /// Records a decision of `hook`.
+    fn record(&self, cx: &RequestContext, hook: Hook, v: Verdict) {
+        cx.record_shadow(ShadowDecision {
+            processor_id: self.inner.id().to_owned(),
+            hook,
+            action: v.action,
+            reason: v.reason,
+            details: v.details,
+        });
+    }
+
+    /// Records what a hook other than the stream hook decided: its abort or failure, else
+    /// what `changed` finds in its outcome, else its edits to the message list (`edited`,
+    /// which the caller found by comparing the list it lent with the run's). A warning is
+    /// handed back to be reported.
+    fn settle<T>(
+        &self,
+        hook: Hook,
+        cx: &RequestContext,
+        returned: Returned<T>,
+        edited: bool,
+        changed: impl FnOnce(T) -> Option<Verdict>,
+    ) -> Result<(), ProcessorError> {
+        let edit = || Verdict::change("would have edited the message list", Value::Null);
+        let (verdict, warning) = match returned {
+            Returned::Outcome(outcome) => (
+                changed(outcome).or_else(|| edited.then(edit).flatten()),
+                None,
+            ),
+            Returned::Warning(w) => (edited.then(edit).flatten(), Some(w)),
+            Returned::Stopped(v) => (Some(v), None),
+        };
+        if let Some(v) = verdict {
+            self.record(cx, hook, v);
+        }
+        warning.map_or(Ok(()), |w| Err(ProcessorError::Warning(w)))
+    }
+}
+
+/// The messages a hook would have left, when they differ from those it was given.
+fn messages_changed(given: &[Message], returned: Vec<Message>, what: &str) -> Option<Verdict> {
+    if returned == given {
+        return None;
+    }
+    Verdict::change(
+        format!("would have changed {what}"),
+        json!({ "messages": returned }),
+    )
+}
+
+impl<P: Processor> Processor for Shadow<P> {
+    type State = ShadowState<P::State>;
+    const HOOKS: Hooks = P::HOOKS;
+    const STATIC_ID: Option<&'static str> = P::STATIC_ID;
+    const READS_MESSAGES: Hooks = P::READS_MESSAGES;
+    const SYNC_HOOKS: Hooks = P::SYNC_HOOKS;
+
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn hooks(&self) -> Hooks {
+        self.inner.hooks()
+    }
+
+    fn process_data_parts(&self) -> bool {
+        self.inner.process_data_parts()
+    }
+
+    fn keeps_stream_history(&self) -> bool {
+        self.inner.keeps_stream_history()
+    }
+
+    async fn process_input(
+        &self,
+        args: InputArgs<'_, Self::State>,
+    ) -> Result<InputOutcome, ProcessorError> {
+        let InputArgs {
+            messages,
+            system_messages,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let (given, given_system) = (messages.clone(), system_messages.clone());
+        let mut list = message_list.clone();
+        let returned = call(
+            self.id(),
+            self.inner.process_input(InputArgs {
+                messages,
+                system_messages,
+                message_list: &mut list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let edited = list != *message_list;
+        self.settle(
+            Hook::Input,
+            request_context,
+            returned,
+            edited,
+            |o| match o {
+                InputOutcome::Unchanged => None,
+                InputOutcome::Messages(m) => messages_changed(&given, m, "the input"),
+                InputOutcome::MessagesAndSystem { messages, system }
+                    if messages == given && system == given_system =>
+                {
+                    None
+                }
+                InputOutcome::MessagesAndSystem { messages, system } => Verdict::change(
+                    "would have changed the input and the system messages",
+                    json!({ "messages": messages, "systemMessages": system }),
+                ),
+            },
+        )?;
+        Ok(InputOutcome::Unchanged)
+    }
+
+    async fn process_input_step(
+        &self,
+        args: InputStepArgs<'_, Self::State>,
+    ) -> Result<StepOverrides, ProcessorError> {
+        let InputStepArgs {
+            step_number,
+            steps,
+            messages,
+            system_messages,
+            config,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let (given, given_system) = (messages.clone(), system_messages.clone());
+        let mut list = message_list.clone();
+        let returned = call(
+            self.id(),
+            self.inner.process_input_step(InputStepArgs {
+                step_number,
+                steps,
+                messages,
+                system_messages,
+                config,
+                message_list: &mut list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let edited = list != *message_list;
+        self.settle(Hook::InputStep, request_context, returned, edited, |o| {
+            let set = [
+                ("model", o.model.is_some()),
+                ("tools", o.tools.is_some()),
+                ("tool_choice", o.tool_choice.is_some()),
+                ("active_tools", o.active_tools.is_some()),
+                ("messages", o.messages.as_ref().is_some_and(|m| *m != given)),
+                (
+                    "system_messages",
+                    o.system_messages
+                        .as_ref()
+                        .is_some_and(|m| *m != given_system),
+                ),
+                ("provider_options", o.provider_options.is_some()),
+                ("model_settings", o.model_settings.is_some()),
+            ];
+            let set: Vec<&str> = set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
+            if set.is_empty() {
+                return None;
+            }
+            Verdict::change(
+                format!("would have set the step's {}", set.join(", ")),
+                json!({
+                    "overrides": set,
+                    "model": o.model.map(|m| m.model_id().to_owned()),
+                    "messages": o.messages,
+                    "systemMessages": o.system_messages,
+                    "activeTools": o.active_tools,
+                }),
+            )
+        })?;
+        Ok(StepOverrides::default())
+    }
+
+    async fn process_llm_request(
+        &self,
+        args: LlmRequestArgs<'_, Self::State>,
+    ) -> Result<LlmRequestAction, ProcessorError> {
+        let LlmRequestArgs {
+            step_number,
+            request,
+            model,
+            request_context,
+            state,
+            report,
+        } = args;
+        let returned = call(
+            self.id(),
+            self.inner.process_llm_request(LlmRequestArgs {
+                step_number,
+                request,
+                model,
+                request_context: &mut *request_context,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        self.settle(
+            Hook::LlmRequest,
+            request_context,
+            returned,
+            false,
+            |o| match o {
+                LlmRequestAction::Continue => None,
+                LlmRequestAction::Prompt(prompt) if prompt == request.prompt => None,
+                LlmRequestAction::Prompt(prompt) => Verdict::change(
+                    "would have rewritten the prompt",
+                    json!({ "prompt": prompt }),
+                ),
+                LlmRequestAction::Respond(response) => {
+                    let text: String = response
+                        .chunks
+                        .iter()
+                        .filter_map(|c| match c {
+                            ChunkKind::TextDelta { text, .. } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    Verdict::change(
+                        format!("would have answered in the model's place: {}", quote(&text)),
+                        json!({ "text": text, "chunks": response.chunks.len() }),
+                    )
+                }
+            },
+        )?;
+        Ok(LlmRequestAction::Continue)
+    }
+
+    async fn process_llm_response(
+        &self,
+        args: LlmResponseArgs<'_, Self::State>,
+    ) -> Result<(), ProcessorError> {
+        let LlmResponseArgs {
+            step_number,
+            request,
+            response,
+            delivered,
+            from_cache,
+            request_context,
+            state,
+            report,
+        } = args;
+        let returned = call(
+            self.id(),
+            self.inner.process_llm_response(LlmResponseArgs {
+                step_number,
+                request,
+                response,
+                delivered,
+                from_cache,
+                request_context: &mut *request_context,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        self.settle(Hook::LlmResponse, request_context, returned, false, |()| {
+            None
+        })
+    }
+
+    async fn process_output_stream(
+        &self,
+        args: OutputStreamArgs<'_, Self::State>,
+    ) -> Result<StreamAction, ProcessorError> {
+        let OutputStreamArgs {
+            chunk,
+            stream_history,
+            message_list,
+            request_context,
+            retry_count,
+            writer: _,
+            state,
+            report,
+        } = args;
+        let mut data = Vec::new();
+        let returned = call(
+            self.id(),
+            self.inner.process_output_stream(OutputStreamArgs {
+                chunk,
+                stream_history,
+                message_list,
+                request_context: &mut *request_context,
+                retry_count,
+                writer: DataWriter { buf: &mut data },
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let diff = &mut state.stream;
+        let mut warning = None;
+        if !diff.stopped {
+            diff.data += data.len() as u32;
+            match returned {
+                Returned::Outcome(action) => diff.see(chunk, action),
+                Returned::Warning(w) => warning = Some(w),
+                Returned::Stopped(v) => {
+                    diff.stopped = true;
+                    self.record(request_context, Hook::OutputStream, v);
+                }
+            }
+        }
+        if matches!(
+            chunk.kind,
+            ChunkKind::StepFinish { .. } | ChunkKind::Finish { .. }
+        ) && let Some(v) = diff.settle()
+        {
+            self.record(request_context, Hook::OutputStream, v);
+        }
+        warning.map_or(Ok(StreamAction::Pass), |w| Err(ProcessorError::Warning(w)))
+    }
+
+    async fn process_output_step(
+        &self,
+        args: OutputStepArgs<'_, Self::State>,
+    ) -> Result<OutputOutcome, ProcessorError> {
+        let OutputStepArgs {
+            step_number,
+            messages,
+            text,
+            finish_reason,
+            usage,
+            run_usage,
+            tool_calls,
+            steps,
+            system_messages,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let given = messages.clone();
+        let mut list = message_list.clone();
+        let returned = call(
+            self.id(),
+            self.inner.process_output_step(OutputStepArgs {
+                step_number,
+                messages,
+                text,
+                finish_reason,
+                usage,
+                run_usage,
+                tool_calls,
+                steps,
+                system_messages,
+                message_list: &mut list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let edited = list != *message_list;
+        self.settle(
+            Hook::OutputStep,
+            request_context,
+            returned,
+            edited,
+            |o| match o {
+                OutputOutcome::Unchanged => None,
+                OutputOutcome::Messages(m) => messages_changed(&given, m, "the step's messages"),
+            },
+        )?;
+        Ok(OutputOutcome::Unchanged)
+    }
+
+    async fn process_tool_call(
+        &self,
+        args: ToolCallArgs<'_, Self::State>,
+    ) -> Result<ToolCallAction, ProcessorError> {
+        let ToolCallArgs {
+            tool_call,
+            tool,
+            step_number,
+            steps,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let returned = call(
+            self.id(),
+            self.inner.process_tool_call(ToolCallArgs {
+                tool_call,
+                tool,
+                step_number,
+                steps,
+                message_list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let name = &tool_call.tool_name;
+        self.settle(Hook::ToolCall, request_context, returned, false, |o| {
+            let (action, reason, details) = match o {
+                ToolCallAction::Continue => return None,
+                ToolCallAction::Rewrite(args) if args == tool_call.args => return None,
+                ToolCallAction::Rewrite(args) => (
+                    ShadowAction::Change,
+                    format!("would have rewritten the arguments of `{name}`"),
+                    json!({ "args": args }),
+                ),
+                ToolCallAction::Respond(answer) => (
+                    ShadowAction::Change,
+                    format!("would have answered `{name}` in the tool's place"),
+                    json!({ "answer": answer }),
+                ),
+                ToolCallAction::Refuse(why) => (
+                    ShadowAction::Block,
+                    format!("would have refused `{name}`: {why}"),
+                    json!({ "refusal": why }),
+                ),
+                ToolCallAction::RequireApproval { reason, .. } => (
+                    ShadowAction::Block,
+                    format!("would have asked for approval of `{name}`: {reason}"),
+                    json!({ "approval": reason }),
+                ),
+            };
+            let mut details = details;
+            details["toolCallId"] = json!(tool_call.tool_call_id);
+            Some(Verdict {
+                action,
+                reason,
+                details,
+            })
+        })?;
+        Ok(ToolCallAction::Continue)
+    }
+
+    async fn process_tool_result(
+        &self,
+        args: ToolResultArgs<'_, Self::State>,
+    ) -> Result<ToolResultAction, ProcessorError> {
+        let ToolResultArgs {
+            tool_call,
+            result,
+            model_output,
+            is_error,
+            request_context,
+            state,
+            report,
+        } = args;
+        let returned = call(
+            self.id(),
+            self.inner.process_tool_result(ToolResultArgs {
+                tool_call,
+                result,
+                model_output,
+                is_error,
+                request_context: &mut *request_context,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let name = &tool_call.tool_name;
+        self.settle(Hook::ToolResult, request_context, returned, false, |o| {
+            let (what, details) = match o {
+                ToolResultAction::Keep => return None,
+                ToolResultAction::Replace(v) if v == *result => return None,
+                ToolResultAction::ForModel(v) if Some(&v) == model_output => return None,
+                ToolResultAction::Replace(v) => ("the result", json!({ "result": v })),
+                ToolResultAction::ForModel(v) => {
+                    ("the model's copy of the result", json!({ "forModel": v }))
+                }
+                ToolResultAction::ReplaceWithCopy { result, for_model } => (
+                    "the result and the model's copy",
+                    json!({ "result": result, "forModel": for_model }),
+                ),
+            };
+            Verdict::change(format!("would have replaced {what} of `{name}`"), details)
+        })?;
+        Ok(ToolResultAction::Keep)
+    }
+
+    async fn process_output_result(
+        &self,
+        args: OutputResultArgs<'_, Self::State>,
+    ) -> Result<OutputOutcome, ProcessorError> {
+        let OutputResultArgs {
+            messages,
+            result,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let given = messages.clone();
+        let mut list = message_list.clone();
+        let returned = call(
+            self.id(),
+            self.inner.process_output_result(OutputResultArgs {
+                messages,
+                result,
+                message_list: &mut list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let edited = list != *message_list;
+        self.settle(
+            Hook::OutputResult,
+            request_context,
+            returned,
+            edited,
+            |o| match o {
+                OutputOutcome::Unchanged => None,
+                OutputOutcome::Messages(m) => messages_changed(&given, m, "the response"),
+            },
+        )?;
+        Ok(OutputOutcome::Unchanged)
+    }
+
+    async fn process_api_error(
+        &self,
+        args: ApiErrorArgs<'_, Self::State>,
+    ) -> Result<ApiErrorAction, ProcessorError> {
+        let ApiErrorArgs {
+            error,
+            step_number,
+            steps,
+            message_list,
+            request_context,
+            retry_count,
+            state,
+            report,
+        } = args;
+        let mut list = message_list.clone();
+        let returned = call(
+            self.id(),
+            self.inner.process_api_error(ApiErrorArgs {
+                error,
+                step_number,
+                steps,
+                message_list: &mut list,
+                request_context: &mut *request_context,
+                retry_count,
+                state: &mut state.inner,
+                report,
+            }),
+        )
+        .await;
+        let edited = list != *message_list;
+        self.settle(
+            Hook::ApiError,
+            request_context,
+            returned,
+            edited,
+            |o| match o {
+                ApiErrorAction::Unhandled => None,
+                ApiErrorAction::Retry => Verdict::change(
+                    format!("would have called the model again after: {error}"),
+                    json!({ "status": error.status }),
+                ),
+            },
+        )?;
+        Ok(ApiErrorAction::Unhandled)
+    }
+}
+
+// Each of the hooks is written above: a hook added to the table needs its method here.
+const _: () = assert!(Hook::ALL.len() == 10);
+
+impl<P: InputProcessor> InputProcessor for Shadow<P> {}
+impl<P: OutputProcessor> OutputProcessor for Shadow<P> {}
+impl<P: ErrorProcessor> ErrorProcessor for Shadow<P> {}
