@@ -1,15 +1,19 @@
 //! How often the built-in guards that need no model are right, on labelled corpora.
 //!
-//! `cargo run --release --example eval -- eval/prompt_injection.jsonl eval/pii.jsonl` runs
+//! `cargo run --release --example eval -- eval/prompt_injection.jsonl eval/pii.jsonl
+//! eval/toxicity.jsonl` runs
 //! each guard on each corpus given (each sample on its own, as a fresh request), prints a
 //! table of precision, recall, F1 and the latency of a check, and writes the figures, the
 //! misses included, to `target/eval.json`. The guards: `PromptInjectionDetector` judged by
 //! `InjectionHeuristics` alone, on the input, for `prompt_injection.jsonl`; `RegexFilter` with
 //! the `pii` preset on the input and on the answer (a redaction counts as flagged), for
-//! `pii.jsonl`; a corpus of another name is run by every guard.
+//! `pii.jsonl`; `Moderation` judged by `ToxicityWords` alone, on the input, for
+//! `toxicity.jsonl`; a corpus of another name is run by every guard.
 
 use processors::builtins::RegexFilter;
-use processors::builtins::detector::{InjectionHeuristics, Judge, PromptInjectionDetector};
+use processors::builtins::detector::{
+    InjectionHeuristics, Judge, Moderation, PromptInjectionDetector, ToxicityWords,
+};
 use processors::builtins::regex_filter::Preset;
 use processors::eval::{Corpus, Evaluation, Site, evaluate};
 use serde_json::Value;
@@ -27,12 +31,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut all: Vec<Evaluation> = Vec::new();
     for corpus in &corpora {
         // Each guard on the corpora of its kind; a corpus of another kind, by every guard.
-        let known = ["prompt_injection", "pii"].contains(&corpus.name());
+        let known = ["prompt_injection", "pii", "toxicity"].contains(&corpus.name());
         if !known || corpus.name() == "prompt_injection" {
             let heuristics =
                 PromptInjectionDetector::builder(Judge::local(InjectionHeuristics::new()))
                     .build()?;
             all.push(evaluate("injection heuristics", heuristics, corpus, Site::Input).await);
+        }
+        if !known || corpus.name() == "toxicity" {
+            let words = Moderation::builder(Judge::local(ToxicityWords::new())).build()?;
+            all.push(evaluate("toxicity words", words, corpus, Site::Input).await);
         }
         if !known || corpus.name() == "pii" {
             let pii = RegexFilter::builder().preset(Preset::Pii).build()?;

@@ -1,11 +1,12 @@
 //! Checks without a model, judges in tiers, how often a guard is right, a judge that keeps
-//! failing, and languages told apart in-process (behaviours 72-79 of `docs/builtins.md`).
+//! failing, languages told apart in-process, and harmful content found by a word list
+//! (behaviours 72-80 of `docs/builtins.md`).
 
 use processors_builtins::RegexFilter;
 use processors_builtins::detector::{
     CircuitBreaker, InjectionHeuristics, InjectionStrategy, Judge, JudgeLedger, LanguageDetector,
-    LanguageIdentifier, LanguageStrategy, Local, LocalCheck, OnJudgeError, PromptInjectionDetector,
-    Tier,
+    LanguageIdentifier, LanguageStrategy, Local, LocalCheck, Moderation, OnJudgeError,
+    PromptInjectionDetector, Strategy, Tier, ToxicityWords,
 };
 use processors_builtins::eval::{Corpus, Expected, Site, evaluate};
 use processors_builtins::regex_filter::Preset;
@@ -400,4 +401,97 @@ async fn bi_79_languages_are_told_apart_in_process_and_a_short_text_goes_to_the_
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("cannot translate"), "{e}");
+}
+
+#[tokio::test]
+async fn bi_80_a_word_list_blocks_harm_aimed_at_people_and_leaves_innocent_uses_to_the_judge() {
+    let words = ToxicityWords::new();
+    let threat = words.check("I'm going to find you and kill you.");
+    assert!(threat.is_sure());
+    assert_eq!(
+        threat.verdict()["categories"]["harassment/threatening"],
+        0.95
+    );
+    assert_eq!(
+        threat.verdict()["terms"],
+        json!(["threat", "violence-word"])
+    );
+    let dodged = words.check("y0u are a w0rthless 1diot");
+    assert!(dodged.is_sure(), "{dodged:?}");
+    for innocent in [
+        "How do I kill a zombie process?",
+        "The suicide prevention hotline is open all night.",
+        "Dick Francis wrote thrillers.",
+    ] {
+        let local = words.check(innocent);
+        assert!(!local.is_sure(), "{innocent}: {local:?}");
+    }
+    // Swearing alone is `profanity`, which Moderation judges only when asked.
+    let swearing = words.check("This shit is amazing.");
+    assert!(swearing.is_sure());
+    assert_eq!(
+        swearing.verdict()["categories"],
+        json!({ "profanity": 0.95 })
+    );
+    let default = Moderation::builder(Judge::local(ToxicityWords::new()))
+        .strategy(Strategy::Block)
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("ok")]))
+        .input(default)
+        .build()
+        .unwrap();
+    assert!(
+        agent
+            .generate("This shit is amazing.")
+            .await
+            .unwrap()
+            .tripwire
+            .is_none()
+    );
+    let strict = Moderation::builder(Judge::local(ToxicityWords::new()))
+        .categories(["profanity"])
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("ok")]))
+        .input(strict)
+        .build()
+        .unwrap();
+    assert!(
+        agent
+            .generate("This shit is amazing.")
+            .await
+            .unwrap()
+            .tripwire
+            .is_some()
+    );
+    // In two tiers: the list decides the threat, the model the innocent `kill`.
+    let judge = ScriptedModel::new([Turn::text(r#"{"categories": {"violence": 0.1}}"#)]);
+    let tiered = Moderation::builder(Judge::new(judge.clone()).first(ToxicityWords::new()))
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("ok")]))
+        .input(tiered)
+        .build()
+        .unwrap();
+    let (blocked, ledger) = generate(&agent, "I'm going to find you and kill you.").await;
+    assert!(blocked.tripwire.is_some());
+    assert_eq!(ledger.records()[0].tier, Tier::Local);
+    assert!(judge.requests().is_empty());
+    let (passed, ledger) = generate(&agent, "How do I kill a zombie process?").await;
+    assert!(passed.tripwire.is_none());
+    assert_eq!(ledger.records()[0].tier, Tier::Model);
+    assert_eq!(judge.requests().len(), 1);
+    // On the repository's corpus.
+    let toxicity = corpus("toxicity.jsonl");
+    let guard = Moderation::builder(Judge::local(ToxicityWords::new()))
+        .build()
+        .unwrap();
+    let e = evaluate("toxicity words", guard, &toxicity, Site::Input).await;
+    assert_eq!(e.errors, 0);
+    assert!(e.precision() >= 1.0, "{}", e.to_json());
+    assert!(e.recall() >= 0.86, "{}", e.to_json());
 }

@@ -303,7 +303,7 @@ fn a_local_check_must_exist_and_fit_its_detector() {
         with_model(
             "input = [{ processor = \"prompt-injection-detector\", judge = \"local/injection-heuristic\" }]\n"
         ),
-        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`, `language-identifier`"
+        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`, `language-identifier`, `toxicity-words`"
     );
     assert_eq!(
         with_model(

@@ -435,6 +435,18 @@ input = [{ processor = "language-detector", judge = "local/language-identifier",
     let agent = Loader::new().agent_str("agent.toml", file).unwrap();
     let french = "Pourriez-vous me dire quand part le prochain train pour Lyon ?";
     assert!(block_on(agent.generate(french)).unwrap().tripwire.is_some());
+    // Moderation's local check, in two tiers: a threat is blocked by the list, a text it
+    // cannot vouch for goes to the judge's model.
+    let file = r#"
+model = { scripted = ["Fine."], cycle = true }
+input = [{ processor = "moderation", judge = { scripted = ['{"categories": {"harassment": 0.1}}'] }, first = "toxicity-words" }]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let threat = block_on(agent.generate("I'm going to find you and kill you.")).unwrap();
+    let verdict = &threat.tripwire.expect("blocked").metadata.unwrap()["verdicts"][0];
+    assert_eq!(verdict["model"], "local/toxicity-words");
+    let plain = block_on(agent.generate("How do I kill a stuck process?")).unwrap();
+    assert!(plain.tripwire.is_none());
 }
 
 /// `shadow = true`: the guard judges every request and its decisions are in the result, while

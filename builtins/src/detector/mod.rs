@@ -99,6 +99,7 @@ mod pii;
 mod prompt_injection;
 mod prompt_leak;
 mod structured;
+mod toxicity;
 mod verdict;
 
 pub use classifier::{
@@ -125,6 +126,7 @@ pub use prompt_leak::{
     PromptLeakDetectorBuilder, PromptLeakDetectorState,
 };
 pub use structured::{METADATA_KEY, StructuredOutput, StructuredOutputState};
+pub use toxicity::ToxicityWords;
 
 pub use crate::config::ConfigError;
 use futures::StreamExt;

@@ -7,7 +7,8 @@ use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
     CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
-    LeakStrategy, LocalCheck, OnJudgeError, PiiStrategy, Strategy, TranslationQuality,
+    LeakStrategy, LocalCheck, OnJudgeError, PiiStrategy, Strategy, ToxicityWords,
+    TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
@@ -49,9 +50,10 @@ macro_rules! judge_of {
 
 /// The local checks a file can name (`judge = "local/NAME"`, `first = "NAME"`), each with
 /// the detector whose verdicts it gives.
-const LOCAL_CHECKS: [(&str, &str); 2] = [
+const LOCAL_CHECKS: [(&str, &str); 3] = [
     ("injection-heuristics", "prompt-injection-detector"),
     ("language-identifier", "language-detector"),
+    ("toxicity-words", "moderation"),
 ];
 
 /// The local check `name`, for `detector`.
@@ -63,6 +65,7 @@ fn local_check(
     match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
         Some((_, fits)) if *fits == detector => Ok(match name {
             "injection-heuristics" => Box::new(InjectionHeuristics::new()),
+            "toxicity-words" => Box::new(ToxicityWords::new()),
             _ => Box::new(LanguageIdentifier::new()),
         }),
         Some((_, fits)) => Err(Refusal::Option(
@@ -155,6 +158,7 @@ struct BreakerSpec {
 #[serde(deny_unknown_fields)]
 struct ModerationOptions {
     judge: ModelSpec,
+    first: Option<String>,
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
@@ -169,7 +173,8 @@ struct ModerationOptions {
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
-    let j = judge_of!(cx, o, "moderation")?;
+    let mut j = judge_of!(cx, o, "moderation")?;
+    j = first(j, o.first.as_deref(), &o.judge, "moderation")?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
