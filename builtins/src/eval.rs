@@ -209,6 +209,56 @@ pub struct Evaluation {
     pub local_verdicts: usize,
     /// Judge verdicts given by a model.
     pub model_verdicts: usize,
+    /// Each judge call's time, by the tier that gave its verdict, in the samples' order.
+    pub judge_latencies: JudgeLatencies,
+}
+
+/// Each judge call's time over a corpus, by the tier that gave its verdict: what a local
+/// check costs, and what the calls that reached the model cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct JudgeLatencies {
+    /// The calls a local check answered.
+    pub local: Vec<Duration>,
+    /// The calls the model answered (or failed).
+    pub model: Vec<Duration>,
+}
+
+impl JudgeLatencies {
+    /// The `p`-th quantile (0 to 1) of `tier`'s calls (zero when it made none).
+    pub fn quantile(&self, tier: Tier, p: f64) -> Duration {
+        quantile(
+            match tier {
+                Tier::Local => &self.local,
+                Tier::Model => &self.model,
+            },
+            p,
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        let tier = |tier: Tier, calls: usize| {
+            json!({
+                "calls": calls,
+                "p50": self.quantile(tier, 0.5).as_secs_f64() * 1e6,
+                "p99": self.quantile(tier, 0.99).as_secs_f64() * 1e6,
+            })
+        };
+        json!({
+            "local": tier(Tier::Local, self.local.len()),
+            "model": tier(Tier::Model, self.model.len()),
+        })
+    }
+}
+
+/// The `p`-th quantile (0 to 1) of `times`.
+fn quantile(times: &[Duration], p: f64) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort_unstable();
+    match sorted.len() {
+        0 => Duration::ZERO,
+        n => sorted[((n - 1) as f64 * p.clamp(0.0, 1.0)).round() as usize],
+    }
 }
 
 impl Evaluation {
@@ -248,12 +298,7 @@ impl Evaluation {
 
     /// The `p`-th quantile (0 to 1) of the checks' latencies.
     pub fn latency(&self, p: f64) -> Duration {
-        let mut sorted = self.latencies.clone();
-        sorted.sort_unstable();
-        match sorted.len() {
-            0 => Duration::ZERO,
-            n => sorted[((n - 1) as f64 * p.clamp(0.0, 1.0)).round() as usize],
-        }
+        quantile(&self.latencies, p)
     }
 
     /// The figures as JSON.
@@ -278,6 +323,7 @@ impl Evaluation {
             },
             "judge_tokens": self.usage.total_tokens,
             "verdicts": { "local": self.local_verdicts, "model": self.model_verdicts },
+            "judge_latency_us": self.judge_latencies.to_json(),
             "misses": self.misses,
         })
     }
@@ -327,6 +373,7 @@ pub async fn evaluate_shared(
         usage: Usage::default(),
         local_verdicts: 0,
         model_verdicts: 0,
+        judge_latencies: JudgeLatencies::default(),
     };
     for (index, sample) in corpus.samples.iter().enumerate() {
         let ledger = JudgeLedger::new();
@@ -336,9 +383,16 @@ pub async fn evaluate_shared(
         let mut flagged = check(&mut h, &sample.text, site).await;
         e.latencies.push(started.elapsed());
         for record in ledger.records() {
+            let took = Duration::from_micros(record.latency_us);
             match record.tier {
-                Tier::Local => e.local_verdicts += 1,
-                Tier::Model => e.model_verdicts += 1,
+                Tier::Local => {
+                    e.local_verdicts += 1;
+                    e.judge_latencies.local.push(took);
+                }
+                Tier::Model => {
+                    e.model_verdicts += 1;
+                    e.judge_latencies.model.push(took);
+                }
             }
             // A judge that gave no verdict decided nothing: its warning is not a flag.
             if let Some(error) = record.error {
@@ -440,6 +494,7 @@ mod tests {
             usage: Usage::default(),
             local_verdicts: 0,
             model_verdicts: 0,
+            judge_latencies: JudgeLatencies::default(),
         };
         assert_eq!(e.precision(), 0.75);
         assert_eq!(e.recall(), 0.6);

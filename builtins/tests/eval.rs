@@ -13,6 +13,7 @@ use processors_builtins::regex_filter::Preset;
 use processors_runtime::prelude::*;
 use serde_json::json;
 use std::path::PathBuf;
+use std::time::Duration;
 
 fn corpus(file: &str) -> Corpus {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -245,6 +246,35 @@ async fn bi_76_an_evaluation_counts_blocks_warnings_and_changes_as_flags() {
     assert_eq!(e.errors, 4);
     assert_eq!(e.true_positives + e.false_positives, 0);
     assert!(e.misses[0].error.as_deref().unwrap().contains("overloaded"));
+}
+
+#[tokio::test]
+async fn bi_76_an_evaluation_times_each_tier_of_a_judge_apart() {
+    let c = Corpus::parse(
+        "tiers",
+        concat!(
+            r#"{"text": "I'm going to find you and kill you.", "expected": "flag"}"#,
+            "\n",
+            r#"{"text": "How do I kill a zombie process?", "expected": "pass"}"#,
+        ),
+    )
+    .unwrap();
+    // The model takes 20 ms (a paced turn); the word list a few microseconds.
+    let model = ScriptedModel::cycle([
+        Turn::deltas([r#"{"categories": {"violence": 0.1}}"#]).pace(Duration::from_millis(20))
+    ]);
+    let guard = Moderation::builder(Judge::new(model).first(ToxicityWords::new()))
+        .build()
+        .unwrap();
+    let e = evaluate("tiered", guard, &c, Site::Input).await;
+    assert_eq!((e.true_positives, e.true_negatives), (1, 1));
+    assert_eq!(e.judge_latencies.local.len(), 1);
+    assert_eq!(e.judge_latencies.model.len(), 1);
+    assert!(e.judge_latencies.quantile(Tier::Model, 0.5) >= Duration::from_millis(20));
+    assert!(e.judge_latencies.quantile(Tier::Local, 0.5) < Duration::from_millis(20));
+    let json = e.to_json();
+    assert_eq!(json["judge_latency_us"]["local"]["calls"], 1);
+    assert!(json["judge_latency_us"]["model"]["p50"].as_f64().unwrap() >= 20_000.0);
 }
 
 /// The local guards' figures on the repository's corpora (`eval/`), as the built-ins'

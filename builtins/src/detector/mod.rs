@@ -637,6 +637,7 @@ impl Judge {
             model,
             tier: asked.tier,
             latency_ms: u64::try_from(asked.latency.as_millis()).unwrap_or(u64::MAX),
+            latency_us: u64::try_from(asked.latency.as_micros()).unwrap_or(u64::MAX),
             usage: asked.usage,
             message_id: None,
             scores: BTreeMap::new(),
@@ -705,6 +706,8 @@ pub struct JudgeRecord {
     pub tier: Tier,
     /// How long the call took, in milliseconds.
     pub latency_ms: u64,
+    /// How long the call took, in microseconds (a local check takes a few).
+    pub latency_us: u64,
     /// The judge's token usage (zero when it failed before reporting any).
     pub usage: Usage,
     /// The message judged, when it was one message.

@@ -740,6 +740,7 @@ mod tests {
                 model: String::new(),
                 tier: super::super::Tier::Model,
                 latency_ms: 0,
+                latency_us: 0,
                 usage: Default::default(),
                 message_id: None,
                 scores: Default::default(),
