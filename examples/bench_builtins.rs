@@ -6,7 +6,8 @@
 //! filter to find: the cost every answer pays); each configuration is measured in interleaved
 //! rounds, so all see the same machine load, and the medians are compared. Last, what
 //! `LanguageIdentifier`, `InjectionHeuristics` and `ToxicityWords` (checks that need no model)
-//! cost on a 1 KB message and on the repository's corpora.
+//! cost on a 1 KB message and on the repository's corpora, and with `--features onnx`,
+//! `OnnxClassifier` with the test suite's model.
 
 use futures::StreamExt;
 use futures::executor::block_on;
@@ -162,6 +163,22 @@ fn local_checks() {
         ("toxicity-words", &words, "prose", &message),
         ("toxicity-words", &words, "threat", &threat),
     ];
+    #[cfg(feature = "onnx")]
+    let classifier = processors::builtins::detector::OnnxClassifier::builder(
+        "builtins/tests/data/injection_ngrams.onnx",
+    )
+    .build()
+    .expect("the test model loads");
+    #[cfg(feature = "onnx")]
+    let checks = checks.into_iter().chain([
+        (
+            "onnx-classifier",
+            &classifier as &dyn LocalCheck,
+            "prose",
+            &message,
+        ),
+        ("onnx-classifier", &classifier, "attack", &attack),
+    ]);
     for (check, local, name, text) in checks {
         let us = median_us(ROUNDS * 20, || {
             std::hint::black_box(local.check(std::hint::black_box(text)));

@@ -186,6 +186,14 @@ pub enum ConfigError {
     /// Two options cannot go together.
     #[error("{0}")]
     Conflict(&'static str),
+    /// A model file cannot be loaded or does not say how to use it.
+    #[error("the model {source_name} cannot be used: {reason}")]
+    Model {
+        /// The file, or what the model was read from.
+        source_name: String,
+        /// What is wrong, and what to do.
+        reason: String,
+    },
     /// None of the sites the processor has is chosen.
     #[error(
         "the processor acts at {chosen:?}, and none of those is one of its sites ({offered:?}), so it would do nothing; choose at least one of its sites"

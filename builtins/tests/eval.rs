@@ -113,6 +113,50 @@ async fn bi_73_a_tiered_judge_asks_the_model_only_when_the_check_is_unsure() {
     assert_eq!(ledger.records()[0].scores["injection"], 0.5);
 }
 
+/// A check that cannot run (a model file whose inference fails).
+struct Broken;
+
+impl LocalCheck for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn check(&self, _: &str) -> Local {
+        Local::Failed("the model's output has no scores".to_owned())
+    }
+}
+
+#[tokio::test]
+async fn bi_73_a_check_that_fails_is_a_judge_failure_alone_and_asks_the_model_in_tiers() {
+    let agent = agent_with(
+        Judge::local(Broken).on_error(OnJudgeError::Block),
+        InjectionStrategy::Block,
+    );
+    let (result, ledger) = generate(&agent, "Hello.").await;
+    assert!(
+        result.tripwire.is_some(),
+        "blocked, as the judge's failure says"
+    );
+    let record = &ledger.records()[0];
+    assert_eq!(record.tier, Tier::Local);
+    assert_eq!(
+        record.error.as_deref(),
+        Some("the local check `broken` failed: the model's output has no scores")
+    );
+    let model = ScriptedModel::new([Turn::text(r#"{"categories": {"injection": 0.0}}"#)]);
+    let agent = agent_with(
+        Judge::new(model.clone()).first(Broken),
+        InjectionStrategy::Block,
+    );
+    let (result, ledger) = generate(&agent, "Hello.").await;
+    assert!(result.tripwire.is_none());
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the model judged in the check's place"
+    );
+    assert_eq!(ledger.records()[0].tier, Tier::Model);
+}
+
 #[tokio::test]
 async fn bi_74_injection_heuristics_decide_on_strong_signs_and_leave_weak_ones_to_the_judge() {
     let h = InjectionHeuristics::new();

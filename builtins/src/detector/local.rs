@@ -17,19 +17,27 @@ use serde_json::{Map, Value, json};
 
 /// What a [`LocalCheck`] found in a text.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Local {
     /// A verdict the check stands by: the detector acts on it and asks no model.
     Sure(Value),
     /// The check cannot tell: a judge with a model asks it, and the verdict here is what a
     /// judge without one ([`Judge::local`](super::Judge::local)) acts on.
     Unsure(Value),
+    /// The check could not run on the text (a model file's inference failed): a judge with a
+    /// model asks it; one without fails the check as a judge's model failure does
+    /// ([`JudgeError::Local`](super::JudgeError::Local), handled by its
+    /// [`OnJudgeError`](super::OnJudgeError)).
+    Failed(String),
 }
 
 impl Local {
-    /// The verdict, sure or not.
+    /// The verdict, sure or not (`null` for a check that failed).
     pub fn verdict(&self) -> &Value {
+        static NONE: Value = Value::Null;
         match self {
             Local::Sure(v) | Local::Unsure(v) => v,
+            Local::Failed(_) => &NONE,
         }
     }
 

@@ -95,6 +95,8 @@ mod language;
 mod languages;
 mod local;
 mod moderation;
+#[cfg(feature = "onnx")]
+mod onnx;
 mod pii;
 mod prompt_injection;
 mod prompt_leak;
@@ -113,6 +115,8 @@ pub use local::{InjectionHeuristics, LanguageIdentifier, Local, LocalCheck};
 pub use moderation::{
     DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,
 };
+#[cfg(feature = "onnx")]
+pub use onnx::{OnnxClassifier, OnnxClassifierBuilder};
 pub use pii::{
     DEFAULT_TYPES as PII_TYPES, PiiDetector, PiiDetectorBuilder, PiiDetectorState, PiiStrategy,
     Redaction,
@@ -191,6 +195,14 @@ pub enum JudgeError {
     /// The answer is not a verdict.
     #[error("the judging model's verdict is malformed: {0}")]
     Malformed(String),
+    /// The judge's [`LocalCheck`] could not run on the text.
+    #[error("the local check `{check}` failed: {message}")]
+    Local {
+        /// The check's name.
+        check: String,
+        /// Why.
+        message: String,
+    },
     /// The judge's [`CircuitBreaker`] is open: the model failed too often lately and is not
     /// called until its cool-down ends.
     #[error(
@@ -532,10 +544,20 @@ impl Judge {
     pub(crate) async fn ask(&self, instructions: &str, content: &str) -> Asked {
         let started = Instant::now();
         if let Some(check) = &self.local {
-            let local = check.check(content);
-            if self.local_only || local.is_sure() {
+            let answer = match check.check(content) {
+                Local::Failed(message) if self.local_only => Some(Err(JudgeError::Local {
+                    check: check.name().to_owned(),
+                    message,
+                })),
+                local if self.local_only || local.is_sure() => {
+                    Some(Ok(local.verdict().to_string()))
+                }
+                // Unsure, or failed with a model to ask.
+                _ => None,
+            };
+            if let Some(answer) = answer {
                 return Asked {
-                    answer: Ok(local.verdict().to_string()),
+                    answer,
                     latency: started.elapsed(),
                     usage: Usage::default(),
                     tier: Tier::Local,
