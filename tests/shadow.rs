@@ -419,3 +419,166 @@ async fn a_processor_out_of_shadow_applies_what_it_decides() {
     assert_eq!(result.tripwire.unwrap().reason, "no");
     assert!(result.shadowed.is_empty());
 }
+
+on_every_path!(
+    b101_a_shadowed_streams_step_cut_short_by_a_trip_wire_is_still_recorded,
+    |path| {
+        let model = ScriptedModel::new([Turn::deltas(["my key ", "is sk-1"])]);
+        let mask = Probe::new("mask").stream(|a| {
+            Ok(match a.chunk.text_delta() {
+                Some(t) if t.contains("sk-") => {
+                    a.chunk.clone().map_text(|_| "[key]".to_owned()).into()
+                }
+                _ => StreamAction::Pass,
+            })
+        });
+        let guard = Probe::new("guard").output_step(|a| Err(a.abort().reason("no keys").into()));
+        let agent = build_agent!(path, model: model, output: [shadow(mask), guard]);
+        let result = generate(&*agent, "hi").await;
+        assert_eq!(result.tripwire.as_ref().unwrap().reason, "no keys");
+        assert_eq!(
+            actions(&result),
+            [(Hook::OutputStream, ShadowAction::Change)]
+        );
+        assert_eq!(
+            result.shadowed[0].reason,
+            r#"would have streamed "[key]" instead of "is sk-1" (the run ended before the step's stream did)"#
+        );
+    }
+);
+
+on_every_path!(b101_text_held_to_the_runs_finish_is_one_decision, |path| {
+    let model = ScriptedModel::new([Turn::deltas(["a", "b", "c"])]);
+    let hold = Probe::new("hold").stream(|a| {
+        if let Some(t) = a.chunk.text_delta() {
+            *a.state = json!(format!("{}{t}", a.state.as_str().unwrap_or_default()));
+            return Ok(StreamAction::Drop);
+        }
+        if !matches!(a.chunk.kind, ChunkKind::Finish { .. }) {
+            return Ok(StreamAction::Pass);
+        }
+        let text = a.state.as_str().unwrap_or_default().to_owned();
+        let delta = Chunk {
+            kind: ChunkKind::TextDelta {
+                id: "t".into(),
+                text,
+            },
+            ..a.chunk.clone()
+        };
+        Ok(StreamAction::Many(vec![delta, a.chunk.clone()]))
+    });
+    let agent = build_agent!(path, model: model, output: [shadow(hold)]);
+    let result = generate(&*agent, "hi").await;
+    assert_eq!(result.text, "abc");
+    assert_eq!(
+        actions(&result),
+        [(Hook::OutputStream, ShadowAction::Change)]
+    );
+    assert_eq!(
+        result.shadowed[0].reason,
+        "would have changed 4 of the stream's chunks, its text the same"
+    );
+});
+
+on_every_path!(
+    b102_a_stream_failure_passes_the_chunk_on_and_a_stream_retry_is_an_abort,
+    |path| {
+        let model = ScriptedModel::new([Turn::deltas(["one ", "two ", "three"])]);
+        let flaky = Probe::new("flaky").stream(|a| match a.chunk.text_delta() {
+            Some("one ") => Err(ProcessorError::msg("judge down")),
+            Some("two ") => Ok(a.chunk.clone().map_text(|_| "2 ".to_owned()).into()),
+            _ => Ok(StreamAction::Pass),
+        });
+        let retrying = Probe::new("retrying").stream(|a| match a.chunk.text_delta() {
+            Some("three") => Err(a.abort().reason("bad ending").retry(true).into()),
+            _ => Ok(StreamAction::Pass),
+        });
+        let heard = Heard::default();
+        let agent = build_agent!(path, model: model, max_processor_retries: 2, on_violation: heard.callback(), output: [shadow(flaky), shadow(retrying)]);
+        let result = generate(&*agent, "hi").await;
+        assert_eq!(result.text, "one two three");
+        assert_eq!(
+            actions(&result),
+            [
+                (Hook::OutputStream, ShadowAction::Block),
+                (Hook::OutputStream, ShadowAction::Change)
+            ]
+        );
+        assert_eq!(
+            result.shadowed[0].reason,
+            "would have aborted the run: bad ending"
+        );
+        assert_eq!(
+            result.shadowed[1].reason, r#"would have streamed "2 three" instead of "two three""#,
+            "the failure passed its chunk on and the change after it counts"
+        );
+    }
+);
+
+on_every_path!(
+    b106_a_warning_after_a_shadowed_abort_is_still_reported,
+    |path| {
+        let model = ScriptedModel::new([Turn::deltas(["a", "b"])]);
+        let noisy = Probe::new("noisy").stream(|a| match a.chunk.text_delta() {
+            Some("a") => Err(a.abort().reason("stop").into()),
+            Some("b") => Err(a.abort().reason("unsure about b").warn()),
+            _ => Ok(StreamAction::Pass),
+        });
+        let heard = Heard::default();
+        let agent = build_agent!(path, model: model, on_violation: heard.callback(), output: [shadow(noisy)]);
+        let result = generate(&*agent, "hi").await;
+        assert_eq!(result.text, "ab");
+        let kinds: Vec<(ViolationKind, String)> = heard
+            .all()
+            .into_iter()
+            .map(|v| (v.kind, v.reason))
+            .collect();
+        assert!(
+            kinds.contains(&(ViolationKind::Warn, "unsure about b".to_owned())),
+            "{kinds:?}"
+        );
+        assert!(kinds.contains(&(
+            ViolationKind::Shadow,
+            "would have aborted the run: stop".to_owned()
+        )));
+    }
+);
+
+#[tokio::test]
+async fn b100_step_settings_equal_to_the_steps_are_no_decision() {
+    let model = ScriptedModel::new([Turn::text("ok")]);
+    let same = Probe::new("same").input_step(|a| {
+        Ok(StepOverrides::new()
+            .tool_choice(a.config.tool_choice.clone())
+            .model_settings(a.config.model_settings.clone())
+            .provider_options(a.config.provider_options.clone())
+            .model(a.config.model.clone()))
+    });
+    let other =
+        Probe::new("other").input_step(|_| Ok(StepOverrides::new().tool_choice(ToolChoice::None)));
+    let agent = Agent::builder()
+        .model(model)
+        .input(shadow(same))
+        .input(shadow(other))
+        .build()
+        .unwrap();
+    let result = agent.generate("hi").await.unwrap();
+    let reasons: Vec<&str> = result.shadowed.iter().map(|d| d.reason.as_str()).collect();
+    assert_eq!(reasons, ["would have set the step's tool_choice"]);
+}
+
+#[test]
+fn memory_cannot_run_in_shadow() {
+    let memory = Memory::new(InMemoryStore::new());
+    let error = Agent::builder()
+        .model(ScriptedModel::new([]))
+        .memory(memory.clone())
+        .output(shadow(memory))
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "memory is in shadow in the output list: memory loads and saves the conversation, which is not a decision to record; put `memory` there as it is"
+    );
+}

@@ -303,7 +303,7 @@ fn a_local_check_must_exist_and_fit_its_detector() {
         with_model(
             "input = [{ processor = \"prompt-injection-detector\", judge = \"local/injection-heuristic\" }]\n"
         ),
-        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`, `language-identifier`, `toxicity-words`"
+        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`, `language-identifier`, `toxicity-words`, `onnx`"
     );
     assert_eq!(
         with_model(
@@ -346,5 +346,32 @@ fn shadow_is_a_boolean_the_memory_and_a_shared_processor_cannot_disagree_on() {
             "input = [{ processor = \"response-cache\", shadow = true }]\noutput = [\"response-cache\"]\n"
         ),
         "agent.toml:3:11: `response-cache`: `response-cache` is one processor across the lists, in shadow or not as its first entry says; give `shadow` the same in each entry"
+    );
+}
+
+#[test]
+fn an_onnx_model_must_be_run_by_the_judge_or_first_and_the_feature_must_be_on() {
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"moderation\", judge = { scripted = [] }, onnx = { path = \"m.onnx\" } }]\n"
+        ),
+        "agent.toml:2:72: `moderation`: the `onnx` model judges nothing here; run it alone with `judge = \"local/onnx\"`, or before the judge's model with `first = \"onnx\"`"
+    );
+    assert_eq!(
+        with_model("input = [{ processor = \"moderation\", judge = \"local/onnx\" }]\n"),
+        "agent.toml:2:46: `moderation`: the local check `onnx` runs the model of the `onnx` option, and there is none; add `onnx = { path = \"model.onnx\" }`"
+    );
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"language-detector\", judge = \"local/onnx\", targets = [\"en\"] }]\n"
+        ),
+        "agent.toml:2:53: `language-detector`: the local check `onnx` gives categories' scores, which `language-detector` does not read; it judges for `moderation` and `prompt-injection-detector`"
+    );
+    #[cfg(not(feature = "onnx"))]
+    assert_eq!(
+        with_model(
+            "input = [{ processor = \"moderation\", judge = \"local/onnx\", onnx = { path = \"m.onnx\" } }]\n"
+        ),
+        "agent.toml:2:67: `moderation`: a classifier model needs the feature `onnx` of `processors` (off by default); turn it on, or judge with a model"
     );
 }

@@ -2,6 +2,7 @@
 
 use crate::chunk::Usage;
 use crate::processor::ShadowDecision;
+use crate::processor::shadow::StreamDiff;
 use crate::tripwire::TripWire;
 use serde_json::Value;
 use std::any::{Any, TypeId};
@@ -47,6 +48,9 @@ pub(crate) struct RunReports {
     /// What processors in shadow would have done, in order, and how many of them were
     /// handed to `on_violation` already.
     shadowed: Mutex<(Vec<ShadowDecision>, usize)>,
+    /// The stream diffs of processors in shadow, by processor id: what their step would have
+    /// streamed, settled at the step's end, or when the run ends first.
+    streams: Mutex<Vec<(String, Arc<Mutex<StreamDiff>>)>>,
     /// Whether `warnings` (or `shadowed`) may hold any not yet reported: the run looks after
     /// every hook call, without a lock.
     warned: AtomicBool,
@@ -283,6 +287,29 @@ impl RequestContext {
                 run.warned.store(true, Ordering::Release);
             }
             None => crate::processor::report::log_shadow(&decision),
+        }
+    }
+
+    /// Keeps the stream diff of the processor in shadow `processor_id`, to settle if the run
+    /// ends before its step's stream does.
+    pub(crate) fn watch_shadow_stream(&self, processor_id: &str, diff: Arc<Mutex<StreamDiff>>) {
+        if let Some(run) = &self.run {
+            run.streams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((processor_id.to_owned(), diff));
+        }
+    }
+
+    /// Records what the streams of processors in shadow would have changed in a step the run
+    /// ended before settling (a trip wire, a pause, a failure).
+    pub(crate) fn settle_shadow_streams(&self) {
+        let Some(run) = &self.run else { return };
+        let streams = run.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        for (id, diff) in streams.iter() {
+            if let Some(decision) = crate::processor::shadow::settle_cut(id, diff) {
+                self.record_shadow(decision);
+            }
         }
     }
 

@@ -33,19 +33,71 @@ pub(super) fn register(registry: Registry) -> Registry {
 
 /// The judge of a detector's options `$o` (each has `judge`, `judge_timeout_ms`,
 /// `on_judge_error` and `concurrency`: serde cannot flatten them into a struct that refuses
-/// unknown fields), for the detector `$detector`.
+/// unknown fields), for the detector `$detector`; with `onnx`, the options' `onnx` model too.
 macro_rules! judge_of {
     ($cx:expr, $o:expr, $detector:expr) => {
+        judge_of!(@ $cx, $o, $detector, None)
+    };
+    ($cx:expr, $o:expr, $detector:expr, onnx) => {
+        judge_of!(@ $cx, $o, $detector, $o.onnx.as_ref())
+    };
+    (@ $cx:expr, $o:expr, $detector:expr, $onnx:expr) => {
         judge(
             $cx,
             $detector,
-            &$o.judge,
-            $o.judge_timeout_ms,
-            $o.on_judge_error,
-            $o.concurrency,
-            $o.circuit_breaker.as_ref(),
+            &JudgeOptions {
+                model: &$o.judge,
+                timeout_ms: $o.judge_timeout_ms,
+                on_error: $o.on_judge_error,
+                concurrency: $o.concurrency,
+                breaker: $o.circuit_breaker.as_ref(),
+                onnx: $onnx,
+            },
         )
     };
+}
+
+/// A detector's judge, as its options give it.
+struct JudgeOptions<'o> {
+    model: &'o ModelSpec,
+    timeout_ms: Option<u64>,
+    on_error: Option<OnJudgeError>,
+    concurrency: Option<usize>,
+    breaker: Option<&'o BreakerSpec>,
+    /// The `onnx` option: the classifier model the local check `onnx` runs.
+    onnx: Option<&'o OnnxSpec>,
+}
+
+/// `onnx = { path = "model.onnx", labels = [...], sure_above = 0.9, sure_below = 0.1 }`: the
+/// classifier `judge = "local/onnx"` or `first = "onnx"` runs (feature `onnx`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "onnx"), allow(dead_code))]
+struct OnnxSpec {
+    path: std::path::PathBuf,
+    labels: Option<Vec<String>>,
+    sure_above: Option<f64>,
+    sure_below: Option<f64>,
+}
+
+/// The classifier of `spec`, its path read from the file's directory.
+#[cfg(feature = "onnx")]
+fn onnx_check(spec: &OnnxSpec, cx: &Cx<'_>) -> Result<Box<dyn LocalCheck>, Refusal> {
+    let mut b = processors_builtins::detector::OnnxClassifier::builder(cx.path(&spec.path));
+    b = set(b, spec.labels.clone(), |b, l| b.labels(l));
+    b = set(b, spec.sure_above, |b, s| b.sure_above(s));
+    b = set(b, spec.sure_below, |b, s| b.sure_below(s));
+    b.build()
+        .map(|c| Box::new(c) as Box<dyn LocalCheck>)
+        .map_err(|e| Refusal::Option("onnx", e.to_string()))
+}
+
+#[cfg(not(feature = "onnx"))]
+fn onnx_check(_: &OnnxSpec, _: &Cx<'_>) -> Result<Box<dyn LocalCheck>, Refusal> {
+    Err(Refusal::Option(
+        "onnx",
+        "a classifier model needs the feature `onnx` of `processors` (off by default); turn it on, or judge with a model".to_owned(),
+    ))
 }
 
 /// The local checks a file can name (`judge = "local/NAME"`, `first = "NAME"`), each with
@@ -56,12 +108,34 @@ const LOCAL_CHECKS: [(&str, &str); 3] = [
     ("toxicity-words", "moderation"),
 ];
 
-/// The local check `name`, for `detector`.
+/// The detectors whose verdicts are categories' scores, which an ONNX classifier gives.
+const ONNX_DETECTORS: [&str; 2] = ["moderation", "prompt-injection-detector"];
+
+/// The local check `name`, for `detector`; `onnx` is the detector's `onnx` option, which the
+/// check `onnx` runs.
 fn local_check(
     name: &str,
     detector: &str,
     option: &'static str,
+    onnx: Option<&OnnxSpec>,
+    cx: &Cx<'_>,
 ) -> Result<Box<dyn LocalCheck>, Refusal> {
+    if name == "onnx" {
+        return match onnx {
+            Some(spec) => onnx_check(spec, cx),
+            None if ONNX_DETECTORS.contains(&detector) => Err(Refusal::Option(
+                option,
+                "the local check `onnx` runs the model of the `onnx` option, and there is none; add `onnx = { path = \"model.onnx\" }`".to_owned(),
+            )),
+            None => Err(Refusal::Option(
+                option,
+                format!(
+                    "the local check `onnx` gives categories' scores, which `{detector}` does not read; it judges for {}",
+                    ONNX_DETECTORS.map(|d| format!("`{d}`")).join(" and ")
+                ),
+            )),
+        };
+    }
     match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
         Some((_, fits)) if *fits == detector => Ok(match name {
             "injection-heuristics" => Box::new(InjectionHeuristics::new()),
@@ -75,7 +149,7 @@ fn local_check(
         None => Err(Refusal::Option(
             option,
             format!(
-                "there is no local check `{name}`; the local checks are: {}",
+                "there is no local check `{name}`; the local checks are: {}, `onnx`",
                 LOCAL_CHECKS.map(|(n, _)| format!("`{n}`")).join(", ")
             ),
         )),
@@ -84,23 +158,17 @@ fn local_check(
 
 /// The judge of a detector, from its options: a model, or a local check
 /// (`"local/injection-heuristics"`).
-fn judge(
-    cx: &Cx<'_>,
-    detector: &str,
-    model: &ModelSpec,
-    timeout_ms: Option<u64>,
-    on_error: Option<OnJudgeError>,
-    concurrency: Option<usize>,
-    breaker: Option<&BreakerSpec>,
-) -> Result<Judge, Refusal> {
-    let local = match model {
+fn judge(cx: &Cx<'_>, detector: &str, o: &JudgeOptions<'_>) -> Result<Judge, Refusal> {
+    let local = match o.model {
         ModelSpec::Id(id) => id.strip_prefix("local/"),
         ModelSpec::Scripted(_) => None,
     };
     let mut j = match local {
-        Some(name) => Judge::local(local_check(name, detector, "judge")?),
-        None => Judge::shared(cx.model(model)?),
+        Some(name) => Judge::local(local_check(name, detector, "judge", o.onnx, cx)?),
+        None => Judge::shared(cx.model(o.model)?),
     };
+    let (timeout_ms, on_error, concurrency, breaker) =
+        (o.timeout_ms, o.on_error, o.concurrency, o.breaker);
     j = set(j, timeout_ms, |j, ms| j.timeout(Duration::from_millis(ms)));
     j = set(j, on_error, |j, e| j.on_error(e));
     if concurrency == Some(0) {
@@ -126,23 +194,34 @@ fn judge(
     Ok(set(j, concurrency, |j, n| j.concurrency(n)))
 }
 
-/// `judge` with the local check `first` names as its first tier, when it names one.
+/// `judge` with the local check `first` names as its first tier, when it names one. An
+/// `onnx` model that neither `judge` nor `first` runs is refused.
 fn first(
     judge: Judge,
     first: Option<&str>,
     spec: &ModelSpec,
     detector: &str,
+    onnx: Option<&OnnxSpec>,
+    cx: &Cx<'_>,
 ) -> Result<Judge, Refusal> {
+    let local_judge = matches!(spec, ModelSpec::Id(id) if id.starts_with("local/"));
     let Some(name) = first else {
+        let runs_onnx = matches!(spec, ModelSpec::Id(id) if id == "local/onnx");
+        if onnx.is_some() && !runs_onnx {
+            return Err(Refusal::Option(
+                "onnx",
+                "the `onnx` model judges nothing here; run it alone with `judge = \"local/onnx\"`, or before the judge's model with `first = \"onnx\"`".to_owned(),
+            ));
+        }
         return Ok(judge);
     };
-    if matches!(spec, ModelSpec::Id(id) if id.starts_with("local/")) {
+    if local_judge {
         return Err(Refusal::Option(
             "first",
             "the judge is a local check already; `first` puts a local check before a judge that is a model".to_owned(),
         ));
     }
-    Ok(judge.first(local_check(name, detector, "first")?))
+    Ok(judge.first(local_check(name, detector, "first", onnx, cx)?))
 }
 
 /// `circuit_breaker = { failures = 5, window_ms = 60000, cool_down_ms = 30000 }`.
@@ -159,6 +238,7 @@ struct BreakerSpec {
 struct ModerationOptions {
     judge: ModelSpec,
     first: Option<String>,
+    onnx: Option<OnnxSpec>,
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
@@ -173,8 +253,15 @@ struct ModerationOptions {
 }
 
 fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> {
-    let mut j = judge_of!(cx, o, "moderation")?;
-    j = first(j, o.first.as_deref(), &o.judge, "moderation")?;
+    let mut j = judge_of!(cx, o, "moderation", onnx)?;
+    j = first(
+        j,
+        o.first.as_deref(),
+        &o.judge,
+        "moderation",
+        o.onnx.as_ref(),
+        cx,
+    )?;
     let mut b = Moderation::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -191,6 +278,7 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
 struct InjectionOptions {
     judge: ModelSpec,
     first: Option<String>,
+    onnx: Option<OnnxSpec>,
     judge_timeout_ms: Option<u64>,
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
@@ -203,8 +291,15 @@ struct InjectionOptions {
 }
 
 fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionDetector, Refusal> {
-    let mut j = judge_of!(cx, o, "prompt-injection-detector")?;
-    j = first(j, o.first.as_deref(), &o.judge, "prompt-injection-detector")?;
+    let mut j = judge_of!(cx, o, "prompt-injection-detector", onnx)?;
+    j = first(
+        j,
+        o.first.as_deref(),
+        &o.judge,
+        "prompt-injection-detector",
+        o.onnx.as_ref(),
+        cx,
+    )?;
     let mut b = PromptInjectionDetector::builder(j);
     b = set(b, o.categories, |b, c| b.categories(c));
     b = set(b, o.strategy, |b, s| b.strategy(s));
@@ -351,7 +446,14 @@ struct LanguageOptions {
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
     let mut j = judge_of!(cx, o, "language-detector")?;
-    j = first(j, o.first.as_deref(), &o.judge, "language-detector")?;
+    j = first(
+        j,
+        o.first.as_deref(),
+        &o.judge,
+        "language-detector",
+        None,
+        cx,
+    )?;
     let mut b = LanguageDetector::builder(j);
     for target in o.targets {
         b = b.target(target);

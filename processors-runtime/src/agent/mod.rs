@@ -20,7 +20,7 @@ pub use run::FEEDBACK_TAG;
 pub use stream::AgentStream;
 
 use crate::context::RequestContext;
-use crate::memory::{IntoMemory, Memory, is_memory};
+use crate::memory::{IntoMemory, Memory, is_memory, is_shadowed_memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
 use crate::processor::report::ViolationHandler;
@@ -368,6 +368,11 @@ pub enum BuildError {
     /// Memory is in a list, but the agent has no memory.
     #[error("memory is in the {0} list but the agent has no memory; call `.memory(...)`")]
     MemoryWithoutMemory(&'static str),
+    /// Memory in shadow, in the given list.
+    #[error(
+        "memory is in shadow in the {0} list: memory loads and saves the conversation, which is not a decision to record; put `memory` there as it is"
+    )]
+    ShadowedMemory(&'static str),
     /// `max_steps(0)`: a run needs at least one step.
     #[error("max_steps is 0: a run needs at least one step")]
     ZeroMaxSteps,
@@ -647,6 +652,9 @@ pub(crate) fn check_lists(
     ];
     for (list, processors, belongs) in lists {
         for p in processors {
+            if is_shadowed_memory(*p) {
+                return Err(BuildError::ShadowedMemory(list));
+            }
             if is_memory(*p) {
                 if !has_memory {
                     return Err(BuildError::MemoryWithoutMemory(list));

@@ -21,7 +21,7 @@ pub(crate) mod future_slot;
 mod hooks;
 pub(crate) mod pipeline;
 pub(crate) mod report;
-mod shadow;
+pub(crate) mod shadow;
 mod shared;
 pub(crate) mod state;
 pub(crate) mod table;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 /// Whether a violation stopped the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ViolationKind {
     /// An abort: the chain stopped.
     Block,

@@ -18,6 +18,7 @@ use futures::FutureExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A processor run in shadow: it sees everything and decides as usual, and what it decides
 /// is recorded instead of applied.
@@ -134,11 +135,14 @@ impl ShadowAction {
 }
 
 /// The state of a processor in shadow: the processor's own, and what its stream hook would
-/// have changed in the current step.
+/// have changed in the current step (shared with the run's reports, so that a run that ends
+/// before the step's stream does still records it).
 #[derive(Debug, Default)]
 pub struct ShadowState<S> {
     inner: S,
-    stream: StreamDiff,
+    stream: Arc<Mutex<StreamDiff>>,
+    /// Whether `stream` is known to the run's reports.
+    registered: bool,
 }
 
 impl<S> ShadowState<S> {
@@ -150,7 +154,7 @@ impl<S> ShadowState<S> {
 
 /// What a stream hook in shadow would have changed in the current step.
 #[derive(Debug, Default)]
-struct StreamDiff {
+pub(crate) struct StreamDiff {
     replaced: u32,
     dropped: u32,
     inserted: u32,
@@ -160,9 +164,13 @@ struct StreamDiff {
     diverged: bool,
     delivered: String,
     would_have: String,
-    /// An abort or a failure was recorded this step: the run would have ended there, so
-    /// what the processor decides after it is not counted.
+    /// An abort or a panic was recorded this step: the run would have ended there, so what
+    /// the processor decides after it is not counted.
     stopped: bool,
+    /// The step's `step-finish` went by: what the processor lets out with the run's `finish`
+    /// still belongs to it (text held to the end), so the step is settled at the next
+    /// `step-start` or at `finish`.
+    parked: bool,
 }
 
 impl StreamDiff {
@@ -189,6 +197,10 @@ impl StreamDiff {
                 self.dropped += 1;
                 Vec::new()
             }
+            StreamAction::Many(v) if v.is_empty() => {
+                self.dropped += 1;
+                v
+            }
             StreamAction::Many(v) => {
                 match v.iter().position(|c| c == chunk) {
                     Some(_) => self.inserted += v.len() as u32 - 1,
@@ -208,12 +220,14 @@ impl StreamDiff {
     }
 
     /// At a step's end: what the step's stream would have looked like, when it would have
-    /// changed; the diff starts again for the next step.
-    fn settle(&mut self) -> Option<Verdict> {
+    /// changed; the diff starts again for the next step. `cut` says the run ended before the
+    /// step's stream did.
+    fn settle(&mut self, cut: bool) -> Option<Verdict> {
         let diff = std::mem::take(self);
         if diff.stopped || !(diff.diverged || diff.data > 0) {
             return None;
         }
+        let cut = cut && !diff.parked;
         let reason = match (diff.delivered == diff.would_have, diff.diverged) {
             (false, _) => format!(
                 "would have streamed {} instead of {}",
@@ -225,6 +239,10 @@ impl StreamDiff {
                 diff.replaced + diff.dropped + diff.inserted
             ),
             (true, false) => format!("would have written {} data chunks", diff.data),
+        };
+        let reason = match cut {
+            true => format!("{reason} (the run ended before the step's stream did)"),
+            false => reason,
         };
         Some(Verdict {
             action: ShadowAction::Change,
@@ -239,6 +257,21 @@ impl StreamDiff {
             }),
         })
     }
+}
+
+/// The decision of a stream diff the run ended before settling, if any.
+pub(crate) fn settle_cut(processor_id: &str, diff: &Mutex<StreamDiff>) -> Option<ShadowDecision> {
+    let v = diff
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .settle(true)?;
+    Some(ShadowDecision {
+        processor_id: processor_id.to_owned(),
+        hook: Hook::OutputStream,
+        action: v.action,
+        reason: v.reason,
+        details: v.details,
+    })
 }
 
 /// A text in a reason, quoted and cut to 80 characters.
@@ -267,33 +300,58 @@ impl Verdict {
     }
 }
 
-/// What a hook call in shadow came to, besides its outcome.
+/// What a hook call in shadow came to.
 enum Returned<T> {
     /// The hook returned its outcome.
     Outcome(T),
     /// The hook returned a warning, which is reported as any warning is.
     Warning(Abort),
-    /// The hook aborted, failed or panicked.
-    Stopped(Verdict),
+    /// The hook aborted.
+    Aborted(Verdict),
+    /// The hook failed.
+    Failed(crate::error::BoxError),
+    /// The hook panicked.
+    Panicked(String),
 }
 
-/// Sorts what a hook returned; a panic is caught here, as the runner would catch it.
-async fn call<T>(id: &str, hook: impl Future<Output = Result<T, ProcessorError>>) -> Returned<T> {
-    let failed = |error: String| Verdict {
-        action: ShadowAction::Fail,
-        reason: format!("would have failed the run: {error}"),
-        details: json!({ "error": error }),
-    };
-    match AssertUnwindSafe(hook).catch_unwind().await {
+impl<T> Returned<T> {
+    /// A failure or a panic as the decision it is where it would end the run (every hook
+    /// but the stream hook, whose failures pass the chunk on).
+    fn stopped(self) -> Result<Self, Verdict> {
+        let failed = |error: String| Verdict {
+            action: ShadowAction::Fail,
+            reason: format!("would have failed the run: {error}"),
+            details: json!({ "error": error }),
+        };
+        match self {
+            Returned::Aborted(v) => Err(v),
+            Returned::Failed(e) => Err(failed(e.to_string())),
+            Returned::Panicked(message) => Err(failed(format!("it panicked: {message}"))),
+            other => Ok(other),
+        }
+    }
+}
+
+/// Sorts what `hook` returned; a panic is caught here, as the runner would catch it. An abort
+/// asking for a retry is a retry at the hooks that can reject a step (`process_input_step`,
+/// `process_output_step`, `process_tool_call`), and an abort elsewhere.
+async fn call<T>(
+    id: &str,
+    hook: Hook,
+    returned: impl Future<Output = Result<T, ProcessorError>>,
+) -> Returned<T> {
+    match AssertUnwindSafe(returned).catch_unwind().await {
         Ok(Ok(outcome)) => Returned::Outcome(outcome),
         Ok(Err(ProcessorError::Warning(warning))) => Returned::Warning(warning),
         Ok(Err(ProcessorError::Abort(abort))) => {
             let tw = abort.into_tripwire(id);
-            let (action, what) = match tw.retry {
+            let retries =
+                tw.retry && matches!(hook, Hook::InputStep | Hook::OutputStep | Hook::ToolCall);
+            let (action, what) = match retries {
                 true => (ShadowAction::Retry, "rejected the step for a retry"),
                 false => (ShadowAction::Block, "aborted the run"),
             };
-            Returned::Stopped(Verdict {
+            Returned::Aborted(Verdict {
                 action,
                 reason: format!("would have {what}: {}", tw.reason),
                 details: json!({
@@ -304,8 +362,8 @@ async fn call<T>(id: &str, hook: impl Future<Output = Result<T, ProcessorError>>
                 }),
             })
         }
-        Ok(Err(ProcessorError::Failed(error))) => Returned::Stopped(failed(error.to_string())),
-        Err(panic) => Returned::Stopped(failed(format!("it panicked: {}", panic_message(&*panic)))),
+        Ok(Err(ProcessorError::Failed(error))) => Returned::Failed(error),
+        Err(panic) => Returned::Panicked(panic_message(&*panic)),
     }
 }
 
@@ -334,13 +392,14 @@ impl<P: Processor> Shadow<P> {
         changed: impl FnOnce(T) -> Option<Verdict>,
     ) -> Result<(), ProcessorError> {
         let edit = || Verdict::change("would have edited the message list", Value::Null);
-        let (verdict, warning) = match returned {
-            Returned::Outcome(outcome) => (
+        let (verdict, warning) = match returned.stopped() {
+            Ok(Returned::Outcome(outcome)) => (
                 changed(outcome).or_else(|| edited.then(edit).flatten()),
                 None,
             ),
-            Returned::Warning(w) => (edited.then(edit).flatten(), Some(w)),
-            Returned::Stopped(v) => (Some(v), None),
+            Ok(Returned::Warning(w)) => (edited.then(edit).flatten(), Some(w)),
+            Ok(_) => (None, None),
+            Err(v) => (Some(v), None),
         };
         if let Some(v) = verdict {
             self.record(cx, hook, v);
@@ -400,6 +459,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut list = message_list.clone();
         let returned = call(
             self.id(),
+            Hook::Input,
             self.inner.process_input(InputArgs {
                 messages,
                 system_messages,
@@ -454,6 +514,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut list = message_list.clone();
         let returned = call(
             self.id(),
+            Hook::InputStep,
             self.inner.process_input_step(InputStepArgs {
                 step_number,
                 steps,
@@ -470,11 +531,32 @@ impl<P: Processor> Processor for Shadow<P> {
         .await;
         let edited = list != *message_list;
         self.settle(Hook::InputStep, request_context, returned, edited, |o| {
+            let same_model = |m: &Arc<dyn crate::model::LanguageModel>| {
+                m.provider() == config.model.provider() && m.model_id() == config.model.model_id()
+            };
+            let names = |tools: &[Arc<dyn crate::tool::Tool>]| -> Vec<String> {
+                tools.iter().map(|t| t.name().to_owned()).collect()
+            };
             let set = [
-                ("model", o.model.is_some()),
-                ("tools", o.tools.is_some()),
-                ("tool_choice", o.tool_choice.is_some()),
-                ("active_tools", o.active_tools.is_some()),
+                ("model", o.model.as_ref().is_some_and(|m| !same_model(m))),
+                (
+                    "tools",
+                    o.tools
+                        .as_ref()
+                        .is_some_and(|t| names(t) != names(&config.tools)),
+                ),
+                (
+                    "tool_choice",
+                    o.tool_choice
+                        .as_ref()
+                        .is_some_and(|c| *c != config.tool_choice),
+                ),
+                (
+                    "active_tools",
+                    o.active_tools
+                        .as_ref()
+                        .is_some_and(|a| Some(a) != config.active_tools.as_ref()),
+                ),
                 ("messages", o.messages.as_ref().is_some_and(|m| *m != given)),
                 (
                     "system_messages",
@@ -482,8 +564,18 @@ impl<P: Processor> Processor for Shadow<P> {
                         .as_ref()
                         .is_some_and(|m| *m != given_system),
                 ),
-                ("provider_options", o.provider_options.is_some()),
-                ("model_settings", o.model_settings.is_some()),
+                (
+                    "provider_options",
+                    o.provider_options
+                        .as_ref()
+                        .is_some_and(|p| *p != config.provider_options),
+                ),
+                (
+                    "model_settings",
+                    o.model_settings
+                        .as_ref()
+                        .is_some_and(|m| *m != config.model_settings),
+                ),
             ];
             let set: Vec<&str> = set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
             if set.is_empty() {
@@ -517,6 +609,7 @@ impl<P: Processor> Processor for Shadow<P> {
         } = args;
         let returned = call(
             self.id(),
+            Hook::LlmRequest,
             self.inner.process_llm_request(LlmRequestArgs {
                 step_number,
                 request,
@@ -574,6 +667,7 @@ impl<P: Processor> Processor for Shadow<P> {
         } = args;
         let returned = call(
             self.id(),
+            Hook::LlmResponse,
             self.inner.process_llm_response(LlmResponseArgs {
                 step_number,
                 request,
@@ -608,6 +702,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut data = Vec::new();
         let returned = call(
             self.id(),
+            Hook::OutputStream,
             self.inner.process_output_stream(OutputStreamArgs {
                 chunk,
                 stream_history,
@@ -620,27 +715,58 @@ impl<P: Processor> Processor for Shadow<P> {
             }),
         )
         .await;
-        let diff = &mut state.stream;
-        let mut warning = None;
-        if !diff.stopped {
-            diff.data += data.len() as u32;
-            match returned {
-                Returned::Outcome(action) => diff.see(chunk, action),
-                Returned::Warning(w) => warning = Some(w),
-                Returned::Stopped(v) => {
-                    diff.stopped = true;
+        let mut diff = state.stream.lock().unwrap_or_else(PoisonError::into_inner);
+        let step_start = matches!(chunk.kind, ChunkKind::StepStart { .. });
+        if step_start && diff.parked {
+            // The step before ended with its `step-finish`, and no `finish` came after it.
+            if let Some(v) = diff.settle(false) {
+                self.record(request_context, Hook::OutputStream, v);
+            }
+        }
+        let mut passed_on = Ok(StreamAction::Pass);
+        let counted = !diff.stopped;
+        if counted {
+            diff.data += u32::try_from(data.len()).unwrap_or(u32::MAX);
+        }
+        match returned {
+            Returned::Outcome(action) if counted => diff.see(chunk, action),
+            Returned::Outcome(_) => {}
+            // As when it is applied: a warning is reported, a failure passes the chunk on.
+            Returned::Warning(w) => {
+                if counted {
+                    diff.see(chunk, StreamAction::Pass);
+                }
+                passed_on = Err(ProcessorError::Warning(w));
+            }
+            Returned::Failed(e) => {
+                if counted {
+                    diff.see(chunk, StreamAction::Pass);
+                }
+                passed_on = Err(ProcessorError::Failed(e));
+            }
+            stopped @ (Returned::Aborted(_) | Returned::Panicked(_)) if counted => {
+                diff.stopped = true;
+                if let Err(v) = stopped.stopped() {
                     self.record(request_context, Hook::OutputStream, v);
                 }
             }
+            Returned::Aborted(_) | Returned::Panicked(_) => {}
         }
-        if matches!(
-            chunk.kind,
-            ChunkKind::StepFinish { .. } | ChunkKind::Finish { .. }
-        ) && let Some(v) = diff.settle()
-        {
-            self.record(request_context, Hook::OutputStream, v);
+        match chunk.kind {
+            ChunkKind::StepFinish { .. } => diff.parked = true,
+            ChunkKind::Finish { .. } => {
+                if let Some(v) = diff.settle(false) {
+                    self.record(request_context, Hook::OutputStream, v);
+                }
+            }
+            _ => {}
         }
-        warning.map_or(Ok(StreamAction::Pass), |w| Err(ProcessorError::Warning(w)))
+        drop(diff);
+        if !state.registered {
+            state.registered = true;
+            request_context.watch_shadow_stream(self.id(), Arc::clone(&state.stream));
+        }
+        passed_on
     }
 
     async fn process_output_step(
@@ -667,6 +793,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut list = message_list.clone();
         let returned = call(
             self.id(),
+            Hook::OutputStep,
             self.inner.process_output_step(OutputStepArgs {
                 step_number,
                 messages,
@@ -716,6 +843,7 @@ impl<P: Processor> Processor for Shadow<P> {
         } = args;
         let returned = call(
             self.id(),
+            Hook::ToolCall,
             self.inner.process_tool_call(ToolCallArgs {
                 tool_call,
                 tool,
@@ -781,6 +909,7 @@ impl<P: Processor> Processor for Shadow<P> {
         } = args;
         let returned = call(
             self.id(),
+            Hook::ToolResult,
             self.inner.process_tool_result(ToolResultArgs {
                 tool_call,
                 result,
@@ -829,6 +958,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut list = message_list.clone();
         let returned = call(
             self.id(),
+            Hook::OutputResult,
             self.inner.process_output_result(OutputResultArgs {
                 messages,
                 result,
@@ -871,6 +1001,7 @@ impl<P: Processor> Processor for Shadow<P> {
         let mut list = message_list.clone();
         let returned = call(
             self.id(),
+            Hook::ApiError,
             self.inner.process_api_error(ApiErrorArgs {
                 error,
                 step_number,

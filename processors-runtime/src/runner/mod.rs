@@ -435,6 +435,16 @@ pub(crate) struct Scope {
     pub(crate) hooks: FutureSlot,
 }
 
+impl Scope {
+    /// What processors in shadow would have done, at the run's end: the steps their streams
+    /// had not settled recorded, and every decision handed to `on_violation`.
+    pub(crate) fn shadowed(&self) -> Vec<crate::processor::ShadowDecision> {
+        self.cx.settle_shadow_streams();
+        self.report.flush();
+        self.cx.shadowed()
+    }
+}
+
 /// The ids of messages.
 pub(crate) fn ids<'a>(ms: impl Iterator<Item = &'a Message>) -> Vec<String> {
     ms.map(|m| m.id.clone()).collect()

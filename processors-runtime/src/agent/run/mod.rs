@@ -608,7 +608,7 @@ impl Run {
             finish_reason: last_reason,
             usage: self.usage,
             processor_usage: self.s.cx.processor_usage(),
-            shadowed: self.s.cx.shadowed(),
+            shadowed: self.s.shadowed(),
             tripwire: None,
             // The list ends with the run.
             response_messages: self.s.list.take_response(),

@@ -155,6 +155,7 @@ impl Run {
                 );
                 self.s.report.violation(&tw, ViolationKind::Block);
                 self.out.deliver(ChunkKind::Tripwire(tw.clone())).await;
+                let shadowed = self.s.shadowed();
                 Ok(GenerateResult {
                     run_id: self.run_id,
                     text: Text::new(),
@@ -162,7 +163,7 @@ impl Run {
                     finish_reason: FinishReason::Other,
                     usage: self.usage,
                     processor_usage: self.s.cx.processor_usage(),
-                    shadowed: self.s.cx.shadowed(),
+                    shadowed,
                     tool_calls: Vec::new(),
                     tool_results: Vec::new(),
                     tripwire: Some(tw),
@@ -242,7 +243,7 @@ impl Run {
             finish_reason: FinishReason::AwaitingApproval,
             usage: self.usage,
             processor_usage: self.s.cx.processor_usage(),
-            shadowed: self.s.cx.shadowed(),
+            shadowed: self.s.shadowed(),
             tripwire: None,
             response_messages: self.s.list.response().cloned().collect(),
             warnings: std::mem::take(&mut self.warnings),
