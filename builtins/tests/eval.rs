@@ -333,7 +333,7 @@ async fn bi_77_the_local_guards_hold_their_figures_on_the_repositorys_corpora() 
     assert_eq!(e.errors, 0);
     assert_eq!(e.local_verdicts, 80, "every verdict local");
     assert!(e.precision() >= 1.0, "{}", e.to_json());
-    assert!(e.recall() >= 0.825, "{}", e.to_json());
+    assert!(e.recall() >= 0.875, "{}", e.to_json());
     let pii = corpus("pii.jsonl");
     let guard = RegexFilter::builder().preset(Preset::Pii).build().unwrap();
     let e = evaluate("regex pii", guard, &pii, Site::Input).await;
