@@ -7,7 +7,8 @@
 //! rounds, so all see the same machine load, and the medians are compared. Last, what
 //! `LanguageIdentifier`, `InjectionHeuristics` and `ToxicityWords` (checks that need no model)
 //! cost on a 1 KB message and on the repository's corpora, and with `--features onnx`,
-//! `OnnxClassifier` with the test suite's model.
+//! `OnnxClassifier` with the test suite's model; and a detector's whole check with its judge
+//! local, a scripted model, and a model over HTTP on loopback.
 
 use futures::StreamExt;
 use futures::executor::block_on;
@@ -114,6 +115,7 @@ fn main() {
         println!("{line}");
     }
     local_checks();
+    judges();
 }
 
 /// What a check that needs no model costs on a 1 KB message of prose, median of rounds.
@@ -191,6 +193,128 @@ fn local_checks() {
         });
         println!("{line}");
     }
+}
+
+/// What one check of a message by `PromptInjectionDetector` costs, the whole input hook
+/// through the test kit, with three judges: `InjectionHeuristics` alone, a scripted model
+/// (which costs nothing: the detector's own work around a model call), and an
+/// OpenAI-compatible provider over HTTP on loopback to a server that answers at once (the
+/// least a real judge's call costs). Median of rounds, microseconds.
+fn judges() {
+    use processors::builtins::PromptInjectionDetector;
+    use processors::builtins::detector::{InjectionHeuristics, Judge};
+    use processors::testing::Harness;
+    const VERDICT: &str = r#"{"categories": {"injection": 0.0}}"#;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let addr = runtime.block_on(loopback_judge(VERDICT));
+    let http = processors::providers::OpenAiCompatible::builder("judge")
+        .base_url(format!("http://{addr}/v1"))
+        .api_key("bench")
+        .build()
+        .expect("the provider");
+    let judges: [(&str, Judge); 3] = [
+        (
+            "injection-heuristics",
+            Judge::local(InjectionHeuristics::new()),
+        ),
+        (
+            "scripted model",
+            Judge::new(ScriptedModel::cycle([Turn::text(VERDICT)])),
+        ),
+        ("http on loopback", Judge::new(http)),
+    ];
+    let message = "Could you summarise the attached quarterly report in three bullet points?";
+    for (name, judge) in judges {
+        let detector = PromptInjectionDetector::builder(judge)
+            .build()
+            .expect("the detector");
+        let detector: processors::processor::ProcessorRef = std::sync::Arc::new(detector);
+        let us = runtime.block_on(async {
+            let mut times = Vec::with_capacity(ROUNDS * 4);
+            for _ in 0..ROUNDS * 4 {
+                let mut h = Harness::shared(detector.clone());
+                let start = Instant::now();
+                let report = h.input(message).await.expect("a report");
+                times.push(start.elapsed());
+                assert!(report.tripwire.is_none());
+            }
+            times.sort();
+            times[times.len() / 2].as_secs_f64() * 1e6
+        });
+        let line = json!({
+            "judge": name,
+            "detector": "prompt-injection-detector",
+            "us_per_check": (us * 10.0).round() / 10.0,
+        });
+        println!("{line}");
+    }
+}
+
+/// A server on loopback that answers every chat completion with `verdict`, streamed as an
+/// OpenAI-compatible server streams, keeping connections open; its address.
+async fn loopback_judge(verdict: &'static str) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("an address");
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| json!({ "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] });
+    let events = [
+        chunk(
+            json!({ "role": "assistant", "content": verdict }),
+            json!(null),
+        ),
+        chunk(json!({}), json!("stop")),
+    ];
+    let mut body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let response = response.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut read = [0u8; 8192];
+                loop {
+                    // One request: its head, then as many bytes as its content-length says.
+                    let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match socket.read(&mut read).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&read[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + 4 + length {
+                        match socket.read(&mut read).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&read[..n]),
+                        }
+                    }
+                    buf.drain(..head_end + 4 + length);
+                    if socket.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
 }
 
 /// The median time of `rounds` runs of `f`, in microseconds.
