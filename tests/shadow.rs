@@ -582,3 +582,28 @@ fn memory_cannot_run_in_shadow() {
         "memory is in shadow in the output list: memory loads and saves the conversation, which is not a decision to record; put `memory` there as it is"
     );
 }
+
+#[tokio::test]
+async fn a_processor_and_its_shadow_need_two_ids() {
+    let guard = || Probe::new("guard").output_step(|a| Err(a.abort().reason("no").into()));
+    let same = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("ok")]))
+        .output(guard())
+        .output(shadow(guard()))
+        .build();
+    let error = match same {
+        Err(e) => e.to_string(),
+        Ok(agent) => agent.generate("hi").await.unwrap_err().to_string(),
+    };
+    assert_eq!(
+        error,
+        "processors share the id `guard` but not a state type (`serde_json::value::Value` and `processors_runtime::processor::shadow::ShadowState<serde_json::value::Value>`); give one of them another id"
+    );
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("ok")]))
+        .output(shadow(guard()).with_id("guard-candidate"))
+        .build()
+        .unwrap();
+    let result = agent.generate("hi").await.unwrap();
+    assert_eq!(result.shadowed[0].processor_id, "guard-candidate");
+}

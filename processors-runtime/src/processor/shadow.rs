@@ -55,9 +55,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// );
 /// # });
 /// ```
+///
+/// A guard enforced and a copy of it in shadow (another threshold, another judge) run side by
+/// side under two ids: give the copy its own with [`with_id`](Shadow::with_id), so that each
+/// has its state.
 #[derive(Debug, Clone)]
 pub struct Shadow<P> {
     inner: P,
+    /// The id in shadow, when it is not the processor's.
+    id: Option<String>,
 }
 
 /// Runs `processor` in [`Shadow`]: its decisions are recorded instead of applied.
@@ -68,7 +74,41 @@ pub fn shadow<P: Processor>(processor: P) -> Shadow<P> {
 impl<P: Processor> Shadow<P> {
     /// Runs `processor` in shadow.
     pub fn new(processor: P) -> Self {
-        Shadow { inner: processor }
+        Shadow {
+            inner: processor,
+            id: None,
+        }
+    }
+
+    /// Runs it under `id` (its state, its decisions and its usage are under this id), so that
+    /// the same processor, enforced, can run beside it.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::prelude::*;
+    ///
+    /// let strict = |limit: usize| {
+    ///     output_step_fn("length", move |a: &mut OutputStepArgs<'_, ()>| {
+    ///         if a.text.len() > limit {
+    ///             return Err(a.abort().reason(format!("over {limit} bytes")).into());
+    ///         }
+    ///         Ok::<_, ProcessorError>(())
+    ///     })
+    /// };
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([Turn::text("Twelve bytes")]))
+    ///     .output(strict(100))
+    ///     .output(shadow(strict(10)).with_id("length-candidate"))
+    ///     .build()
+    ///     .unwrap();
+    /// let result = agent.generate("hi").await.unwrap();
+    /// assert!(result.tripwire.is_none());
+    /// assert_eq!(result.shadowed[0].processor_id, "length-candidate");
+    /// # });
+    /// ```
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
     }
 
     /// The processor.
@@ -371,7 +411,7 @@ impl<P: Processor> Shadow<P> {
     /// Records a decision of `hook`.
     fn record(&self, cx: &RequestContext, hook: Hook, v: Verdict) {
         cx.record_shadow(ShadowDecision {
-            processor_id: self.inner.id().to_owned(),
+            processor_id: self.id().to_owned(),
             hook,
             action: v.action,
             reason: v.reason,
@@ -422,12 +462,13 @@ fn messages_changed(given: &[Message], returned: Vec<Message>, what: &str) -> Op
 impl<P: Processor> Processor for Shadow<P> {
     type State = ShadowState<P::State>;
     const HOOKS: Hooks = P::HOOKS;
-    const STATIC_ID: Option<&'static str> = P::STATIC_ID;
+    // No fixed id: one given with `with_id` replaces the processor's.
+    const STATIC_ID: Option<&'static str> = None;
     const READS_MESSAGES: Hooks = P::READS_MESSAGES;
     const SYNC_HOOKS: Hooks = P::SYNC_HOOKS;
 
     fn id(&self) -> &str {
-        self.inner.id()
+        self.id.as_deref().unwrap_or_else(|| self.inner.id())
     }
 
     fn hooks(&self) -> Hooks {
