@@ -21,7 +21,7 @@ pub enum Preset {
     /// Personal data: `email`, `credit-card` (Luhn-checked, issuer digits 2–6),
     /// `iban` (mod-97 checked), `ip-address` (IPv4, and IPv6 with at least three groups),
     /// `phone` (international `+…`, North American `(415) 555-0100`, and national numbers
-    /// with a leading 0 and separators, such as `020 7946 0958`).
+    /// with a leading 0 and separators, such as `020 7946 0958` and `07700 900123`).
     Pii,
     /// Credentials: `anthropic-api-key`, `openai-api-key` (`sk-…`), `aws-access-key-id`
     /// (`AKIA…`), `aws-secret-access-key` (when assigned to a name saying so),
@@ -90,6 +90,7 @@ const PII: Table = &[
             r"|\([2-9][0-9]{2}\) ?[2-9][0-9]{2}[ .-][0-9]{4}(?-u:\b)",
             r"|(?-u:\b)[2-9][0-9]{2}[ .-][2-9][0-9]{2}[ .-][0-9]{4}(?-u:\b)",
             r"|(?-u:\b)0[1-9][0-9]{0,3}(?:[ .-][0-9]{2,4}){2,4}(?-u:\b)",
+            r"|(?-u:\b)0[1-9][0-9]{3}[ .-][0-9]{6}(?-u:\b)",
         ),
         Some(is_phone_number),
     ),
@@ -290,6 +291,7 @@ mod tests {
         assert!(is_phone_number("+1 415 555 0100"));
         assert!(is_phone_number("(415) 555-0100"));
         assert!(is_phone_number("020 7946 0958"));
+        assert!(is_phone_number("07700 900123"));
         assert!(!is_phone_number("01.02.2024"));
         assert!(!is_phone_number("+1 2"));
     }
