@@ -183,6 +183,9 @@ struct Book {
     timeline: Timeline,
     /// The spans each thread is in, innermost last.
     stacks: HashMap<ThreadId, Vec<usize>>,
+    /// How many times the recorder was cleared: a span's id carries it, so that a span opened
+    /// before a `clear` names no entry kept after it.
+    generation: u32,
 }
 
 impl Book {
@@ -195,6 +198,25 @@ impl Book {
         self.stacks
             .get(&std::thread::current().id())
             .and_then(|s| s.last().copied())
+    }
+
+    /// The id of the span kept at `index`: the generation in the high half, the index from 1
+    /// in the low half.
+    fn id_of(&self, index: usize) -> Id {
+        let low =
+            u64::try_from(index).map_or(u64::from(u32::MAX), |i| (i + 1).min(u64::from(u32::MAX)));
+        Id::from_u64((u64::from(self.generation) << 32) | low)
+    }
+
+    /// The timeline index a span id stands for, when it was given since the last `clear`.
+    fn index_of(&self, id: &Id) -> Option<usize> {
+        let id = id.into_u64();
+        if id >> 32 != u64::from(self.generation) {
+            return None;
+        }
+        usize::try_from(id & u64::from(u32::MAX))
+            .ok()?
+            .checked_sub(1)
     }
 
     /// Keeps `entry`, unless the limit is reached: then it is counted as dropped.
@@ -244,11 +266,13 @@ impl Recorder {
         self.with(|b| b.timeline.clone())
     }
 
-    /// Forgets what it kept (its limit stays).
+    /// Forgets what it kept (its limit stays). A span opened before and still open records
+    /// nothing after.
     pub fn clear(&self) {
         self.with(|b| {
             *b = Book {
                 limit: b.limit,
+                generation: b.generation.wrapping_add(1),
                 ..Book::default()
             }
         });
@@ -260,16 +284,11 @@ impl Recorder {
 
     fn parent_of(b: &Book, explicit: Option<&Id>, contextual: bool) -> Option<usize> {
         match explicit {
-            Some(id) => index_of(id),
+            Some(id) => b.index_of(id),
             None if contextual => b.current(),
             None => None,
         }
     }
-}
-
-/// The timeline index a span id stands for (ids start at 1).
-fn index_of(id: &Id) -> Option<usize> {
-    usize::try_from(id.into_u64()).ok()?.checked_sub(1)
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, Value>);
@@ -326,15 +345,14 @@ impl Subscriber for Recorder {
             };
             // A span past the limit gets an id that names no entry: what it records, and
             // what happens inside it, is not kept.
-            b.push(entry).map_or(Id::from_u64(u64::MAX), |index| {
-                Id::from_u64(index as u64 + 1)
-            })
+            b.push(entry)
+                .map_or(Id::from_u64(u64::MAX), |index| b.id_of(index))
         })
     }
 
     fn record(&self, span: &Id, values: &Record<'_>) {
         self.with(|b| {
-            if let Some(e) = index_of(span).and_then(|i| b.timeline.entries.get_mut(i)) {
+            if let Some(e) = b.index_of(span).and_then(|i| b.timeline.entries.get_mut(i)) {
                 values.record(&mut Fields(&mut e.fields));
             }
         });
@@ -368,7 +386,7 @@ impl Subscriber for Recorder {
 
     fn enter(&self, span: &Id) {
         self.with(|b| {
-            if let Some(i) = index_of(span) {
+            if let Some(i) = b.index_of(span) {
                 b.stacks
                     .entry(std::thread::current().id())
                     .or_default()
@@ -380,7 +398,7 @@ impl Subscriber for Recorder {
     fn exit(&self, span: &Id) {
         self.with(|b| {
             let now = b.now_us();
-            if let Some(i) = index_of(span) {
+            if let Some(i) = b.index_of(span) {
                 if let Some(stack) = b.stacks.get_mut(&std::thread::current().id())
                     && let Some(at) = stack.iter().rposition(|&s| s == i)
                 {
@@ -391,5 +409,30 @@ impl Subscriber for Recorder {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_open_across_a_clear_names_nothing_kept_after_it() {
+        let recorder = Recorder::new();
+        tracing::subscriber::with_default(recorder.clone(), || {
+            let before =
+                tracing::info_span!(target: "processors", "before", x = tracing::field::Empty);
+            let entered = before.enter();
+            recorder.clear();
+            tracing::info!(target: "processors", "after");
+            before.record("x", 1);
+            drop(entered);
+        });
+        let t = recorder.timeline();
+        assert_eq!(t.entries.len(), 1);
+        let after = &t.entries[0];
+        assert_eq!((after.name.as_str(), after.parent), ("after", None));
+        assert!(!after.fields.contains_key("x"), "{after:?}");
+        assert_eq!(after.end_us, None);
     }
 }
