@@ -132,6 +132,7 @@ pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
+    TrailingAssistantGuard,
 };
 pub use redact::Redaction;
 pub use regex_filter::RegexFilter;

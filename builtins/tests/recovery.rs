@@ -14,7 +14,7 @@ use futures::executor::block_on;
 use futures::future::BoxFuture;
 use processors_builtins::recovery::{
     Backoff, BuiltinRule, CompatRule, ContextLengthHandler, Jitter, PrefillErrorHandler,
-    ProviderHistoryCompat, StreamErrorRetry,
+    ProviderHistoryCompat, StreamErrorRetry, TrailingAssistantGuard, TrailingStrategy,
 };
 use processors_providers::{Anthropic, OpenAiCompatible};
 use processors_runtime::model::{ModelRequest, ModelStream};
@@ -1609,4 +1609,98 @@ async fn bi_28_an_anthropic_error_event_mid_stream_is_retried_over_http() {
     let bodies = bodies.lock().unwrap().clone();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[1]["messages"], bodies[0]["messages"]);
+}
+
+/// The prompt a guard sent, for a conversation, with `guard` in `input`.
+fn sent_with(guard: TrailingAssistantGuard, conversation: Vec<Message>) -> Vec<Message> {
+    let model = ScriptedModel::new([Turn::text("and so on.")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(guard)
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate(conversation)).unwrap();
+    assert_eq!(result.text, "and so on.");
+    model.requests()[0].prompt.clone()
+}
+
+fn roles_and_texts(prompt: &[Message]) -> Vec<(Role, String)> {
+    prompt.iter().map(|m| (m.role, m.text())).collect()
+}
+
+#[test]
+fn bi_82_a_trailing_assistant_message_is_fixed_before_the_call() {
+    let story = || {
+        vec![
+            Message::user("Tell me a story."),
+            Message::assistant("Once upon a time"),
+        ]
+    };
+    let sent = sent_with(TrailingAssistantGuard::new(), story());
+    assert_eq!(
+        roles_and_texts(&sent),
+        [
+            (Role::User, "Tell me a story.".to_owned()),
+            (Role::Assistant, "Once upon a time".to_owned()),
+            (Role::User, "Continue.".to_owned()),
+        ]
+    );
+    assert_eq!(
+        sent[2].metadata,
+        Some(json!({ "guard": "trailing-assistant-guard" }))
+    );
+    let drop = TrailingAssistantGuard::builder()
+        .strategy(TrailingStrategy::Drop)
+        .build()
+        .unwrap();
+    let sent = sent_with(drop, story());
+    assert_eq!(
+        roles_and_texts(&sent),
+        [(Role::User, "Tell me a story.".to_owned())]
+    );
+    // An empty assistant message is left out, not continued.
+    let empty = vec![Message::user("Hi."), Message::assistant("")];
+    let sent = sent_with(TrailingAssistantGuard::new(), empty);
+    assert_eq!(roles_and_texts(&sent), [(Role::User, "Hi.".to_owned())]);
+}
+
+#[test]
+fn bi_82_other_models_and_the_list_are_left_alone() {
+    let story = || {
+        vec![
+            Message::user("Tell me a story."),
+            Message::assistant("Once upon a time"),
+        ]
+    };
+    // The scripted model is `scripted/scripted`.
+    let elsewhere = TrailingAssistantGuard::builder()
+        .models(["anthropic/*"])
+        .build()
+        .unwrap();
+    assert_eq!(sent_with(elsewhere, story()).len(), 2);
+    let here = TrailingAssistantGuard::builder()
+        .models(["anthropic/*", "scripted/*"])
+        .build()
+        .unwrap();
+    assert_eq!(sent_with(here, story()).len(), 3);
+    // The list keeps the conversation as it was: the continuation is the call's only.
+    let model = ScriptedModel::new([Turn::text("and so on.")]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(TrailingAssistantGuard::new())
+        .build()
+        .unwrap();
+    let result = block_on(agent.generate(story())).unwrap();
+    assert!(
+        result
+            .response_messages
+            .iter()
+            .all(|m| m.text() != "Continue.")
+    );
+    assert!(
+        TrailingAssistantGuard::builder()
+            .models([""])
+            .build()
+            .is_err()
+    );
 }

@@ -123,6 +123,11 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "provider-history-compat", ""),
     ("error", "context-length-handler", ""),
     ("error", "stream-error-retry", ""),
+    (
+        "input",
+        "trailing-assistant-guard",
+        "strategy = \"drop\", models = [\"anthropic/*\"]",
+    ),
     ("output", "tool-approval", "tools = [\"refund\"]"),
     ("output", "tool-result-limiter", "max_tokens = 500"),
     ("input", "response-cache", "ttl_ms = 60000"),

@@ -7,6 +7,7 @@
 //! | [`ProviderHistoryCompat`] | LLM request, API error | history a provider refuses: orphan tool results, tool calls without results, empty assistant messages, reasoning without signatures, tool-call ids it does not accept |
 //! | [`ContextLengthHandler`] | API error | a prompt over the model's context window: drops the oldest turns, pair-safe |
 //! | [`StreamErrorRetry`] | API error | a stream that failed mid-answer (a cut connection, a stall, an error event) |
+//! | [`TrailingAssistantGuard`] | LLM request | a prompt ending with the assistant's message, for a model that refuses to continue one: fixed before the call |
 //!
 //! When a model call fails, the runner asks `process_api_error` of the input, output and
 //! error processors in that order; the first that asks for a retry wins, and the call is made
@@ -57,6 +58,7 @@ mod context_length;
 mod history_compat;
 mod prefill;
 mod stream_retry;
+mod trailing;
 
 pub use context_length::{
     ContextLengthHandler, ContextLengthHandlerBuilder, ContextLengthHandlerState,
@@ -71,6 +73,7 @@ pub use prefill::{
 pub use stream_retry::{
     Backoff, Jitter, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryState,
 };
+pub use trailing::{TrailingAssistantGuard, TrailingAssistantGuardBuilder, TrailingStrategy};
 
 use processors_runtime::message::{Message, MessageList, MessageSource};
 use processors_runtime::model::ApiError;

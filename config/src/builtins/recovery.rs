@@ -1,11 +1,12 @@
 //! `prefill-error-handler`, `provider-history-compat`, `context-length-handler`,
-//! `stream-error-retry`.
+//! `stream-error-retry`, `trailing-assistant-guard`.
 
 use super::{TokenizerName, set, tokenizer};
 use crate::registry::{Cx, Refusal, Registry};
-use processors_builtins::recovery::BuiltinRule;
+use processors_builtins::recovery::{BuiltinRule, TrailingStrategy};
 use processors_builtins::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
+    TrailingAssistantGuard,
 };
 use serde::Deserialize;
 
@@ -15,6 +16,26 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("provider-history-compat", provider_history_compat)
         .builtin("context-length-handler", context_length_handler)
         .builtin("stream-error-retry", stream_error_retry)
+        .builtin("trailing-assistant-guard", trailing_assistant_guard)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrailingOptions {
+    strategy: Option<TrailingStrategy>,
+    continuation: Option<String>,
+    models: Option<Vec<String>>,
+}
+
+fn trailing_assistant_guard(
+    o: TrailingOptions,
+    _: &Cx<'_>,
+) -> Result<TrailingAssistantGuard, Refusal> {
+    let mut b = TrailingAssistantGuard::builder();
+    b = set(b, o.strategy, |b, s| b.strategy(s));
+    b = set(b, o.continuation, |b, c| b.continuation(c));
+    b = set(b, o.models, |b, m| b.models(m));
+    Ok(b.build()?)
 }
 
 #[derive(Deserialize)]
