@@ -1704,3 +1704,30 @@ fn bi_82_other_models_and_the_list_are_left_alone() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn bi_82_through_the_anthropic_client_the_first_call_already_ends_with_the_user() {
+    let (url, bodies) = server(vec![anthropic_answer(" on the roof.")]).await;
+    let guard = TrailingAssistantGuard::builder()
+        .models(["anthropic/*"])
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(anthropic(&url))
+        .input(guard)
+        .error(PrefillErrorHandler::new())
+        .build()
+        .unwrap();
+    let conversation = vec![
+        Message::user("Finish my sentence: rain"),
+        Message::assistant("Rain falls"),
+    ];
+    let r = agent.generate(conversation).await.unwrap();
+    assert_eq!(r.text, " on the roof.");
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "no refusal to recover from");
+    assert_eq!(
+        bodies[0]["messages"][2],
+        json!({ "role": "user", "content": [{ "type": "text", "text": "Continue." }] })
+    );
+}
