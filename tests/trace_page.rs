@@ -400,7 +400,7 @@ async fn the_run_page_lists_shadow_decisions() {
         .output(shadow(guard))
         .build()
         .unwrap();
-    // The decision is recorded (rule 21) while the run goes on.
+    // The decision is recorded while the run goes on (docs/semantics.md, "Shadow").
     agent
         .generate("hi")
         .with_subscriber(recorder.clone())
