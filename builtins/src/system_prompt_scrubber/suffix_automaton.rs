@@ -60,10 +60,12 @@ impl SuffixAutomaton {
         b.freeze()
     }
 
+    #[inline]
     fn slot(&self, key: u64) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
+    #[inline]
     fn next(&self, state: u32, c: char) -> Option<u32> {
         let key = key(state, c);
         let mask = self.table.len() - 1;
@@ -78,6 +80,7 @@ impl SuffixAutomaton {
     }
 
     /// Moves `at` past one more character of the answer.
+    #[inline]
     pub(crate) fn step(&self, at: &mut Position, c: char) {
         loop {
             if let Some(next) = self.next(at.state, c) {
