@@ -2,7 +2,8 @@
 //! processor, as one JSON line per built-in (see BENCHMARKS.md).
 //!
 //! Run with `cargo run --release --example bench_builtins` (`-- N` for N deltas, 20,000 by
-//! default). The model streams N text deltas of ordinary prose (26 bytes each, nothing for a
+//! default; `-- N NAME` measures only the built-ins whose name has NAME, beside no processor,
+//! and skips the checks below: for a profiler). The model streams N text deltas of ordinary prose (26 bytes each, nothing for a
 //! filter to find: the cost every answer pays); each configuration is measured in interleaved
 //! rounds, so all see the same machine load, and the medians are compared. Last, what
 //! `LanguageIdentifier`, `InjectionHeuristics` and `ToxicityWords` (checks that need no model)
@@ -65,7 +66,8 @@ fn main() {
         .build()
         .expect("valid presets");
     let limiter = TokenLimiter::new(100_000_000).expect("a limit");
-    let configs: Vec<(&str, Arc<dyn AnyAgent>)> = vec![
+    let only = std::env::args().nth(2);
+    let mut configs: Vec<(&str, Arc<dyn AnyAgent>)> = vec![
         ("none", agent(&model, DynPipeline::new())),
         (
             "regex-filter (pii + secrets)",
@@ -84,6 +86,9 @@ fn main() {
             agent(&model, DynPipeline::new().with(BatchParts::new())),
         ),
     ];
+    if let Some(only) = &only {
+        configs.retain(|(name, _)| *name == "none" || name.contains(only.as_str()));
+    }
     for (_, a) in &configs {
         run(&**a);
     }
@@ -114,8 +119,10 @@ fn main() {
         });
         println!("{line}");
     }
-    local_checks();
-    judges();
+    if only.is_none() {
+        local_checks();
+        judges();
+    }
 }
 
 /// What a check that needs no model costs on a 1 KB message of prose, median of rounds.

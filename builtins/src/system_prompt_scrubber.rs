@@ -37,8 +37,12 @@
 //!
 //! Found by a suffix automaton of the prompt, which follows the answer character by character:
 //! a leak is caught however the model splits it across deltas, at a constant cost per
-//! character. A system prompt shorter than 8 characters is not protected; past 200 000
-//! characters, the rest of a long one is not either.
+//! character (one table read per ASCII character for prompts of up to about 2,000
+//! characters, in a table of at most 2 MiB; past that, a walk of the automaton's states, a
+//! little slower). Text in which no leak begins is followed without being copied; only where
+//! one may begin is each character kept until it is known. A system prompt shorter than 8
+//! characters is not protected; past 200 000 characters, the rest of a long one is not
+//! either.
 //!
 //! Only verbatim repetition is caught: a paraphrase, a summary or a translation of the prompt
 //! is not. For paraphrases, add [`detector::PromptLeakDetector`](crate::detector::PromptLeakDetector)
@@ -60,7 +64,11 @@
 //! on the final answer's text and reasoning parts
 //! ([`Sites::RESULT`], which catches what did not stream
 //! through it, such as an answer replayed from a cache, and is what `result.text` and memory
-//! get).
+//! get). A text part that is exactly what one text block of its stream let through, on the
+//! same system messages and with no leak seen, is not scanned a second time (it would find
+//! nothing); to know it, the scrubber keeps a copy of the text it let through for the run. A
+//! leak split between two text blocks (each scanned alone on the stream), or text a later
+//! processor changed, is scanned in the final answer.
 //!
 //! On the stream it holds back the characters at the end of the text that are still a
 //! verbatim piece of the prompt, fewer than `min_span` (for [`Block`](Strategy::Block) and

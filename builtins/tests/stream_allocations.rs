@@ -143,7 +143,9 @@ fn token_limiter_far_from_its_limit_passes_deltas_without_allocating() {
 #[test]
 fn system_prompt_scrubber_allocates_at_most_the_re_cut_delta() {
     // It holds back the end of a delta that could begin a quoted passage, so the next delta
-    // goes on with it in front: a chunk of its own, one allocation; nothing else per delta.
+    // goes on with it in front: a chunk of its own, one allocation; nothing else per delta
+    // but the copy of the text let through, kept for the final answer, which grows by
+    // doubling (a few reallocations for the whole answer, not one per delta).
     let prompted = |deltas| {
         Agent::builder()
             .model(model(deltas))
@@ -158,7 +160,7 @@ fn system_prompt_scrubber_allocates_at_most_the_re_cut_delta() {
     let bare = |deltas| prompted(deltas).build().expect("builds");
     let growth = growth(with, bare);
     assert!(
-        growth <= 1_900,
+        growth <= 1_900 + 16,
         "more than one allocation per delta: {growth} more for 1,900 more deltas"
     );
 }
