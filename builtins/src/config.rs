@@ -186,6 +186,14 @@ pub enum ConfigError {
     /// Two options cannot go together.
     #[error("{0}")]
     Conflict(&'static str),
+    /// A file or folder the configuration names cannot be read, or holds what cannot be used.
+    #[error("{path} cannot be used: {reason}")]
+    File {
+        /// The file or folder.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A model file cannot be loaded or does not say how to use it.
     #[error("the model {source_name} cannot be used: {reason}")]
     Model {

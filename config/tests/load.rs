@@ -118,6 +118,11 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "system-prompt-injector", "text = \"Be brief.\""),
     ("input", "environment-context", "os = true"),
     ("input", "at-file-expansion", "root = \".\""),
+    (
+        "input",
+        "slash-commands",
+        "commands = { tldr = \"Summarise: {{args}}\" }",
+    ),
     ("input", "working-memory", ""),
     ("error", "prefill-error-handler", ""),
     ("input", "provider-history-compat", ""),
@@ -472,4 +477,30 @@ output = [{ processor = "response-cache", shadow = false }]
     assert_eq!(result.shadowed[0].action, ShadowAction::Block);
     let clean = block_on(agent.generate("What time is it?")).unwrap();
     assert!(clean.shadowed.is_empty());
+}
+
+#[test]
+fn slash_commands_from_a_file_expand_the_users_message() {
+    let agent = Agent::from_config_str(
+        "model = { scripted = [\"ok\"], cycle = true }\n\
+         input = [{ processor = \"slash-commands\", on_unknown = \"abort\", \
+         commands = { tldr = \"Summarise in one line: {{args}}\" } }]\n",
+    )
+    .unwrap();
+    let result = block_on(agent.generate("/tldr the report")).unwrap();
+    assert!(result.tripwire.is_none());
+    let refused = block_on(agent.generate("/tdlr the report")).unwrap();
+    assert_eq!(
+        refused.tripwire.expect("a trip wire").reason,
+        "/tdlr is not a command; the commands are /tldr"
+    );
+    let Err(empty) = Agent::from_config_str(
+        "model = { scripted = [] }\ninput = [{ processor = \"slash-commands\" }]\n",
+    ) else {
+        panic!("an agent without commands");
+    };
+    assert!(
+        empty.to_string().contains("no command is defined"),
+        "{empty}"
+    );
 }

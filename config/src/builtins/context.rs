@@ -1,13 +1,16 @@
-//! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `working-memory`.
+//! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `slash-commands`,
+//! `working-memory`.
 
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
+use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
-    AtFileExpansion, EnvironmentContext, SystemPromptInjector, WorkingMemory,
+    AtFileExpansion, EnvironmentContext, SlashCommands, SystemPromptInjector, WorkingMemory,
 };
 use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub(super) fn register(registry: Registry) -> Registry {
@@ -15,6 +18,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("system-prompt-injector", system_prompt_injector)
         .builtin("environment-context", environment_context)
         .builtin("at-file-expansion", at_file_expansion)
+        .builtin("slash-commands", slash_commands)
         .builtin("working-memory", working_memory)
 }
 
@@ -67,6 +71,26 @@ fn environment_context(o: EnvironmentOptions, cx: &Cx<'_>) -> Result<Environment
             "it would tell the model nothing; turn on at least one of `cwd`, `git_branch`, `date` and `os`".to_owned(),
         )),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlashOptions {
+    /// Name to template.
+    #[serde(default)]
+    commands: BTreeMap<String, String>,
+    dir: Option<PathBuf>,
+    on_unknown: Option<OnUnknown>,
+}
+
+fn slash_commands(o: SlashOptions, cx: &Cx<'_>) -> Result<SlashCommands, Refusal> {
+    let mut b = SlashCommands::builder();
+    for (name, template) in o.commands {
+        b = b.command(name, template);
+    }
+    b = set(b, o.dir, |b, d| b.dir(cx.path(&d)));
+    b = set(b, o.on_unknown, |b, u| b.on_unknown(u));
+    Ok(b.build()?)
 }
 
 #[derive(Deserialize)]

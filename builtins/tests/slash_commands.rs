@@ -1,0 +1,243 @@
+//! SlashCommands (behaviour 83 of docs/builtins.md): templates and their arguments, commands from a folder, unknown commands,
+//! what is not a command, and bad configurations.
+
+use futures::executor::block_on;
+use processors_builtins::ConfigError;
+use processors_builtins::SlashCommands;
+use processors_builtins::slash_commands::{Expansion, OnUnknown};
+use processors_macros::agent;
+use processors_runtime::prelude::*;
+use std::path::PathBuf;
+
+/// A fresh directory under the system's temp dir.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "processors-slash-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn command(c: &SlashCommands, text: &str) -> String {
+    match c.expand(text) {
+        Expansion::Command(t) => t,
+        other => panic!("{text:?} is not a command: {other:?}"),
+    }
+}
+
+#[test]
+fn bi_83_arguments_go_where_the_template_says_or_after_it() {
+    let c = SlashCommands::builder()
+        .command(
+            "translate",
+            "Translate {{args}} into French. Keep {{args}} short.",
+        )
+        .command("tldr", "Summarise in one line.\n")
+        .build()
+        .unwrap();
+    assert_eq!(
+        command(&c, "  /translate  good morning \n"),
+        "Translate good morning into French. Keep good morning short."
+    );
+    assert_eq!(
+        command(&c, "/translate"),
+        "Translate  into French. Keep  short."
+    );
+    assert_eq!(command(&c, "/tldr"), "Summarise in one line.");
+    assert_eq!(
+        command(&c, "/tldr\nline one\nline two"),
+        "Summarise in one line.\n\nline one\nline two"
+    );
+    // What the user types is put in as typed, not read as a template again.
+    assert_eq!(
+        command(&c, "/translate {{args}}"),
+        "Translate {{args}} into French. Keep {{args}} short."
+    );
+    // The name ends at whitespace: `/tldr:` or `/tldrs` are other names.
+    assert_eq!(c.expand("/tldrs"), Expansion::Unknown("tldrs".into()));
+}
+
+#[test]
+fn what_is_not_a_command_passes_as_it_is() {
+    let c = SlashCommands::builder()
+        .command("tldr", "Summarise.")
+        .on_unknown(OnUnknown::Abort)
+        .build()
+        .unwrap();
+    for text in [
+        "tldr",
+        "please /tldr",
+        "/etc/hosts is missing",
+        "/ 2",
+        "/",
+        "",
+        "// a comment",
+        "//nope",
+        "1/2",
+    ] {
+        assert_eq!(c.expand(text), Expansion::Text, "{text:?}");
+    }
+    assert_eq!(
+        c.expand("//tldr is how you call it"),
+        Expansion::Escaped("/tldr is how you call it".into())
+    );
+}
+
+#[test]
+fn a_command_is_expanded_in_user_messages_only() {
+    let model = ScriptedModel::cycle([Turn::text("ok")]);
+    let agent = agent! {
+        crate: processors_runtime,
+        model: model.clone(),
+        input: [SlashCommands::builder().command("tldr", "Summarise: {{args}}").build().unwrap()],
+    };
+    block_on(agent.generate(vec![
+        Message::system("/tldr system"),
+        Message::assistant("/tldr said before"),
+        Message::user("/tldr the report"),
+    ]))
+    .unwrap();
+    let sent: Vec<String> = model.requests()[0]
+        .prompt
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(
+        sent,
+        ["/tldr system", "/tldr said before", "Summarise: the report"]
+    );
+
+    // An escaped command goes as text, one slash less.
+    block_on(agent.generate("//tldr means summarise")).unwrap();
+    assert_eq!(
+        model.requests()[1].prompt[0].text(),
+        "/tldr means summarise"
+    );
+}
+
+#[test]
+fn an_unknown_command_passes_or_ends_the_run_naming_the_commands() {
+    let model = ScriptedModel::cycle([Turn::text("ok")]);
+    let builder = SlashCommands::builder()
+        .described("review", "Review: {{args}}", Some("finds bugs"))
+        .command("tldr", "Summarise.");
+    let lenient = Agent::builder()
+        .model(model.clone())
+        .input(builder.clone().build().unwrap())
+        .build()
+        .unwrap();
+    block_on(lenient.generate("/reveiw this")).unwrap();
+    assert_eq!(model.requests()[0].prompt[0].text(), "/reveiw this");
+
+    let strict = Agent::builder()
+        .model(model.clone())
+        .input(builder.on_unknown(OnUnknown::Abort).build().unwrap())
+        .build()
+        .unwrap();
+    let result = block_on(strict.generate("/reveiw this")).unwrap();
+    let trip = result.tripwire.expect("a trip wire");
+    assert_eq!(
+        trip.reason,
+        "/reveiw is not a command; the commands are /review (finds bugs), /tldr"
+    );
+    assert_eq!(trip.processor_id, "slash-commands");
+    assert_eq!(
+        trip.metadata.expect("metadata")["known"],
+        serde_json::json!(["review", "tldr"])
+    );
+    assert_eq!(
+        model.calls(),
+        1,
+        "the refused message never reached the model"
+    );
+}
+
+#[test]
+fn commands_are_read_from_a_folder_and_its_subfolders() {
+    let dir = temp_dir("dir");
+    std::fs::create_dir_all(dir.join("git")).unwrap();
+    std::fs::write(
+        dir.join("review.md"),
+        "description: finds bugs\nReview this:\n{{args}}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("git/commit.txt"),
+        "Write a commit message for {{args}}.",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.json"), "{}").unwrap();
+    let c = SlashCommands::builder()
+        .dir(&dir)
+        .command("tldr", "Summarise.")
+        .build()
+        .unwrap();
+    let names: Vec<&str> = c.commands().keys().map(String::as_str).collect();
+    assert_eq!(names, ["git:commit", "review", "tldr"]);
+    assert_eq!(
+        c.commands()["review"].description.as_deref(),
+        Some("finds bugs")
+    );
+    assert_eq!(command(&c, "/review x = 1"), "Review this:\nx = 1");
+    assert_eq!(
+        command(&c, "/git:commit the fix"),
+        "Write a commit message for the fix."
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_configurations_are_errors_from_build() {
+    let dir = temp_dir("bad");
+    let err = |b: processors_builtins::slash_commands::SlashCommandsBuilder| b.build().unwrap_err();
+    assert!(matches!(
+        err(SlashCommands::builder()),
+        ConfigError::NothingToDo(_)
+    ));
+    for name in ["", "two words", "a/b", "a:", ":a", "a::b"] {
+        assert!(
+            matches!(
+                err(SlashCommands::builder().command(name, "x")),
+                ConfigError::InvalidName { .. }
+            ),
+            "{name:?}"
+        );
+    }
+    assert!(matches!(
+        err(SlashCommands::builder().command("a", " \n")),
+        ConfigError::Empty { .. }
+    ));
+    assert!(matches!(
+        err(SlashCommands::builder().command("a", "x").command("a", "y")),
+        ConfigError::Duplicate { .. }
+    ));
+
+    // From a folder: a name in code and in the folder, a file too large, not text, missing.
+    std::fs::write(dir.join("a.md"), "A").unwrap();
+    let e = err(SlashCommands::builder().command("a", "x").dir(&dir));
+    assert_eq!(
+        e.to_string(),
+        "two commands are named `a`; give each its own name"
+    );
+    std::fs::write(dir.join("big.md"), "x".repeat(70_000)).unwrap();
+    let e = err(SlashCommands::builder().dir(&dir));
+    assert!(
+        e.to_string()
+            .ends_with("big.md cannot be used: 70000 bytes, over 65536"),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("big.md")).unwrap();
+    std::fs::write(dir.join("bin.txt"), [0xff, 0xfe]).unwrap();
+    let e = err(SlashCommands::builder().dir(&dir));
+    assert!(
+        e.to_string()
+            .ends_with("bin.txt cannot be used: not UTF-8 text"),
+        "{e}"
+    );
+    let e = err(SlashCommands::builder().dir(dir.join("missing")));
+    assert!(matches!(e, ConfigError::File { .. }), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
