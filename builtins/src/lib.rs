@@ -102,6 +102,7 @@ pub mod environment;
 pub mod eval;
 pub mod history_window;
 pub mod loop_detection;
+pub mod memory_import;
 pub mod recovery;
 pub mod redact;
 pub mod regex_filter;
@@ -131,6 +132,7 @@ pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
+pub use memory_import::MemoryImport;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
     TrailingAssistantGuard,

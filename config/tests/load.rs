@@ -120,6 +120,11 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "at-file-expansion", "root = \".\""),
     (
         "input",
+        "memory-import",
+        "root = \".\", files = [\"AGENTS.md\"]",
+    ),
+    (
+        "input",
         "slash-commands",
         "commands = { tldr = \"Summarise: {{args}}\" }",
     ),

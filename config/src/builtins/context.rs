@@ -1,12 +1,13 @@
 //! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `slash-commands`,
-//! `working-memory`.
+//! `memory-import`, `working-memory`.
 
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
 use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
-    AtFileExpansion, EnvironmentContext, SlashCommands, SystemPromptInjector, WorkingMemory,
+    AtFileExpansion, EnvironmentContext, MemoryImport, SlashCommands, SystemPromptInjector,
+    WorkingMemory,
 };
 use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
@@ -19,6 +20,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("environment-context", environment_context)
         .builtin("at-file-expansion", at_file_expansion)
         .builtin("slash-commands", slash_commands)
+        .builtin("memory-import", memory_import)
         .builtin("working-memory", working_memory)
 }
 
@@ -90,6 +92,28 @@ fn slash_commands(o: SlashOptions, cx: &Cx<'_>) -> Result<SlashCommands, Refusal
     }
     b = set(b, o.dir, |b, d| b.dir(cx.path(&d)));
     b = set(b, o.on_unknown, |b, u| b.on_unknown(u));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryImportOptions {
+    root: PathBuf,
+    #[serde(default)]
+    files: Vec<String>,
+    max_bytes: Option<u64>,
+    max_depth: Option<usize>,
+    on_refusal: Option<OnRefusal>,
+}
+
+fn memory_import(o: MemoryImportOptions, cx: &Cx<'_>) -> Result<MemoryImport, Refusal> {
+    let mut b = MemoryImport::builder(cx.path(&o.root));
+    for file in o.files {
+        b = b.file(file);
+    }
+    b = set(b, o.max_bytes, |b, n| b.max_bytes(n));
+    b = set(b, o.max_depth, |b, n| b.max_depth(n));
+    b = set(b, o.on_refusal, |b, r| b.on_refusal(r));
     Ok(b.build()?)
 }
 
