@@ -97,6 +97,7 @@ pub mod batch_parts;
 pub mod config;
 pub mod cost_guard;
 pub mod detector;
+pub mod editor_context;
 pub mod ensure_final_response;
 pub mod environment;
 pub mod eval;
@@ -128,6 +129,7 @@ pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
     PromptInjectionDetector, PromptLeakDetector, StructuredOutput,
 };
+pub use editor_context::EditorContext;
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;

@@ -118,6 +118,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "system-prompt-injector", "text = \"Be brief.\""),
     ("input", "environment-context", "os = true"),
     ("input", "at-file-expansion", "root = \".\""),
+    ("input", "editor-context", "max_selection = 100"),
     (
         "input",
         "memory-import",

@@ -1,13 +1,13 @@
 //! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `slash-commands`,
-//! `memory-import`, `working-memory`.
+//! `memory-import`, `editor-context`, `working-memory`.
 
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
 use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
-    AtFileExpansion, EnvironmentContext, MemoryImport, SlashCommands, SystemPromptInjector,
-    WorkingMemory,
+    AtFileExpansion, EditorContext, EnvironmentContext, MemoryImport, SlashCommands,
+    SystemPromptInjector, WorkingMemory,
 };
 use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
@@ -21,6 +21,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("at-file-expansion", at_file_expansion)
         .builtin("slash-commands", slash_commands)
         .builtin("memory-import", memory_import)
+        .builtin("editor-context", editor_context)
         .builtin("working-memory", working_memory)
 }
 
@@ -115,6 +116,18 @@ fn memory_import(o: MemoryImportOptions, cx: &Cx<'_>) -> Result<MemoryImport, Re
     b = set(b, o.max_depth, |b, n| b.max_depth(n));
     b = set(b, o.on_refusal, |b, r| b.on_refusal(r));
     Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditorOptions {
+    max_selection: Option<usize>,
+}
+
+fn editor_context(o: EditorOptions, _: &Cx<'_>) -> Result<EditorContext, Refusal> {
+    Ok(set(EditorContext::new(), o.max_selection, |e, n| {
+        e.max_selection(n)
+    }))
 }
 
 #[derive(Deserialize)]
