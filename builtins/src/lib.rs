@@ -97,6 +97,7 @@ pub mod batch_parts;
 pub mod config;
 pub mod cost_guard;
 pub mod detector;
+pub mod directory_context;
 pub mod editor_context;
 pub mod ensure_final_response;
 pub mod environment;
@@ -129,6 +130,7 @@ pub use detector::{
     Classifier, Judge, LanguageDetector, ModelSelection, Moderation, PiiDetector,
     PromptInjectionDetector, PromptLeakDetector, StructuredOutput,
 };
+pub use directory_context::DirectoryContext;
 pub use editor_context::EditorContext;
 pub use ensure_final_response::EnsureFinalResponse;
 pub use environment::EnvironmentContext;

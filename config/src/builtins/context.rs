@@ -1,13 +1,13 @@
 //! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `slash-commands`,
-//! `memory-import`, `editor-context`, `working-memory`.
+//! `memory-import`, `editor-context`, `directory-context`, `working-memory`.
 
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
 use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
-    AtFileExpansion, EditorContext, EnvironmentContext, MemoryImport, SlashCommands,
-    SystemPromptInjector, WorkingMemory,
+    AtFileExpansion, DirectoryContext, EditorContext, EnvironmentContext, MemoryImport,
+    SlashCommands, SystemPromptInjector, WorkingMemory,
 };
 use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
@@ -22,6 +22,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("slash-commands", slash_commands)
         .builtin("memory-import", memory_import)
         .builtin("editor-context", editor_context)
+        .builtin("directory-context", directory_context)
         .builtin("working-memory", working_memory)
 }
 
@@ -115,6 +116,25 @@ fn memory_import(o: MemoryImportOptions, cx: &Cx<'_>) -> Result<MemoryImport, Re
     b = set(b, o.max_bytes, |b, n| b.max_bytes(n));
     b = set(b, o.max_depth, |b, n| b.max_depth(n));
     b = set(b, o.on_refusal, |b, r| b.on_refusal(r));
+    Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirectoryOptions {
+    root: PathBuf,
+    max_depth: Option<usize>,
+    max_entries: Option<usize>,
+    hidden: Option<bool>,
+    ignore_files: Option<bool>,
+}
+
+fn directory_context(o: DirectoryOptions, cx: &Cx<'_>) -> Result<DirectoryContext, Refusal> {
+    let mut b = DirectoryContext::builder(cx.path(&o.root));
+    b = set(b, o.max_depth, |b, n| b.max_depth(n));
+    b = set(b, o.max_entries, |b, n| b.max_entries(n));
+    b = set(b, o.hidden, |b, h| b.hidden(h));
+    b = set(b, o.ignore_files, |b, i| b.ignore_files(i));
     Ok(b.build()?)
 }
 
