@@ -186,6 +186,14 @@ pub enum ConfigError {
     /// Two options cannot go together.
     #[error("{0}")]
     Conflict(&'static str),
+    /// A template cannot be used as written.
+    #[error("the template of `/{name}` cannot be used: {reason}")]
+    Template {
+        /// The command.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A file or folder the configuration names cannot be read, or holds what cannot be used.
     #[error("{path} cannot be used: {reason}")]
     File {

@@ -110,6 +110,7 @@ pub mod redact;
 pub mod regex_filter;
 pub mod response_cache;
 pub mod semantic_recall;
+pub mod shell_injection;
 pub mod slash_commands;
 pub mod storage;
 pub mod system_prompt;

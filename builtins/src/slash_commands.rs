@@ -2,6 +2,7 @@
 //! with the arguments put in.
 
 use crate::config::ConfigError;
+use crate::shell_injection::{Segment, ShellInjection, segments};
 use processors_macros::processor;
 use processors_runtime::message::{Message, Part, Role};
 use processors_runtime::processor::{Abort, ProcessorError};
@@ -44,6 +45,7 @@ pub struct SlashCommandsBuilder {
     commands: Vec<(String, Command)>,
     dirs: Vec<PathBuf>,
     on_unknown: OnUnknown,
+    shell: Option<ShellInjection>,
 }
 
 impl SlashCommandsBuilder {
@@ -79,6 +81,13 @@ impl SlashCommandsBuilder {
         self
     }
 
+    /// Lets templates run the programs `shell` allows with `!{program args}` (see
+    /// [`ShellInjection`]); without it, `!{…}` is text.
+    pub fn shell(mut self, shell: ShellInjection) -> Self {
+        self.shell = Some(shell);
+        self
+    }
+
     /// What to do with `/name` when no command has that name (default: pass it on).
     pub fn on_unknown(mut self, on_unknown: OnUnknown) -> Self {
         self.on_unknown = on_unknown;
@@ -99,7 +108,11 @@ impl SlashCommandsBuilder {
         for dir in &self.dirs {
             read_dir(dir, "", &mut commands)?;
         }
+        if let Some(shell) = &self.shell {
+            shell.check()?;
+        }
         let mut by_name = BTreeMap::new();
+        let mut runs = BTreeMap::new();
         for (name, command) in commands {
             check_name(&name)?;
             if command.template.trim().is_empty() {
@@ -107,6 +120,18 @@ impl SlashCommandsBuilder {
                     what: "a command's template",
                     why: "give each command the prompt it becomes",
                 });
+            }
+            if let Some(shell) = &self.shell {
+                let parts = segments(command.template.trim_end()).map_err(|reason| {
+                    ConfigError::Template {
+                        name: name.clone(),
+                        reason,
+                    }
+                })?;
+                shell.check_template(&name, &parts)?;
+                if parts.iter().any(|p| matches!(p, Segment::Run(_))) {
+                    runs.insert(name.clone(), parts);
+                }
             }
             if by_name.insert(name.clone(), command).is_some() {
                 return Err(ConfigError::Duplicate {
@@ -121,6 +146,7 @@ impl SlashCommandsBuilder {
         Ok(SlashCommands {
             commands: by_name,
             on_unknown: self.on_unknown,
+            shell: self.shell.map(|shell| (shell, runs)),
         })
     }
 }
@@ -204,6 +230,10 @@ fn read_dir(
 /// put in as they are and not read again, so `{{args}}` typed by the user stays as typed.
 /// Only user messages are read, never the model's output or tool results.
 ///
+/// A template may run programs with `!{program args}` when the builder is given a
+/// [`ShellInjection`] that allows them (no shell, bounded in time and output); the output
+/// takes the command's place.
+///
 /// `/name` that names no command passes as it is, or ends the run ([`OnUnknown`]); text that
 /// cannot be a name (`/etc/hosts`, `/ 2`) is not a command. `//name`, for a command's name,
 /// sends `/name` as text.
@@ -230,6 +260,8 @@ fn read_dir(
 pub struct SlashCommands {
     commands: BTreeMap<String, Command>,
     on_unknown: OnUnknown,
+    /// The shell, and the templates that run commands, split.
+    shell: Option<(ShellInjection, BTreeMap<String, Vec<Segment>>)>,
 }
 
 /// What a message's text is, read as a command.
@@ -259,21 +291,23 @@ impl SlashCommands {
     /// What `text` becomes.
     ///
     /// ```
+    /// # futures::executor::block_on(async {
     /// use processors::builtins::SlashCommands;
     /// use processors::builtins::slash_commands::Expansion;
     /// let c = SlashCommands::builder().command("tldr", "Summarise in one line.").build().unwrap();
-    /// assert_eq!(c.expand("/tldr"), Expansion::Command("Summarise in one line.".into()));
+    /// assert_eq!(c.expand("/tldr").await, Expansion::Command("Summarise in one line.".into()));
     /// assert_eq!(
-    ///     c.expand("/tldr the text"),
+    ///     c.expand("/tldr the text").await,
     ///     Expansion::Command("Summarise in one line.\n\nthe text".into())
     /// );
-    /// assert_eq!(c.expand("/tdlr"), Expansion::Unknown("tdlr".into()));
-    /// assert_eq!(c.expand("/etc/hosts is missing"), Expansion::Text);
-    /// assert_eq!(c.expand("//tldr is a command"), Expansion::Escaped("/tldr is a command".into()));
-    /// assert_eq!(c.expand("// a comment"), Expansion::Text);
-    /// assert_eq!(c.expand("tldr"), Expansion::Text);
+    /// assert_eq!(c.expand("/tdlr").await, Expansion::Unknown("tdlr".into()));
+    /// assert_eq!(c.expand("/etc/hosts is missing").await, Expansion::Text);
+    /// assert_eq!(c.expand("//tldr is a command").await, Expansion::Escaped("/tldr is a command".into()));
+    /// assert_eq!(c.expand("// a comment").await, Expansion::Text);
+    /// assert_eq!(c.expand("tldr").await, Expansion::Text);
+    /// # });
     /// ```
-    pub fn expand(&self, text: &str) -> Expansion {
+    pub async fn expand(&self, text: &str) -> Expansion {
         let trimmed = text.trim_start();
         let Some(rest) = trimmed.strip_prefix('/') else {
             return Expansion::Text;
@@ -293,11 +327,33 @@ impl SlashCommands {
             (false, None) => return Expansion::Unknown(name.to_owned()),
             (false, Some(command)) => command,
         };
-        let template = command.template.trim_end();
-        Expansion::Command(match (template.contains(ARGS), args.is_empty()) {
-            (true, _) => template.replace(ARGS, args),
-            (false, true) => template.to_owned(),
-            (false, false) => format!("{template}\n\n{args}"),
+        let (filled, took_args) = match &self.shell {
+            Some((shell, runs)) if runs.contains_key(name) => {
+                let mut filled = String::new();
+                let mut took_args = false;
+                for part in &runs[name] {
+                    match part {
+                        Segment::Text(text) => {
+                            took_args |= text.contains(ARGS);
+                            filled.push_str(&text.replace(ARGS, args));
+                        }
+                        Segment::Run(words) => {
+                            took_args |= words.iter().any(|w| w.contains(ARGS));
+                            let words = words.iter().map(|w| w.replace(ARGS, args)).collect();
+                            filled.push_str(&shell.run(words).await);
+                        }
+                    }
+                }
+                (filled, took_args)
+            }
+            _ => {
+                let template = command.template.trim_end();
+                (template.replace(ARGS, args), template.contains(ARGS))
+            }
+        };
+        Expansion::Command(match took_args || args.is_empty() {
+            true => filled,
+            false => format!("{filled}\n\n{args}"),
         })
     }
 
@@ -324,7 +380,7 @@ impl SlashCommands {
 
 #[processor(crate = processors_runtime, id = "slash-commands")]
 impl SlashCommands {
-    fn process_input(
+    async fn process_input(
         &self,
         mut messages: Vec<Message>,
         abort: Abort,
@@ -338,7 +394,7 @@ impl SlashCommands {
             else {
                 continue;
             };
-            match self.expand(text) {
+            match self.expand(text).await {
                 Expansion::Text => {}
                 Expansion::Command(new) | Expansion::Escaped(new) => *text = new.into(),
                 Expansion::Unknown(_) if self.on_unknown == OnUnknown::Pass => {}

@@ -22,7 +22,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn command(c: &SlashCommands, text: &str) -> String {
-    match c.expand(text) {
+    match block_on(c.expand(text)) {
         Expansion::Command(t) => t,
         other => panic!("{text:?} is not a command: {other:?}"),
     }
@@ -57,7 +57,10 @@ fn bi_83_arguments_go_where_the_template_says_or_after_it() {
         "Translate {{args}} into French. Keep {{args}} short."
     );
     // The name ends at whitespace: `/tldr:` or `/tldrs` are other names.
-    assert_eq!(c.expand("/tldrs"), Expansion::Unknown("tldrs".into()));
+    assert_eq!(
+        block_on(c.expand("/tldrs")),
+        Expansion::Unknown("tldrs".into())
+    );
 }
 
 #[test]
@@ -78,10 +81,10 @@ fn what_is_not_a_command_passes_as_it_is() {
         "//nope",
         "1/2",
     ] {
-        assert_eq!(c.expand(text), Expansion::Text, "{text:?}");
+        assert_eq!(block_on(c.expand(text)), Expansion::Text, "{text:?}");
     }
     assert_eq!(
-        c.expand("//tldr is how you call it"),
+        block_on(c.expand("//tldr is how you call it")),
         Expansion::Escaped("/tldr is how you call it".into())
     );
 }
@@ -240,4 +243,144 @@ fn bad_configurations_are_errors_from_build() {
     let e = err(SlashCommands::builder().dir(dir.join("missing")));
     assert!(matches!(e, ConfigError::File { .. }), "{e}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+// ShellInjection: `!{…}` in templates.
+
+#[cfg(unix)]
+mod shell {
+    use super::*;
+    use processors_builtins::shell_injection::ShellInjection;
+    use std::time::Duration;
+
+    fn with(template: &str, shell: ShellInjection) -> SlashCommands {
+        SlashCommands::builder()
+            .command("run", template)
+            .shell(shell)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn bi_83_a_template_runs_an_allowed_program_without_a_shell() {
+        let c = with(
+            "Files: !{ls {{args}}}. Said: !{echo \"a  b\" {{args}}}",
+            ShellInjection::allow(["ls", "echo"]),
+        );
+        let dir = std::env::temp_dir().join(format!("processors-shell-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("one.txt"), "").unwrap();
+        let arg = dir.display().to_string();
+        assert_eq!(
+            command(&c, &format!("/run {arg}")),
+            format!("Files: one.txt. Said: a  b {arg}")
+        );
+        // The arguments are one word each time, never read by a shell.
+        let c = with("!{echo {{args}}}", ShellInjection::allow(["echo"]));
+        assert_eq!(
+            command(&c, "/run $(id); rm -rf / | cat"),
+            "$(id); rm -rf / | cat"
+        );
+        // What the user types is never run, nor is a template without a shell.
+        let c = with("Hello {{args}}", ShellInjection::allow(["echo"]));
+        assert_eq!(command(&c, "/run !{echo pwned}"), "Hello !{echo pwned}");
+        let plain = SlashCommands::builder()
+            .command("run", "!{echo hi}")
+            .build()
+            .unwrap();
+        assert_eq!(command(&plain, "/run"), "!{echo hi}");
+        // In the folder it is given.
+        let c = with("!{pwd}", ShellInjection::allow(["pwd"]).dir(&dir));
+        assert_eq!(
+            command(&c, "/run"),
+            dir.canonicalize().unwrap().display().to_string()
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_program_that_fails_runs_long_or_writes_much_leaves_a_note() {
+        let c = with("!{ls /no/such/dir}", ShellInjection::allow(["ls"]));
+        let failed = command(&c, "/run");
+        assert!(
+            failed.starts_with("[ls /no/such/dir: exit status: 2: ls: "),
+            "{failed}"
+        );
+        let c = with(
+            "before !{sleep 5} after",
+            ShellInjection::allow(["sleep"]).timeout(Duration::from_millis(100)),
+        );
+        let started = std::time::Instant::now();
+        assert_eq!(
+            command(&c, "/run"),
+            "before [sleep 5: timed out after 100ms] after"
+        );
+        assert!(started.elapsed() < Duration::from_secs(4));
+        let c = with(
+            "!{seq 1 100000}",
+            ShellInjection::allow(["seq"]).max_output(20),
+        );
+        let cut = command(&c, "/run");
+        assert!(
+            cut.starts_with("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n[588875 more bytes of output cut]"),
+            "{cut:?}"
+        );
+        let c = with(
+            "!{no-such-program-here}",
+            ShellInjection::allow(["no-such-program-here"]),
+        );
+        assert!(command(&c, "/run").starts_with("[no-such-program-here: could not start: "));
+    }
+
+    #[test]
+    fn the_model_sees_the_output() {
+        let model = ScriptedModel::new([Turn::text("ok")]);
+        let agent = Agent::builder()
+            .model(model.clone())
+            .input(with(
+                "Summarise: !{echo {{args}}}",
+                ShellInjection::allow(["echo"]),
+            ))
+            .build()
+            .unwrap();
+        block_on(agent.generate("/run the log")).unwrap();
+        assert_eq!(model.requests()[0].prompt[0].text(), "Summarise: the log");
+    }
+
+    #[test]
+    fn bad_shells_and_templates_are_errors_from_build() {
+        let err = |template: &str, shell: ShellInjection| {
+            SlashCommands::builder()
+                .command("run", template)
+                .shell(shell)
+                .build()
+                .unwrap_err()
+        };
+        let e = err("!{rm -rf /}", ShellInjection::allow(["ls"]));
+        assert_eq!(
+            e.to_string(),
+            "`rm` is not a program the processor knows; /run may run only what the shell allows: ls"
+        );
+        assert!(matches!(
+            err("x", ShellInjection::allow(Vec::<String>::new())),
+            ConfigError::Empty { .. }
+        ));
+        assert!(matches!(
+            err("x", ShellInjection::allow(["ls"]).timeout(Duration::ZERO)),
+            ConfigError::Zero { .. }
+        ));
+        assert!(matches!(
+            err("x", ShellInjection::allow(["ls"]).max_output(0)),
+            ConfigError::Zero { .. }
+        ));
+        for template in ["!{ls", "!{ }", "!{ls \"x}"] {
+            assert!(
+                matches!(
+                    err(template, ShellInjection::allow(["ls"])),
+                    ConfigError::Template { .. }
+                ),
+                "{template}"
+            );
+        }
+    }
 }

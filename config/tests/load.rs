@@ -128,7 +128,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     (
         "input",
         "slash-commands",
-        "commands = { tldr = \"Summarise: {{args}}\" }",
+        "commands = { tldr = \"Summarise: !{echo {{args}}}\" }, shell = { allow = [\"echo\"], timeout_ms = 1000 }",
     ),
     ("input", "working-memory", ""),
     ("error", "prefill-error-handler", ""),

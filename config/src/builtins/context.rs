@@ -4,6 +4,7 @@
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
+use processors_builtins::shell_injection::ShellInjection;
 use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
     AtFileExpansion, DirectoryContext, EditorContext, EnvironmentContext, MemoryImport,
@@ -13,6 +14,7 @@ use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub(super) fn register(registry: Registry) -> Registry {
     registry
@@ -85,6 +87,16 @@ struct SlashOptions {
     commands: BTreeMap<String, String>,
     dir: Option<PathBuf>,
     on_unknown: Option<OnUnknown>,
+    shell: Option<ShellOptions>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellOptions {
+    allow: Vec<String>,
+    timeout_ms: Option<u64>,
+    max_output: Option<usize>,
+    dir: Option<PathBuf>,
 }
 
 fn slash_commands(o: SlashOptions, cx: &Cx<'_>) -> Result<SlashCommands, Refusal> {
@@ -94,6 +106,15 @@ fn slash_commands(o: SlashOptions, cx: &Cx<'_>) -> Result<SlashCommands, Refusal
     }
     b = set(b, o.dir, |b, d| b.dir(cx.path(&d)));
     b = set(b, o.on_unknown, |b, u| b.on_unknown(u));
+    if let Some(s) = o.shell {
+        let mut shell = ShellInjection::allow(s.allow);
+        shell = set(shell, s.timeout_ms, |sh, ms| {
+            sh.timeout(Duration::from_millis(ms))
+        });
+        shell = set(shell, s.max_output, |sh, n| sh.max_output(n));
+        shell = set(shell, s.dir, |sh, d| sh.dir(cx.path(&d)));
+        b = b.shell(shell);
+    }
     Ok(b.build()?)
 }
 
