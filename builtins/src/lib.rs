@@ -105,6 +105,7 @@ pub mod eval;
 pub mod history_window;
 pub mod loop_detection;
 pub mod memory_import;
+pub mod memory_input_filter;
 pub mod recovery;
 pub mod redact;
 pub mod regex_filter;
@@ -138,6 +139,7 @@ pub use environment::EnvironmentContext;
 pub use history_window::HistoryWindow;
 pub use loop_detection::LoopDetection;
 pub use memory_import::MemoryImport;
+pub use memory_input_filter::MemoryInputFilter;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
     TrailingAssistantGuard,

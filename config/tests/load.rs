@@ -119,6 +119,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "environment-context", "os = true"),
     ("input", "at-file-expansion", "root = \".\""),
     ("input", "editor-context", "max_selection = 100"),
+    ("input", "memory-input-filter", ""),
     ("input", "directory-context", "root = \".\", max_depth = 1"),
     (
         "input",

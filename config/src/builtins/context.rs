@@ -1,5 +1,6 @@
 //! `system-prompt-injector`, `environment-context`, `at-file-expansion`, `slash-commands`,
-//! `memory-import`, `editor-context`, `directory-context`, `working-memory`.
+//! `memory-import`, `editor-context`, `directory-context`, `memory-input-filter`,
+//! `working-memory`.
 
 use super::set;
 use crate::registry::{Cx, Refusal, Registry};
@@ -8,7 +9,7 @@ use processors_builtins::shell_injection::ShellInjection;
 use processors_builtins::slash_commands::OnUnknown;
 use processors_builtins::{
     AtFileExpansion, DirectoryContext, EditorContext, EnvironmentContext, MemoryImport,
-    SlashCommands, SystemPromptInjector, WorkingMemory,
+    MemoryInputFilter, SlashCommands, SystemPromptInjector, WorkingMemory,
 };
 use processors_runtime::memory::WorkingMemoryScope;
 use serde::Deserialize;
@@ -25,6 +26,7 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("memory-import", memory_import)
         .builtin("editor-context", editor_context)
         .builtin("directory-context", directory_context)
+        .builtin("memory-input-filter", memory_input_filter)
         .builtin("working-memory", working_memory)
 }
 
@@ -138,6 +140,14 @@ fn memory_import(o: MemoryImportOptions, cx: &Cx<'_>) -> Result<MemoryImport, Re
     b = set(b, o.max_depth, |b, n| b.max_depth(n));
     b = set(b, o.on_refusal, |b, r| b.on_refusal(r));
     Ok(b.build()?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
+fn memory_input_filter(_: NoOptions, _: &Cx<'_>) -> Result<MemoryInputFilter, Refusal> {
+    Ok(MemoryInputFilter::new())
 }
 
 #[derive(Deserialize)]
