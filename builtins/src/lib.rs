@@ -142,7 +142,7 @@ pub use memory_import::MemoryImport;
 pub use memory_input_filter::MemoryInputFilter;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
-    TrailingAssistantGuard,
+    TrailingAssistantGuard, UnsupportedFileHandler,
 };
 pub use redact::Redaction;
 pub use regex_filter::RegexFilter;

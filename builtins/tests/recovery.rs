@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use processors_builtins::recovery::{
     Backoff, BuiltinRule, CompatRule, ContextLengthHandler, Jitter, PrefillErrorHandler,
     ProviderHistoryCompat, StreamErrorRetry, TrailingAssistantGuard, TrailingStrategy,
+    UnsupportedFileHandler,
 };
 use processors_providers::{Anthropic, OpenAiCompatible};
 use processors_runtime::model::{ModelRequest, ModelStream};
@@ -1730,4 +1731,149 @@ async fn bi_82_through_the_anthropic_client_the_first_call_already_ends_with_the
         bodies[0]["messages"][2],
         json!({ "role": "user", "content": [{ "type": "text", "text": "Continue." }] })
     );
+}
+
+// UnsupportedFileHandler
+
+/// A user message with a PNG and a PDF.
+fn with_files() -> Message {
+    let mut m = Message::user("What are these?");
+    m.content.parts.push(Part::File {
+        mime_type: "image/png".into(),
+        data: "data:image/png;base64,AAAA".into(),
+    });
+    m.content.parts.push(Part::File {
+        mime_type: "application/pdf".into(),
+        data: "data:application/pdf;base64,JVBE".into(),
+    });
+    m
+}
+
+#[test]
+fn bi_88_a_refused_file_type_is_left_out_with_a_note_once_per_step() {
+    let refusal = || ApiError::new(400, "Invalid MIME type. Only image types are supported.");
+    let model = ScriptedModel::new([Turn::error(refusal()), Turn::text("A chart.")]);
+    let store = InMemoryStore::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(Memory::new(store.clone()))
+        .error(UnsupportedFileHandler::new())
+        .build()
+        .unwrap();
+    let r = block_on(agent.generate_with(vec![with_files()], thread())).unwrap();
+    assert_eq!(r.text, "A chart.");
+    let parts = &model.requests()[1].prompt[0].content.parts;
+    assert!(matches!(&parts[1], Part::File { mime_type, .. } if mime_type == "image/png"));
+    assert!(matches!(&parts[2], Part::Text { text }
+        if &**text == "[a file (application/pdf) was left out: the model does not accept files of this type]"));
+    // The conversation keeps the note: memory does not send the file again.
+    assert!(saved(&store)[0].text().contains("was left out"));
+
+    // Once per step: a second refusal in the step is the run's error.
+    let model = ScriptedModel::new([Turn::error(refusal()), Turn::error(refusal())]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .error(UnsupportedFileHandler::new())
+        .build()
+        .unwrap();
+    assert!(block_on(agent.generate(vec![with_files()])).is_err());
+    assert_eq!(model.calls(), 2);
+
+    // Other errors, and a refusal with no file to leave out, are not its to handle.
+    for (error, message) in [
+        (
+            ApiError::new(400, "temperature is not supported"),
+            with_files(),
+        ),
+        (refusal(), Message::user("no files")),
+        (ApiError::new(500, "Invalid MIME type"), with_files()),
+    ] {
+        let model = ScriptedModel::new([Turn::error(error), Turn::text("unused")]);
+        let agent = Agent::builder()
+            .model(model.clone())
+            .error(UnsupportedFileHandler::new())
+            .build()
+            .unwrap();
+        assert!(block_on(agent.generate(vec![message])).is_err());
+        assert_eq!(model.calls(), 1);
+    }
+}
+
+#[tokio::test]
+async fn bi_88_openais_refusal_of_a_pdf_is_recovered_over_http() {
+    let body = json!({ "error": {
+        "message": "Invalid MIME type. Only image types are supported.",
+        "type": "invalid_request_error",
+        "param": null,
+        "code": "invalid_image_format",
+    } });
+    let (url, bodies) = server(vec![http_error(400, &body), openai_answer("A chart.")]).await;
+    let model = OpenAiCompatible::builder("gpt-4o-mini")
+        .base_url(format!("{url}/v1"))
+        .api_key("test-key")
+        .max_retries(0)
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .error(UnsupportedFileHandler::new())
+        .build()
+        .unwrap();
+    let r = agent.generate(vec![with_files()]).await.unwrap();
+    assert_eq!(r.text, "A chart.");
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    let content = bodies[1]["messages"][0]["content"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(content[1]["type"], "image_url");
+    assert!(
+        content[2]
+            .to_string()
+            .contains("(application/pdf) was left out"),
+        "{content:?}"
+    );
+}
+
+#[tokio::test]
+async fn bi_88_anthropics_refusal_of_an_image_type_is_recovered_over_http() {
+    let (url, bodies) = server(vec![
+        anthropic_error(
+            "messages.0.content.1.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+        ),
+        anthropic_answer("A photo."),
+    ])
+    .await;
+    let agent = Agent::builder()
+        .model(anthropic(&url))
+        .error(UnsupportedFileHandler::new())
+        .build()
+        .unwrap();
+    let mut message = Message::user("What is this?");
+    message.content.parts.push(Part::File {
+        mime_type: "image/bmp".into(),
+        data: "data:image/bmp;base64,Qk0=".into(),
+    });
+    message.content.parts.push(Part::File {
+        mime_type: "image/png".into(),
+        data: "data:image/png;base64,AAAA".into(),
+    });
+    let r = agent.generate(vec![message]).await.unwrap();
+    assert_eq!(r.text, "A photo.");
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    let content = &bodies[1]["messages"][0]["content"];
+    assert_eq!(
+        bodies[0]["messages"][0]["content"][1]["source"]["media_type"],
+        "image/bmp"
+    );
+    assert_eq!(content[1]["type"], "text");
+    assert!(
+        content[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("(image/bmp) was left out")
+    );
+    assert_eq!(content[2]["source"]["media_type"], "image/png");
 }

@@ -136,6 +136,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "provider-history-compat", ""),
     ("error", "context-length-handler", ""),
     ("error", "stream-error-retry", ""),
+    ("error", "unsupported-file-handler", ""),
     (
         "input",
         "trailing-assistant-guard",

@@ -8,6 +8,7 @@
 //! | [`ContextLengthHandler`] | API error | a prompt over the model's context window: drops the oldest turns, pair-safe |
 //! | [`StreamErrorRetry`] | API error | a stream that failed mid-answer (a cut connection, a stall, an error event) |
 //! | [`TrailingAssistantGuard`] | LLM request | a prompt ending with the assistant's message, for a model that refuses to continue one: fixed before the call |
+//! | [`UnsupportedFileHandler`] | API error | a file whose type the model does not accept: replaced by a note |
 //!
 //! When a model call fails, the runner asks `process_api_error` of the input, output and
 //! error processors in that order; the first that asks for a retry wins, and the call is made
@@ -59,6 +60,7 @@ mod history_compat;
 mod prefill;
 mod stream_retry;
 mod trailing;
+mod unsupported_file;
 
 pub use context_length::{
     ContextLengthHandler, ContextLengthHandlerBuilder, ContextLengthHandlerState,
@@ -74,6 +76,7 @@ pub use stream_retry::{
     Backoff, Jitter, StreamErrorRetry, StreamErrorRetryBuilder, StreamErrorRetryState,
 };
 pub use trailing::{TrailingAssistantGuard, TrailingAssistantGuardBuilder, TrailingStrategy};
+pub use unsupported_file::{UnsupportedFileHandler, UnsupportedFileHandlerState};
 
 use processors_runtime::message::{Message, MessageList, MessageSource};
 use processors_runtime::model::ApiError;

@@ -1,12 +1,12 @@
 //! `prefill-error-handler`, `provider-history-compat`, `context-length-handler`,
-//! `stream-error-retry`, `trailing-assistant-guard`.
+//! `stream-error-retry`, `trailing-assistant-guard`, `unsupported-file-handler`.
 
 use super::{TokenizerName, set, tokenizer};
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::recovery::{BuiltinRule, TrailingStrategy};
 use processors_builtins::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
-    TrailingAssistantGuard,
+    TrailingAssistantGuard, UnsupportedFileHandler,
 };
 use serde::Deserialize;
 
@@ -17,6 +17,15 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("context-length-handler", context_length_handler)
         .builtin("stream-error-retry", stream_error_retry)
         .builtin("trailing-assistant-guard", trailing_assistant_guard)
+        .builtin("unsupported-file-handler", unsupported_file_handler)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
+
+fn unsupported_file_handler(_: NoOptions, _: &Cx<'_>) -> Result<UnsupportedFileHandler, Refusal> {
+    Ok(UnsupportedFileHandler::new())
 }
 
 #[derive(Deserialize)]
