@@ -298,6 +298,25 @@ fn a_response_cache_is_built_by_its_first_entry_alone() {
 }
 
 #[test]
+fn among_names_languages_the_identifier_knows_and_needs_it_to_run() {
+    let language = |options: &str| {
+        with_model(&format!(
+            "input = [{{ processor = \"language-detector\", targets = [\"en\"], {options} }}]\n"
+        ))
+    };
+    let unknown = language("judge = \"local/language-identifier\", among = [\"en\", \"xh\"]");
+    assert!(
+        unknown.ends_with("`xh` is not a language the identifier tells apart the processor knows; give an ISO 639-1 code or an English name of one of whatlang's 69 languages"),
+        "{unknown}"
+    );
+    let unused = language("judge = { scripted = [] }, among = [\"en\"]");
+    assert!(
+        unused.ends_with("`among` chooses the languages of the local check `language-identifier`, which neither `judge` nor `first` runs here"),
+        "{unused}"
+    );
+}
+
+#[test]
 fn a_local_check_must_exist_and_fit_its_detector() {
     assert_eq!(
         with_model(

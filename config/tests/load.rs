@@ -454,6 +454,20 @@ input = [{ processor = "language-detector", judge = "local/language-identifier",
     let agent = Loader::new().agent_str("agent.toml", file).unwrap();
     let french = "Pourriez-vous me dire quand part le prochain train pour Lyon ?";
     assert!(block_on(agent.generate(french)).unwrap().tripwire.is_some());
+    // Among a few languages, first before a model.
+    let file = r#"
+model = { scripted = ["Oui."], cycle = true }
+input = [{ processor = "language-detector", judge = { scripted = [] }, first = "language-identifier", among = ["English", "fr", "de"], targets = ["en"], strategy = "block" }]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let blocked = block_on(agent.generate(french))
+        .unwrap()
+        .tripwire
+        .expect("blocked");
+    assert_eq!(
+        blocked.metadata.unwrap()["verdicts"][0]["model"],
+        "local/language-identifier"
+    );
     // Moderation's local check, in two tiers: a threat is blocked by the list, a text it
     // cannot vouch for goes to the judge's model.
     let file = r#"

@@ -36,12 +36,15 @@ pub(super) fn register(registry: Registry) -> Registry {
 /// unknown fields), for the detector `$detector`; with `onnx`, the options' `onnx` model too.
 macro_rules! judge_of {
     ($cx:expr, $o:expr, $detector:expr) => {
-        judge_of!(@ $cx, $o, $detector, None)
+        judge_of!(@ $cx, $o, $detector, Local::default())
     };
     ($cx:expr, $o:expr, $detector:expr, onnx) => {
-        judge_of!(@ $cx, $o, $detector, $o.onnx.as_ref())
+        judge_of!(@ $cx, $o, $detector, Local { onnx: $o.onnx.as_ref(), among: None })
     };
-    (@ $cx:expr, $o:expr, $detector:expr, $onnx:expr) => {
+    ($cx:expr, $o:expr, $detector:expr, among) => {
+        judge_of!(@ $cx, $o, $detector, Local { onnx: None, among: $o.among.as_deref() })
+    };
+    (@ $cx:expr, $o:expr, $detector:expr, $local:expr) => {
         judge(
             $cx,
             $detector,
@@ -51,7 +54,7 @@ macro_rules! judge_of {
                 on_error: $o.on_judge_error,
                 concurrency: $o.concurrency,
                 breaker: $o.circuit_breaker.as_ref(),
-                onnx: $onnx,
+                local: $local,
             },
         )
     };
@@ -64,8 +67,17 @@ struct JudgeOptions<'o> {
     on_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     breaker: Option<&'o BreakerSpec>,
+    /// The options of the local checks.
+    local: Local<'o>,
+}
+
+/// A detector's options for its local checks.
+#[derive(Clone, Copy, Default)]
+struct Local<'o> {
     /// The `onnx` option: the classifier model the local check `onnx` runs.
     onnx: Option<&'o OnnxSpec>,
+    /// The `among` option: the languages `language-identifier` tells apart.
+    among: Option<&'o [String]>,
 }
 
 /// `onnx = { path = "model.onnx", labels = [...], sure_above = 0.9, sure_below = 0.1 }`: the
@@ -111,17 +123,17 @@ const LOCAL_CHECKS: [(&str, &str); 3] = [
 /// The detectors whose verdicts are categories' scores, which an ONNX classifier gives.
 const ONNX_DETECTORS: [&str; 2] = ["moderation", "prompt-injection-detector"];
 
-/// The local check `name`, for `detector`; `onnx` is the detector's `onnx` option, which the
-/// check `onnx` runs.
+/// The local check `name`, for `detector`, with the detector's options for it (`onnx`, which
+/// the check `onnx` runs; `among`, the languages of `language-identifier`).
 fn local_check(
     name: &str,
     detector: &str,
     option: &'static str,
-    onnx: Option<&OnnxSpec>,
+    local: Local<'_>,
     cx: &Cx<'_>,
 ) -> Result<Box<dyn LocalCheck>, Refusal> {
     if name == "onnx" {
-        return match onnx {
+        return match local.onnx {
             Some(spec) => onnx_check(spec, cx),
             None if ONNX_DETECTORS.contains(&detector) => Err(Refusal::Option(
                 option,
@@ -140,7 +152,10 @@ fn local_check(
         Some((_, fits)) if *fits == detector => Ok(match name {
             "injection-heuristics" => Box::new(InjectionHeuristics::new()),
             "toxicity-words" => Box::new(ToxicityWords::new()),
-            _ => Box::new(LanguageIdentifier::new()),
+            _ => match local.among {
+                Some(languages) => Box::new(LanguageIdentifier::among(languages)?),
+                None => Box::new(LanguageIdentifier::new()),
+            },
         }),
         Some((_, fits)) => Err(Refusal::Option(
             option,
@@ -164,7 +179,7 @@ fn judge(cx: &Cx<'_>, detector: &str, o: &JudgeOptions<'_>) -> Result<Judge, Ref
         ModelSpec::Scripted(_) => None,
     };
     let mut j = match local {
-        Some(name) => Judge::local(local_check(name, detector, "judge", o.onnx, cx)?),
+        Some(name) => Judge::local(local_check(name, detector, "judge", o.local, cx)?),
         None => Judge::shared(cx.model(o.model)?),
     };
     let (timeout_ms, on_error, concurrency, breaker) =
@@ -201,13 +216,23 @@ fn first(
     first: Option<&str>,
     spec: &ModelSpec,
     detector: &str,
-    onnx: Option<&OnnxSpec>,
+    local: Local<'_>,
     cx: &Cx<'_>,
 ) -> Result<Judge, Refusal> {
     let local_judge = matches!(spec, ModelSpec::Id(id) if id.starts_with("local/"));
+    let runs = |check: &str| {
+        first == Some(check)
+            || matches!(spec, ModelSpec::Id(id) if id.strip_prefix("local/") == Some(check))
+    };
+    if local.among.is_some() && !runs("language-identifier") {
+        return Err(Refusal::Option(
+            "among",
+            "`among` chooses the languages of the local check `language-identifier`, which neither `judge` nor `first` runs here".to_owned(),
+        ));
+    }
     let Some(name) = first else {
         let runs_onnx = matches!(spec, ModelSpec::Id(id) if id == "local/onnx");
-        if onnx.is_some() && !runs_onnx {
+        if local.onnx.is_some() && !runs_onnx {
             return Err(Refusal::Option(
                 "onnx",
                 "the `onnx` model judges nothing here; run it alone with `judge = \"local/onnx\"`, or before the judge's model with `first = \"onnx\"`".to_owned(),
@@ -221,7 +246,7 @@ fn first(
             "the judge is a local check already; `first` puts a local check before a judge that is a model".to_owned(),
         ));
     }
-    Ok(judge.first(local_check(name, detector, "first", onnx, cx)?))
+    Ok(judge.first(local_check(name, detector, "first", local, cx)?))
 }
 
 /// `circuit_breaker = { failures = 5, window_ms = 60000, cool_down_ms = 30000 }`.
@@ -259,7 +284,10 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
         o.first.as_deref(),
         &o.judge,
         "moderation",
-        o.onnx.as_ref(),
+        Local {
+            onnx: o.onnx.as_ref(),
+            among: None,
+        },
         cx,
     )?;
     let mut b = Moderation::builder(j);
@@ -297,7 +325,10 @@ fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionD
         o.first.as_deref(),
         &o.judge,
         "prompt-injection-detector",
-        o.onnx.as_ref(),
+        Local {
+            onnx: o.onnx.as_ref(),
+            among: None,
+        },
         cx,
     )?;
     let mut b = PromptInjectionDetector::builder(j);
@@ -436,6 +467,8 @@ struct LanguageOptions {
     circuit_breaker: Option<BreakerSpec>,
     #[serde(default)]
     targets: Vec<String>,
+    /// The languages `language-identifier` tells apart (all it knows when not given).
+    among: Option<Vec<String>>,
     strategy: Option<LanguageStrategy>,
     min_text_length: Option<usize>,
     translation_quality: Option<TranslationQuality>,
@@ -445,13 +478,16 @@ struct LanguageOptions {
 }
 
 fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal> {
-    let mut j = judge_of!(cx, o, "language-detector")?;
+    let mut j = judge_of!(cx, o, "language-detector", among)?;
     j = first(
         j,
         o.first.as_deref(),
         &o.judge,
         "language-detector",
-        None,
+        Local {
+            onnx: None,
+            among: o.among.as_deref(),
+        },
         cx,
     )?;
     let mut b = LanguageDetector::builder(j);
