@@ -108,7 +108,8 @@ impl DirectoryContextBuilder {
 /// files leave out is not listed (through the `ignore` crate, as ripgrep reads them), nor are
 /// hidden entries, nor `.git`; symbolic links are listed but not followed, and entries that
 /// cannot be read are skipped. The folder is read at the start of each run, with blocking
-/// calls bounded by those limits; the message,
+/// calls (each folder listed is read whole, to sort it; the walk stops 10,000 entries past
+/// the limit); the message,
 /// tagged [`DIRECTORY_TAG`], is sent at every step and never saved to memory.
 ///
 /// ```
@@ -166,7 +167,9 @@ impl DirectoryContext {
             .filter_entry(|e| e.file_name() != ".git")
             .sort_by_file_path(|a, b| {
                 // Folders first at each level, then by name.
-                let dir = |p: &std::path::Path| !p.is_dir();
+                // A link is not a folder here, as it is not followed.
+                let dir =
+                    |p: &std::path::Path| !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
                 (dir(a), a.file_name()).cmp(&(dir(b), b.file_name()))
             })
             .build();

@@ -164,16 +164,22 @@ fn given(text: &str) -> Option<&str> {
     Some(&text[..end])
 }
 
-/// The editor state given last in the user's `messages`, if any.
+/// The text part of the user's `messages` that gave the editor state last, if any.
 fn last_given<'a>(messages: impl Iterator<Item = &'a Message>) -> Option<&'a str> {
     messages
         .filter(|m| m.role == Role::User)
         .flat_map(|m| &m.content.parts)
         .filter_map(|p| match p {
-            Part::Text { text } => given(text),
+            Part::Text { text } if text.starts_with(OPENING) => Some(&**text),
             _ => None,
         })
         .last()
+}
+
+/// Whether `part` gives exactly the state `text` (then a blank line, or nothing).
+fn gives(part: &str, text: &str) -> bool {
+    part.strip_prefix(text)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("\n\n"))
 }
 
 #[processor(crate = processors_runtime, id = "editor-context")]
@@ -186,7 +192,7 @@ impl EditorContext {
             return;
         };
         let earlier = list.all().take_while(|m| m.id != newest.id);
-        if last_given(earlier) == Some(text.as_str()) {
+        if last_given(earlier).is_some_and(|part| gives(part, &text)) {
             return;
         }
         let mut message = newest;

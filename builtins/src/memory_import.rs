@@ -41,7 +41,8 @@ impl MemoryImportBuilder {
         self
     }
 
-    /// How deep imports may nest (default 5; 0 reads the files without their imports).
+    /// How deep imports may nest (default 5; with 0, every `@path` line is refused as nested
+    /// too deep: only the files themselves are read).
     pub fn max_depth(mut self, depth: usize) -> Self {
         self.max_depth = depth;
         self

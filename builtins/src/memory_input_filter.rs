@@ -2,18 +2,21 @@
 //! the model once.
 
 use processors_macros::processor;
-use processors_runtime::message::{Message, MessageList};
+use processors_runtime::message::{Message, MessageList, MessageSource};
 
 /// Removes the history a client sends back with its new message when memory has loaded the
 /// same history: without it, a client that sends the whole conversation each call (as chat
 /// completion clients do) makes the model see every earlier turn twice, and memory save it
 /// twice.
 ///
-/// The run's input is read from its start: each message that is also among the messages
-/// memory loaded (the same role and the same content, whatever its id) is removed, up to the
-/// first that is not. The last input message always stays, even when it repeats an earlier
-/// one (a user who answers "yes" twice means it twice), and nothing is removed when memory
-/// loaded nothing. Put it after memory in `input` (where memory runs unless placed).
+/// The history is the longest start of the run's input that ends with the messages memory's
+/// history ends with (the same roles and contents, whatever their ids), as many as memory
+/// loaded or as the input has: all of it is removed, older turns past memory's window too
+/// (memory has them in its store). The last input message always stays, even when it repeats
+/// an earlier one (a user who answers "yes" twice means it twice); an input whose history
+/// differs from memory's (edited by the client) is kept whole; nothing is removed when memory
+/// loaded nothing; memory's own messages stay, even when the client sent them with their ids.
+/// Put it after memory in `input` (where memory runs unless placed).
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -66,17 +69,20 @@ impl MemoryInputFilter {
             return;
         }
         let input: Vec<&Message> = list.input().collect();
-        let Some((_, earlier)) = input.split_last() else {
+        // The longest start of the input (never all of it) that ends as memory's history
+        // ends: the conversation so far, which memory has (older turns past its window too).
+        let repeated = (1..input.len()).rev().find(|&k| {
+            let n = k.min(remembered.len());
+            input[k - n..k]
+                .iter()
+                .zip(&remembered[remembered.len() - n..])
+                .all(|(a, b)| same(a, b))
+        });
+        let Some(k) = repeated else {
             return;
         };
-        let repeated: Vec<String> = earlier
-            .iter()
-            .take_while(|m| remembered.iter().any(|r| same(m, r)))
-            .map(|m| m.id.clone())
-            .collect();
-        if !repeated.is_empty() {
-            let ids: Vec<&str> = repeated.iter().map(String::as_str).collect();
-            list.remove(&ids);
-        }
+        let ids: Vec<String> = input[..k].iter().map(|m| m.id.clone()).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        list.remove_from(MessageSource::Input, &ids);
     }
 }

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How long the output of a program that ended is waited for.
+const READ_GRACE: Duration = Duration::from_millis(500);
+
 /// What a template is made of: text, and commands to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Segment {
@@ -28,14 +31,18 @@ pub(crate) enum Segment {
 /// - **No shell.** The command is split into words (whitespace, with `"…"` or `'…'` for a word
 ///   with spaces) and the program is started with them as its arguments: pipes, `;`, `$(…)`
 ///   and globs mean nothing. A word with `{{args}}` gets the command's arguments in it as they
-///   were typed, inside that one argument, so they cannot become options or commands of
-///   their own unless the template puts `{{args}}` where an option goes.
+///   were typed, inside that one argument, so they cannot become commands of their own; a
+///   word that begins with `{{args}}` is not run when the arguments begin with `-` (they would
+///   be read as an option: `--output=…`), and a word that is `{{args}}` alone is left out when
+///   there are none (rather than passed empty).
 /// - **Allow-listed.** The program (the first word) must be one of [`allow`](Self::allow)'s
 ///   names exactly; a template naming another is refused at `build()`.
 /// - **Bounded.** The program is stopped after [`timeout`](Self::timeout) (5 s by default),
 ///   its output cut at [`max_output`](Self::max_output) bytes (16 KiB), its standard input
 ///   empty. A program that fails, times out or cannot start leaves a note in its place
 ///   (`[git diff: exit status 128: fatal: not a git repository]`), and the command goes on.
+///   Output a process the program started still holds after it ended is not waited for
+///   past half a second.
 ///
 /// It runs on a helper thread; the run waits for it without blocking its executor.
 ///
@@ -143,9 +150,23 @@ impl ShellInjection {
         Ok(())
     }
 
-    /// Runs `words` (their `{{args}}` filled in) and returns the output, or a note of what
-    /// went wrong, on a helper thread.
-    pub(crate) async fn run(&self, words: Vec<String>) -> String {
+    /// Runs `words` with `args` in place of `{{args}}` and returns the output, or a note of
+    /// what went wrong, on a helper thread.
+    pub(crate) async fn run(&self, words: &[String], args: &str) -> String {
+        let mut filled = Vec::with_capacity(words.len());
+        for word in words {
+            if word == ARGS && args.is_empty() {
+                continue; // no arguments: no empty word
+            }
+            if word.starts_with(ARGS) && args.starts_with('-') {
+                return format!(
+                    "[{}: the arguments may not start with `-` here, where they would be read as an option]",
+                    words.join(" ")
+                );
+            }
+            filled.push(word.replace(ARGS, args));
+        }
+        let words = filled;
         let (send, receive) = futures::channel::oneshot::channel();
         let shell = self.clone();
         let spawned = std::thread::Builder::new()
@@ -182,8 +203,10 @@ impl ShellInjection {
         let cap = self.max_output;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let out = std::thread::spawn(move || read_capped(stdout, cap));
-        let err = std::thread::spawn(move || read_capped(stderr, 1024));
+        let (out_sent, out) = std::sync::mpsc::channel();
+        let (err_sent, err) = std::sync::mpsc::channel();
+        std::thread::spawn(move || out_sent.send(read_capped(stdout, cap)));
+        std::thread::spawn(move || err_sent.send(read_capped(stderr, 1024)));
         let start = Instant::now();
         let status = loop {
             match child.try_wait() {
@@ -197,8 +220,10 @@ impl ShellInjection {
                 Err(e) => break Err(e.to_string()),
             }
         };
-        let (output, cut) = out.join().unwrap_or_default();
-        let (errors, _) = err.join().unwrap_or_default();
+        // A process the program started may hold its output open after it ended: its output
+        // is not waited for past a moment.
+        let (output, cut) = out.recv_timeout(READ_GRACE).unwrap_or_default();
+        let (errors, _) = err.recv_timeout(READ_GRACE).unwrap_or_default();
         let mut text = String::from_utf8_lossy(&output).trim_end().to_owned();
         if cut > 0 {
             text.push_str(&format!("\n[{cut} more bytes of output cut]"));

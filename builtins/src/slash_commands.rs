@@ -228,7 +228,8 @@ fn read_dir(
 /// trimmed. Every [`ARGS`] (`{{args}}`) in the template becomes the arguments; a template
 /// without it gets the arguments, when there are some, after a blank line. The arguments are
 /// put in as they are and not read again, so `{{args}}` typed by the user stays as typed.
-/// Only user messages are read, never the model's output or tool results.
+/// Only the newest user message of the input is read (a client that sends its history again
+/// does not run its earlier commands again), never the model's output or tool results.
 ///
 /// A template may run programs with `!{program args}` when the builder is given a
 /// [`ShellInjection`] that allows them (no shell, bounded in time and output); the output
@@ -339,8 +340,7 @@ impl SlashCommands {
                         }
                         Segment::Run(words) => {
                             took_args |= words.iter().any(|w| w.contains(ARGS));
-                            let words = words.iter().map(|w| w.replace(ARGS, args)).collect();
-                            filled.push_str(&shell.run(words).await);
+                            filled.push_str(&shell.run(words, args).await);
                         }
                     }
                 }
@@ -385,14 +385,16 @@ impl SlashCommands {
         mut messages: Vec<Message>,
         abort: Abort,
     ) -> Result<Vec<Message>, ProcessorError> {
-        for message in messages.iter_mut().filter(|m| m.role == Role::User) {
+        // The newest user message only: a client that sends its history again does not run
+        // its earlier commands again.
+        if let Some(message) = messages.iter_mut().rev().find(|m| m.role == Role::User) {
             let Some(Part::Text { text }) = message
                 .content
                 .parts
                 .iter_mut()
                 .find(|p| matches!(p, Part::Text { .. }))
             else {
-                continue;
+                return Ok(messages);
             };
             match self.expand(text).await {
                 Expansion::Text => {}

@@ -212,3 +212,26 @@ fn bad_configurations_are_errors_from_build() {
     }
     std::fs::remove_dir_all(&root).ok();
 }
+
+#[test]
+fn ignore_files_apply_outside_a_repository_and_excludes_inside_one() {
+    let plain = temp_dir("plain");
+    write(&plain, "app.rs");
+    write(&plain, "debug.log");
+    write(&plain, "notes.tmp");
+    std::fs::write(plain.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(plain.join(".ignore"), "*.tmp\n").unwrap();
+    let listing = DirectoryContext::builder(&plain).build().unwrap().listing();
+    assert_eq!(lines(&listing), ["app.rs"]);
+
+    let repo = temp_dir("repo");
+    write(&repo, ".git/HEAD");
+    write(&repo, "app.rs");
+    write(&repo, "secret.env");
+    std::fs::create_dir_all(repo.join(".git/info")).unwrap();
+    std::fs::write(repo.join(".git/info/exclude"), "*.env\n").unwrap();
+    let listing = DirectoryContext::builder(&repo).build().unwrap().listing();
+    assert_eq!(lines(&listing), ["app.rs"]);
+    std::fs::remove_dir_all(&plain).ok();
+    std::fs::remove_dir_all(&repo).ok();
+}

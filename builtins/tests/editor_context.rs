@@ -159,3 +159,24 @@ fn a_message_without_text_gets_the_state_as_its_first_part() {
     assert!(matches!(&parts[0], Part::Text { text } if text.starts_with("<editor>")));
     assert!(matches!(&parts[1], Part::File { .. }));
 }
+
+#[test]
+fn a_selection_that_holds_the_closing_tag_is_still_recognised() {
+    let model = ScriptedModel::cycle([Turn::text("ok")]);
+    let store = InMemoryStore::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(Memory::new(store))
+        .input(EditorContext::new())
+        .build()
+        .unwrap();
+    let editing = EditorState {
+        active_file: Some("editor_context.rs".into()),
+        selected_text: Some("const CLOSING: &str = \"</editor>\";\nmore".into()),
+        ..EditorState::default()
+    };
+    block_on(agent.generate_with("what is this?", with_state(editing.clone()))).unwrap();
+    block_on(agent.generate_with("and now?", with_state(editing))).unwrap();
+    let requests = model.requests();
+    assert_eq!(requests[1].prompt.last().unwrap().text(), "and now?");
+}

@@ -66,7 +66,7 @@ fn the_new_message_stays_even_when_it_repeats_one_and_only_a_repeated_start_goes
     // The same word again, alone: a new message.
     block_on(agent.generate_with("yes", thread())).unwrap();
     assert_eq!(texts(&model.requests()[1].prompt), ["yes", "Sure.", "yes"]);
-    // A client's history that differs from memory's is kept from where it differs.
+    // A client's history that differs from memory's (edited) is kept whole.
     let edited = vec![
         Message::user("yes"),
         Message::assistant("Sure, edited."),
@@ -76,9 +76,53 @@ fn the_new_message_stays_even_when_it_repeats_one_and_only_a_repeated_start_goes
     block_on(agent.generate_with(edited, thread())).unwrap();
     let sent = texts(&model.requests()[2].prompt);
     assert_eq!(
-        &sent[sent.len() - 3..],
-        ["Sure, edited.", "yes", "go on"],
+        &sent[4..],
+        ["yes", "Sure, edited.", "yes", "go on"],
         "{sent:?}"
+    );
+}
+
+#[test]
+fn a_history_longer_than_memorys_window_goes_whole() {
+    let (model, store) = (
+        ScriptedModel::cycle([Turn::text("ok")]),
+        InMemoryStore::new(),
+    );
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(Memory::new(store.clone()).last_messages(Some(4)))
+        .input(MemoryInputFilter::new())
+        .build()
+        .unwrap();
+    let mut history = Vec::new();
+    for i in 0..5 {
+        let question = format!("question {i}");
+        block_on(agent.generate_with(question.as_str(), thread())).unwrap();
+        history.push(Message::user(question));
+        history.push(Message::assistant("ok"));
+    }
+    // The client sends all ten earlier messages; memory loads the last four.
+    history.push(Message::user("question 5"));
+    block_on(agent.generate_with(history, thread())).unwrap();
+    let sent = texts(&model.requests()[5].prompt);
+    assert_eq!(sent, ["question 3", "ok", "question 4", "ok", "question 5"]);
+    assert_eq!(saved(&store).len(), 12, "each turn saved once");
+}
+
+#[test]
+fn memorys_messages_stay_when_the_client_sends_them_with_their_ids() {
+    let (model, store) = (
+        ScriptedModel::cycle([Turn::text("Paris.")]),
+        InMemoryStore::new(),
+    );
+    let agent = agent(&model, &store, true);
+    block_on(agent.generate_with("Capital of France?", thread())).unwrap();
+    let mut again = saved(&store);
+    again.push(Message::user("And of Italy?"));
+    block_on(agent.generate_with(again, thread())).unwrap();
+    assert_eq!(
+        texts(&model.requests()[1].prompt),
+        ["Capital of France?", "Paris.", "And of Italy?"]
     );
 }
 

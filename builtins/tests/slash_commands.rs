@@ -56,7 +56,7 @@ fn bi_83_arguments_go_where_the_template_says_or_after_it() {
         command(&c, "/translate {{args}}"),
         "Translate {{args}} into French. Keep {{args}} short."
     );
-    // The name ends at whitespace: `/tldr:` or `/tldrs` are other names.
+    // The name ends at whitespace: `/tldrs` is another name.
     assert_eq!(
         block_on(c.expand("/tldrs")),
         Expansion::Unknown("tldrs".into())
@@ -90,19 +90,27 @@ fn what_is_not_a_command_passes_as_it_is() {
 }
 
 #[test]
-fn a_command_is_expanded_in_user_messages_only() {
+fn a_command_is_expanded_in_the_newest_user_message_only() {
     let model = ScriptedModel::cycle([Turn::text("ok")]);
     let agent = agent! {
         crate: processors_runtime,
         model: model.clone(),
-        input: [SlashCommands::builder().command("tldr", "Summarise: {{args}}").build().unwrap()],
+        input: [SlashCommands::builder()
+            .command("tldr", "Summarise: {{args}}")
+            .on_unknown(OnUnknown::Abort)
+            .build()
+            .unwrap()],
     };
-    block_on(agent.generate(vec![
+    // A history sent again: its old command (and an old typo) are not read again.
+    let result = block_on(agent.generate(vec![
         Message::system("/tldr system"),
+        Message::user("/tldr the old report"),
+        Message::user("/tdlr typo"),
         Message::assistant("/tldr said before"),
         Message::user("/tldr the report"),
     ]))
     .unwrap();
+    assert!(result.tripwire.is_none());
     let sent: Vec<String> = model.requests()[0]
         .prompt
         .iter()
@@ -110,7 +118,13 @@ fn a_command_is_expanded_in_user_messages_only() {
         .collect();
     assert_eq!(
         sent,
-        ["/tldr system", "/tldr said before", "Summarise: the report"]
+        [
+            "/tldr system",
+            "/tldr the old report",
+            "/tdlr typo",
+            "/tldr said before",
+            "Summarise: the report"
+        ]
     );
 
     // An escaped command goes as text, one slash less.
@@ -281,6 +295,13 @@ mod shell {
             command(&c, "/run $(id); rm -rf / | cat"),
             "$(id); rm -rf / | cat"
         );
+        // Arguments that would be read as an option are not passed; none leave no empty word.
+        assert_eq!(
+            command(&c, "/run --output=/tmp/owned"),
+            "[echo {{args}}: the arguments may not start with `-` here, where they would be read as an option]"
+        );
+        let c = with("[!{ls {{args}}}]", ShellInjection::allow(["ls"]).dir(&dir));
+        assert_eq!(command(&c, "/run"), "[one.txt]");
         // What the user types is never run, nor is a template without a shell.
         let c = with("Hello {{args}}", ShellInjection::allow(["echo"]));
         assert_eq!(command(&c, "/run !{echo pwned}"), "Hello !{echo pwned}");
@@ -316,6 +337,18 @@ mod shell {
             "before [sleep 5: timed out after 100ms] after"
         );
         assert!(started.elapsed() < Duration::from_secs(4));
+        // A process the program leaves behind holding its output is not waited for.
+        let c = with(
+            "!{sh -c \"sleep 5 & echo started\"}",
+            ShellInjection::allow(["sh"]).timeout(Duration::from_secs(1)),
+        );
+        let started = std::time::Instant::now();
+        command(&c, "/run");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
         let c = with(
             "!{seq 1 100000}",
             ShellInjection::allow(["seq"]).max_output(20),

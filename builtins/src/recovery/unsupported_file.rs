@@ -33,8 +33,10 @@ const REFUSALS: &[&str] = &[
 /// It acts on a `400` whose message or body says the type of a file is not accepted:
 /// OpenAI's `Invalid MIME type. Only image types are supported.` (or `invalid_image_format`),
 /// Anthropic's `…media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or
-/// 'image/webp'`, and the like. Which files go: when the error names the types it accepts
-/// (`'image/png'`, "only image types"), the files of other types; otherwise every file. Each
+/// 'image/webp'`, and the like. Which files go: when the error lists the types the model takes
+/// (after "should be", "supported:" and the like, or "only image types"), the files of other
+/// types; when it names types with no such list, the files of those types; otherwise every
+/// file. Each
 /// becomes a text part, `[a file (application/pdf) was left out: the model does not accept
 /// files of this type]`, in the conversation itself, so later calls and memory do not send it
 /// again. Once per step; an error that names no file it can leave out is not handled.
@@ -70,40 +72,67 @@ pub struct UnsupportedFileHandlerState {
     attempts: StepAttempts,
 }
 
-/// Which files an error says the model accepts.
+/// What an error says of the files' types.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Accepted {
-    /// These media types (and, for `type/*`, any of that type).
-    Types(Vec<String>),
-    /// None: every file goes.
+    /// The model takes these media types (and, for `type/*`, any of that type): the error
+    /// lists them after words such as "should be" or "supported:".
+    Only(Vec<String>),
+    /// The model refuses these: the error names them with no list of what it takes.
+    Not(Vec<String>),
+    /// Nothing said: every file goes.
     Nothing,
 }
 
+/// Words after which an error lists the types a model takes.
+const TAKES: &[&str] = &[
+    "should be",
+    "must be",
+    "supported:",
+    "supported types",
+    "supported formats",
+    "only supports",
+    "one of",
+    "allowed",
+];
+
 impl Accepted {
     fn of(text: &str) -> Accepted {
-        let mut types: Vec<String> = text
-            .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '[' | ']'))
+        let types = |text: &str| -> Vec<String> {
+            text.split(|c: char| {
+                c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '[' | ']')
+            })
             .map(|w| w.trim_end_matches(['.', ':']))
             .filter(|w| is_media_type(w))
             .map(str::to_owned)
-            .collect();
+            .collect()
+        };
+        let list = TAKES.iter().filter_map(|t| text.find(t)).min();
+        let mut taken = list.map_or_else(Vec::new, |at| types(&text[at..]));
         if text.contains("only image") {
-            types.push("image/*".into());
+            taken.push("image/*".into());
         }
-        match types.is_empty() {
-            true => Accepted::Nothing,
-            false => Accepted::Types(types),
+        if !taken.is_empty() {
+            return Accepted::Only(taken);
+        }
+        match types(text) {
+            refused if refused.is_empty() => Accepted::Nothing,
+            refused => Accepted::Not(refused),
         }
     }
 
     fn accepts(&self, mime_type: &str) -> bool {
         let mime = mime_type.to_lowercase();
-        match self {
-            Accepted::Nothing => false,
-            Accepted::Types(types) => types.iter().any(|t| match t.strip_suffix("/*") {
+        let named = |types: &[String]| {
+            types.iter().any(|t| match t.strip_suffix("/*") {
                 Some(kind) => mime.split('/').next() == Some(kind),
                 None => *t == mime,
-            }),
+            })
+        };
+        match self {
+            Accepted::Nothing => false,
+            Accepted::Only(types) => named(types),
+            Accepted::Not(types) => !named(types),
         }
     }
 }
@@ -194,6 +223,11 @@ mod tests {
         let openai = Accepted::of("invalid mime type. only image types are supported.");
         assert!(openai.accepts("image/bmp") && !openai.accepts("application/pdf"));
         assert_eq!(Accepted::of("unsupported file type"), Accepted::Nothing);
+        // A type named with no list of what the model takes is the one it refuses.
+        let named = Accepted::of("unsupported mime type: application/pdf");
+        assert!(named.accepts("image/png") && !named.accepts("application/pdf"));
+        let listed = Accepted::of("invalid file type image/bmp. supported: image/png, image/jpeg");
+        assert!(listed.accepts("image/png") && !listed.accepts("image/bmp"));
         assert!(is_media_type("application/vnd.ms-excel"));
         assert!(!is_media_type("and/or") && !is_media_type("image/"));
     }

@@ -96,6 +96,18 @@ impl MessageList {
         removed
     }
 
+    /// Removes the conversation messages of `source` with these ids, and returns them: a
+    /// message of another source with the same id (memory's copy of a message a client sent
+    /// again, say) stays.
+    pub fn remove_from(&mut self, source: MessageSource, ids: &[&str]) -> Vec<Message> {
+        self.entries
+            .extract_if(.., |e| {
+                e.source == source && ids.contains(&e.message.id.as_str())
+            })
+            .map(|e| e.message)
+            .collect()
+    }
+
     /// Replaces the message with the same id in place, keeping its source. Returns whether one
     /// was found.
     ///
