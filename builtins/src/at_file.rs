@@ -122,20 +122,7 @@ impl AtFileExpansion {
             reference: reference.to_owned(),
             why,
         };
-        let path = Path::new(reference);
-        if path.is_absolute() {
-            return Err(refuse(
-                "absolute paths are not allowed; use a path under the root".into(),
-            ));
-        }
-        let resolved = self
-            .root
-            .join(path)
-            .canonicalize()
-            .map_err(|_| refuse("no such file under the root".into()))?;
-        if !resolved.starts_with(&self.root) {
-            return Err(refuse("the path leads outside the root".into()));
-        }
+        let resolved = under_root(&self.root, &self.root, reference).map_err(refuse)?;
         let meta =
             std::fs::metadata(&resolved).map_err(|e| refuse(format!("cannot be read: {e}")))?;
         if !meta.is_file() {
@@ -151,6 +138,22 @@ impl AtFileExpansion {
         let bytes = std::fs::read(&resolved).map_err(|e| refuse(format!("cannot be read: {e}")))?;
         String::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text".into()))
     }
+}
+
+/// Where `reference`, relative to `dir`, leads, if it stays under `root` (canonical): not
+/// absolute, existing, and not out of the root through `..` or a symbolic link.
+pub(crate) fn under_root(root: &Path, dir: &Path, reference: &str) -> Result<PathBuf, String> {
+    if Path::new(reference).is_absolute() {
+        return Err("absolute paths are not allowed; use a path under the root".into());
+    }
+    let resolved = dir
+        .join(reference)
+        .canonicalize()
+        .map_err(|_| "no such file under the root".to_owned())?;
+    if !resolved.starts_with(root) {
+        return Err("the path leads outside the root".into());
+    }
+    Ok(resolved)
 }
 
 /// The `@` references in a text, in order.

@@ -1,7 +1,7 @@
 //! [`MemoryImport`]: instruction files such as `AGENTS.md`, with their `@path` imports, given
 //! to the model as system context.
 
-use crate::at_file::{OnRefusal, Refusal};
+use crate::at_file::{OnRefusal, Refusal, under_root};
 use crate::config::ConfigError;
 use processors_macros::processor;
 use processors_runtime::message::{Message, MessageList};
@@ -256,16 +256,7 @@ impl MemoryImport {
 
     /// The file `reference` names from `dir`, under the root.
     fn resolve(&self, dir: &Path, reference: &str) -> Result<PathBuf, String> {
-        if Path::new(reference).is_absolute() {
-            return Err("absolute paths are not allowed; use a path under the root".into());
-        }
-        let path = dir
-            .join(reference)
-            .canonicalize()
-            .map_err(|_| "no such file under the root".to_owned())?;
-        if !path.starts_with(&self.root) {
-            return Err("the path leads outside the root".into());
-        }
+        let path = under_root(&self.root, dir, reference)?;
         if !path.is_file() {
             return Err("not a regular file".into());
         }

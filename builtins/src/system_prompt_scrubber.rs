@@ -416,9 +416,11 @@ struct Entry {
 impl Scanned {
     /// Keeps what `action` lets through of `chunk`.
     fn record(&mut self, prompt: &Arc<Prompt>, exact: bool, chunk: &Chunk, action: &StreamAction) {
-        if self.off || !exact {
-            self.off = true;
-            self.entries = Vec::new();
+        if self.off {
+            return;
+        }
+        if !exact {
+            (self.off, self.entries) = (true, Vec::new());
             return;
         }
         match action {

@@ -3,25 +3,13 @@
 
 mod common;
 
-use common::{saved, thread};
+use common::{saved, temp_dir, thread};
 use futures::executor::block_on;
 use processors_builtins::ConfigError;
 use processors_builtins::DirectoryContext;
 use processors_builtins::directory_context::DIRECTORY_TAG;
 use processors_runtime::prelude::*;
 use std::path::{Path, PathBuf};
-
-/// A fresh directory under the system's temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "processors-directory-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
-}
 
 fn write(root: &Path, path: &str) {
     let path = root.join(path);

@@ -3,26 +3,14 @@
 
 mod common;
 
-use common::{saved, thread};
+use common::{saved, temp_dir, thread};
 use futures::executor::block_on;
 use processors_builtins::ConfigError;
 use processors_builtins::MemoryImport;
 use processors_builtins::at_file::OnRefusal;
 use processors_builtins::memory_import::MEMORY_IMPORT_TAG;
 use processors_runtime::prelude::*;
-use std::path::{Path, PathBuf};
-
-/// A fresh directory under the system's temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "processors-memory-import-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::path::Path;
 
 fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);

@@ -1,6 +1,10 @@
 //! The context modifiers: system-prompt injector, history window, environment context and
 //! `@file` expansion, on agents built with `Agent::builder()` and with `agent!`.
 
+mod common;
+
+use common::temp_dir;
+
 use futures::executor::block_on;
 use processors_builtins::environment::{git_branch, utc_date};
 use processors_builtins::{
@@ -10,7 +14,6 @@ use processors_builtins::{
 use processors_macros::agent;
 use processors_runtime::prelude::*;
 use serde_json::json;
-use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
 fn texts(ms: &[Message], role: Role) -> Vec<String> {
@@ -18,18 +21,6 @@ fn texts(ms: &[Message], role: Role) -> Vec<String> {
         .filter(|m| m.role == role)
         .map(Message::text)
         .collect()
-}
-
-/// A fresh directory under the system's temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "processors-builtins-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn thread() -> GenerateOptions {

@@ -1461,6 +1461,15 @@ fn anthropic(url: &str) -> Anthropic {
         .unwrap()
 }
 
+fn openai(url: &str) -> OpenAiCompatible {
+    OpenAiCompatible::builder("gpt-4o-mini")
+        .base_url(format!("{url}/v1"))
+        .api_key("test-key")
+        .max_retries(0)
+        .build()
+        .unwrap()
+}
+
 /// An OpenAI chat completions stream of `text`.
 fn openai_answer(text: &str) -> String {
     let delta =
@@ -1547,12 +1556,7 @@ async fn bi_28_openais_context_length_exceeded_is_trimmed_over_http() {
         "code": "context_length_exceeded",
     } });
     let (url, bodies) = server(vec![http_error(400, &body), openai_answer("Done.")]).await;
-    let model = OpenAiCompatible::builder("gpt-4o-mini")
-        .base_url(format!("{url}/v1"))
-        .api_key("test-key")
-        .max_retries(0)
-        .build()
-        .unwrap();
+    let model = openai(&url);
     let agent = Agent::builder()
         .model(model)
         .instructions("Be brief.")
@@ -1808,12 +1812,7 @@ async fn bi_88_openais_refusal_of_a_pdf_is_recovered_over_http() {
         "code": "invalid_image_format",
     } });
     let (url, bodies) = server(vec![http_error(400, &body), openai_answer("A chart.")]).await;
-    let model = OpenAiCompatible::builder("gpt-4o-mini")
-        .base_url(format!("{url}/v1"))
-        .api_key("test-key")
-        .max_retries(0)
-        .build()
-        .unwrap();
+    let model = openai(&url);
     let agent = Agent::builder()
         .model(model)
         .error(UnsupportedFileHandler::new())

@@ -1,25 +1,16 @@
 //! SlashCommands (behaviour 83 of docs/builtins.md): templates and their arguments, commands from a folder, unknown commands,
 //! what is not a command, and bad configurations.
 
+mod common;
+
+use common::temp_dir;
+
 use futures::executor::block_on;
 use processors_builtins::ConfigError;
 use processors_builtins::SlashCommands;
 use processors_builtins::slash_commands::{Expansion, OnUnknown};
 use processors_macros::agent;
 use processors_runtime::prelude::*;
-use std::path::PathBuf;
-
-/// A fresh directory under the system's temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "processors-slash-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn command(c: &SlashCommands, text: &str) -> String {
     match block_on(c.expand(text)) {

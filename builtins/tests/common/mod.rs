@@ -79,3 +79,15 @@ impl Violations {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
+
+/// A fresh directory under the system's temp dir, by its canonical path.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "processors-builtins-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}

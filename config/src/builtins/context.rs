@@ -2,7 +2,7 @@
 //! `memory-import`, `editor-context`, `directory-context`, `memory-input-filter`,
 //! `working-memory`.
 
-use super::set;
+use super::{NoOptions, set};
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::at_file::OnRefusal;
 use processors_builtins::shell_injection::ShellInjection;
@@ -141,10 +141,6 @@ fn memory_import(o: MemoryImportOptions, cx: &Cx<'_>) -> Result<MemoryImport, Re
     b = set(b, o.on_refusal, |b, r| b.on_refusal(r));
     Ok(b.build()?)
 }
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoOptions {}
 
 fn memory_input_filter(_: NoOptions, _: &Cx<'_>) -> Result<MemoryInputFilter, Refusal> {
     Ok(MemoryInputFilter::new())

@@ -26,6 +26,11 @@ pub(crate) fn register(registry: Registry) -> Registry {
     detectors::register(registry)
 }
 
+/// The options of a built-in that has none (`{ processor = "…" }` alone).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoOptions {}
+
 /// A site: `input`, `stream` or `result`.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "kebab-case")]

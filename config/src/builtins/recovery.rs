@@ -1,7 +1,7 @@
 //! `prefill-error-handler`, `provider-history-compat`, `context-length-handler`,
 //! `stream-error-retry`, `trailing-assistant-guard`, `unsupported-file-handler`.
 
-use super::{TokenizerName, set, tokenizer};
+use super::{NoOptions, TokenizerName, set, tokenizer};
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::recovery::{BuiltinRule, TrailingStrategy};
 use processors_builtins::{
@@ -19,10 +19,6 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("trailing-assistant-guard", trailing_assistant_guard)
         .builtin("unsupported-file-handler", unsupported_file_handler)
 }
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoOptions {}
 
 fn unsupported_file_handler(_: NoOptions, _: &Cx<'_>) -> Result<UnsupportedFileHandler, Refusal> {
     Ok(UnsupportedFileHandler::new())
