@@ -94,6 +94,7 @@ mod timer;
 
 pub mod at_file;
 pub mod batch_parts;
+pub mod chat_compression;
 pub mod config;
 pub mod cost_guard;
 pub mod detector;
@@ -126,6 +127,7 @@ pub mod working_memory;
 
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
+pub use chat_compression::{ChatCompression, ConversationCompactor};
 pub use config::{ConfigError, Sites};
 pub use cost_guard::CostGuard;
 pub use detector::{

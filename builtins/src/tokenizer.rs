@@ -352,7 +352,8 @@ pub(crate) fn message_tokens(t: Tokenizer, m: &Message) -> usize {
         .map(|part| match part {
             Part::Text { text } => t.count(text),
             Part::ToolCall(call) => t.count(&call.tool_name) + t.count(&call.args.to_string()),
-            Part::ToolResult(result) => result_tokens(t, &result.result),
+            // What the prompt carries: the copy for the model, when a processor set one.
+            Part::ToolResult(result) => result_tokens(t, result.for_model()),
             Part::File { .. } => TOKENS_PER_FILE,
             _ => 0,
         })
@@ -562,6 +563,15 @@ pub(crate) mod tests {
         // Data without a media type is text, and counted as text.
         let text = json!({ "data": "word ".repeat(100) });
         assert!(message_tokens(t, &result(text)) > 100);
+    }
+
+    #[test]
+    fn a_tool_result_costs_the_copy_the_model_reads() {
+        let t = Tokenizer::Estimate;
+        let mut result = ToolResult::new("c", "fetch", json!("x".repeat(4_000)));
+        result.model_output = Some(json!("[left out]"));
+        let message = Message::new(Role::Tool, vec![Part::ToolResult(result)]);
+        assert_eq!(message_tokens(t, &message), TOKENS_PER_MESSAGE + 3);
     }
 }
 

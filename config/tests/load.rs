@@ -120,6 +120,16 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "at-file-expansion", "root = \".\""),
     ("input", "editor-context", "max_selection = 100"),
     ("input", "memory-input-filter", ""),
+    (
+        "input",
+        "chat-compression",
+        "model = { scripted = [] }, context_window = 8000",
+    ),
+    (
+        "input",
+        "conversation-compactor",
+        "model = { scripted = [] }, context_window = 8000, stub_results_over = 200",
+    ),
     ("input", "directory-context", "root = \".\", max_depth = 1"),
     (
         "input",

@@ -1,8 +1,10 @@
 //! `token-limiter`, `batch-parts`, `loop-detection`, `ensure-final-response`, `cost-guard`,
-//! `history-window`, `tool-call-filter`.
+//! `history-window`, `tool-call-filter`, `chat-compression`, `conversation-compactor`.
 
 use super::{TokenizerName, set, tokenizer};
+use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
+use processors_builtins::chat_compression::{ChatCompression, ConversationCompactor};
 use processors_builtins::cost_guard::{Budget, CostLedger, CostScope, Price, PriceTable};
 use processors_builtins::loop_detection::LoopStrategy;
 use processors_builtins::token_limiter::{CountMode, LimitStrategy, TrimMode};
@@ -23,6 +25,61 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("cost-guard", cost_guard)
         .builtin("history-window", history_window)
         .builtin("tool-call-filter", tool_call_filter)
+        .builtin("chat-compression", chat_compression)
+        .builtin("conversation-compactor", conversation_compactor)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompressionOptions {
+    model: ModelSpec,
+    context_window: usize,
+    threshold: Option<f64>,
+    keep_recent: Option<f64>,
+    tokenizer: Option<TokenizerName>,
+    instructions: Option<String>,
+    timeout_ms: Option<u64>,
+    max_summary_tokens: Option<u32>,
+    /// `conversation-compactor`'s alone.
+    stub_results_over: Option<usize>,
+}
+
+/// The compression of a file's options, kept in the agent's memory when it has one.
+fn compression(o: CompressionOptions, cx: &Cx<'_>) -> Result<ChatCompression, Refusal> {
+    let summariser = o
+        .model
+        .build(cx.env)
+        .map_err(|e| Refusal::Option("model", e))?;
+    let mut b = ChatCompression::builder_shared(summariser, o.context_window);
+    b = set(b, o.threshold, |b, t| b.threshold(t));
+    b = set(b, o.keep_recent, |b, k| b.keep_recent(k));
+    b = set(b, tokenizer(o.tokenizer)?, |b, t| b.tokenizer(t));
+    b = set(b, o.instructions, |b, i| b.instructions(i));
+    b = set(b, o.timeout_ms, |b, ms| {
+        b.timeout(Duration::from_millis(ms))
+    });
+    b = set(b, o.max_summary_tokens, |b, n| b.max_summary_tokens(n));
+    b = set(b, cx.memory, |b, m| b.memory(m));
+    Ok(b.build()?)
+}
+
+fn chat_compression(o: CompressionOptions, cx: &Cx<'_>) -> Result<ChatCompression, Refusal> {
+    if o.stub_results_over.is_some() {
+        return Err(Refusal::Option(
+            "stub_results_over",
+            "`chat-compression` summarises without stubbing tool results; `conversation-compactor` stubs them first".to_owned(),
+        ));
+    }
+    compression(o, cx)
+}
+
+fn conversation_compactor(
+    o: CompressionOptions,
+    cx: &Cx<'_>,
+) -> Result<ConversationCompactor, Refusal> {
+    let stub = o.stub_results_over;
+    let c = ConversationCompactor::new(compression(o, cx)?);
+    Ok(set(c, stub, |c, n| c.stub_results_over(n)))
 }
 
 #[derive(Deserialize)]
