@@ -144,7 +144,7 @@ pub use memory_import::MemoryImport;
 pub use memory_input_filter::MemoryInputFilter;
 pub use recovery::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
-    TrailingAssistantGuard, UnsupportedFileHandler,
+    TrailingAssistantGuard, UnsupportedFileHandler, UnsupportedSettingHandler,
 };
 pub use redact::Redaction;
 pub use regex_filter::RegexFilter;

@@ -14,10 +14,11 @@ use futures::executor::block_on;
 use futures::future::BoxFuture;
 use processors_builtins::recovery::{
     Backoff, BuiltinRule, CompatRule, ContextLengthHandler, Jitter, PrefillErrorHandler,
-    ProviderHistoryCompat, StreamErrorRetry, TrailingAssistantGuard, TrailingStrategy,
-    UnsupportedFileHandler,
+    ProviderHistoryCompat, Setting, StreamErrorRetry, TrailingAssistantGuard, TrailingStrategy,
+    UnsupportedFileHandler, UnsupportedSettingHandler,
 };
 use processors_providers::{Anthropic, OpenAiCompatible};
+use processors_runtime::model::ModelSettings;
 use processors_runtime::model::{ModelRequest, ModelStream};
 use processors_runtime::prelude::*;
 use serde_json::{Value, json};
@@ -1875,4 +1876,143 @@ async fn bi_88_anthropics_refusal_of_an_image_type_is_recovered_over_http() {
             .contains("(image/bmp) was left out")
     );
     assert_eq!(content[2]["source"]["media_type"], "image/png");
+}
+
+// ---------------------------------------------------------------------------------------------
+// UnsupportedSettingHandler (behaviour 91).
+
+fn warm() -> ModelSettings {
+    ModelSettings {
+        temperature: Some(0.2),
+        top_p: Some(0.9),
+        ..ModelSettings::default()
+    }
+}
+
+fn no_temperature() -> ApiError {
+    ApiError::new(
+        400,
+        "Unsupported parameter: 'temperature' is not supported with this model.",
+    )
+}
+
+#[test]
+fn bi_91_a_refused_setting_is_left_out_and_the_model_called_again_then_learned() {
+    let model = ScriptedModel::new([
+        Turn::error(no_temperature()),
+        Turn::text("Hi."),
+        Turn::text("Again."),
+    ]);
+    let handler = UnsupportedSettingHandler::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .model_settings(warm())
+        .input(handler.clone())
+        .build()
+        .unwrap();
+    assert_eq!(block_on(agent.generate("hi")).unwrap().text, "Hi.");
+    let requests = model.requests();
+    assert_eq!(requests[0].settings.temperature, Some(0.2));
+    assert_eq!(requests[1].settings.temperature, None);
+    // Only what was refused goes.
+    assert_eq!(requests[1].settings.top_p, Some(0.9));
+    // Learned for the model: a later run sends no refused call first.
+    assert_eq!(block_on(agent.generate("hi")).unwrap().text, "Again.");
+    assert_eq!(model.calls(), 3);
+    assert_eq!(model.requests()[2].settings.temperature, None);
+    assert_eq!(handler.refused("scripted/scripted"), [Setting::Temperature]);
+
+    // Per model: another model, with the same handler, still gets its temperature.
+    let other = ScriptedModel::new([Turn::text("Warm.")]).named("other");
+    let agent = Agent::builder()
+        .model(other.clone())
+        .model_settings(warm())
+        .input(handler)
+        .build()
+        .unwrap();
+    block_on(agent.generate("hi")).unwrap();
+    assert_eq!(other.requests()[0].settings.temperature, Some(0.2));
+}
+
+#[test]
+fn bi_91_other_errors_and_settings_not_sent_are_not_its_to_handle() {
+    for (error, settings) in [
+        (no_temperature(), ModelSettings::default()),
+        (ApiError::new(500, "temperature is not supported"), warm()),
+        (ApiError::new(400, "The prompt is too long."), warm()),
+    ] {
+        let model = ScriptedModel::new([Turn::error(error), Turn::text("unused")]);
+        let agent = Agent::builder()
+            .model(model.clone())
+            .model_settings(settings)
+            .input(UnsupportedSettingHandler::new())
+            .build()
+            .unwrap();
+        assert!(block_on(agent.generate("hi")).is_err());
+        assert_eq!(model.calls(), 1);
+    }
+}
+
+#[test]
+fn bi_91_in_error_alone_it_cannot_change_the_request_and_warns() {
+    let model = ScriptedModel::new([Turn::error(no_temperature()), Turn::text("unused")]);
+    let violations = common::Violations::new();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .model_settings(warm())
+        .error(UnsupportedSettingHandler::new())
+        .on_violation(violations.hook())
+        .build()
+        .unwrap();
+    assert!(block_on(agent.generate("hi")).is_err());
+    assert_eq!(model.calls(), 1);
+    let reasons: Vec<String> = violations.all().into_iter().map(|v| v.reason).collect();
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("put it in `input`"), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn bi_91_openais_refusal_of_temperature_is_recovered_over_http() {
+    let body = json!({ "error": {
+        "message": "Unsupported parameter: 'temperature' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": "temperature",
+        "code": "unsupported_parameter",
+    } });
+    let (url, bodies) = server(vec![http_error(400, &body), openai_answer("Hi.")]).await;
+    let agent = Agent::builder()
+        .model(openai(&url))
+        .model_settings(warm())
+        .input(UnsupportedSettingHandler::new())
+        .build()
+        .unwrap();
+    assert_eq!(agent.generate("hi").await.unwrap().text, "Hi.");
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["temperature"], json!(0.2f32));
+    assert!(bodies[1].get("temperature").is_none(), "{}", bodies[1]);
+    assert_eq!(bodies[1]["top_p"], json!(0.9f32));
+}
+
+#[tokio::test]
+async fn bi_91_anthropics_refusal_of_temperature_with_top_p_is_recovered_over_http() {
+    let (url, bodies) = server(vec![
+        anthropic_error(
+            "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+        ),
+        anthropic_answer("Hi."),
+    ])
+    .await;
+    let agent = Agent::builder()
+        .model(anthropic(&url))
+        .model_settings(warm())
+        .input(UnsupportedSettingHandler::new())
+        .build()
+        .unwrap();
+    assert_eq!(agent.generate("hi").await.unwrap().text, "Hi.");
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies[0].get("top_p").is_some(), "{}", bodies[0]);
+    assert!(bodies[1].get("top_p").is_none(), "{}", bodies[1]);
+    assert_eq!(bodies[1]["temperature"], json!(0.2f32));
 }

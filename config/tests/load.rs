@@ -147,6 +147,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("error", "context-length-handler", ""),
     ("error", "stream-error-retry", ""),
     ("error", "unsupported-file-handler", ""),
+    ("input", "unsupported-setting-handler", ""),
     (
         "input",
         "trailing-assistant-guard",

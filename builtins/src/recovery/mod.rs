@@ -61,6 +61,7 @@ mod prefill;
 mod stream_retry;
 mod trailing;
 mod unsupported_file;
+mod unsupported_setting;
 
 pub use context_length::{
     ContextLengthHandler, ContextLengthHandlerBuilder, ContextLengthHandlerState,
@@ -77,6 +78,7 @@ pub use stream_retry::{
 };
 pub use trailing::{TrailingAssistantGuard, TrailingAssistantGuardBuilder, TrailingStrategy};
 pub use unsupported_file::{UnsupportedFileHandler, UnsupportedFileHandlerState};
+pub use unsupported_setting::{Setting, UnsupportedSettingHandler, UnsupportedSettingHandlerState};
 
 use processors_runtime::message::{Message, MessageList, MessageSource};
 use processors_runtime::model::ApiError;

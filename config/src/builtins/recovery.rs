@@ -1,12 +1,13 @@
 //! `prefill-error-handler`, `provider-history-compat`, `context-length-handler`,
-//! `stream-error-retry`, `trailing-assistant-guard`, `unsupported-file-handler`.
+//! `stream-error-retry`, `trailing-assistant-guard`, `unsupported-file-handler`,
+//! `unsupported-setting-handler`.
 
 use super::{NoOptions, TokenizerName, set, tokenizer};
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::recovery::{BuiltinRule, TrailingStrategy};
 use processors_builtins::{
     ContextLengthHandler, PrefillErrorHandler, ProviderHistoryCompat, StreamErrorRetry,
-    TrailingAssistantGuard, UnsupportedFileHandler,
+    TrailingAssistantGuard, UnsupportedFileHandler, UnsupportedSettingHandler,
 };
 use serde::Deserialize;
 
@@ -18,6 +19,14 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("stream-error-retry", stream_error_retry)
         .builtin("trailing-assistant-guard", trailing_assistant_guard)
         .builtin("unsupported-file-handler", unsupported_file_handler)
+        .builtin("unsupported-setting-handler", unsupported_setting_handler)
+}
+
+fn unsupported_setting_handler(
+    _: NoOptions,
+    _: &Cx<'_>,
+) -> Result<UnsupportedSettingHandler, Refusal> {
+    Ok(UnsupportedSettingHandler::new())
 }
 
 fn unsupported_file_handler(_: NoOptions, _: &Cx<'_>) -> Result<UnsupportedFileHandler, Refusal> {

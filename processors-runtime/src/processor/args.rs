@@ -176,6 +176,33 @@ pub enum LlmRequestAction {
     Continue,
     /// Send this prompt instead (for this call only; never persisted).
     Prompt(Vec<Message>),
+    /// Send this request instead: its prompt, tools, tool choice, provider options and
+    /// sampling settings (for this call only; never persisted). For what a prompt cannot
+    /// change, such as a setting a model refuses.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::model::ModelSettings;
+    /// use processors_runtime::prelude::*;
+    ///
+    /// let no_temperature = llm_request_fn("no-temperature", |a: &mut LlmRequestArgs<'_, ()>| {
+    ///     let mut request = a.request.clone();
+    ///     request.settings.temperature = None;
+    ///     LlmRequestAction::Request(Box::new(request))
+    /// });
+    /// let model = ScriptedModel::new([Turn::text("Hi.")]);
+    /// let settings = ModelSettings { temperature: Some(0.2), ..ModelSettings::default() };
+    /// let agent = Agent::builder()
+    ///     .model(model.clone())
+    ///     .model_settings(settings)
+    ///     .input(no_temperature)
+    ///     .build()
+    ///     .unwrap();
+    /// agent.generate("hi").await.unwrap();
+    /// assert_eq!(model.requests()[0].settings.temperature, None);
+    /// # });
+    /// ```
+    Request(Box<crate::model::ModelRequest>),
     /// Do not call the model: use this response.
     Respond(LlmResponse),
 }

@@ -669,6 +669,11 @@ impl<P: Processor> Processor for Shadow<P> {
             |o| match o {
                 LlmRequestAction::Continue => None,
                 LlmRequestAction::Prompt(prompt) if prompt == request.prompt => None,
+                LlmRequestAction::Request(new) if *new == *request => None,
+                LlmRequestAction::Request(new) => Verdict::change(
+                    "would have rewritten the request",
+                    json!({ "request": new }),
+                ),
                 LlmRequestAction::Prompt(prompt) => Verdict::change(
                     "would have rewritten the prompt",
                     json!({ "prompt": prompt }),

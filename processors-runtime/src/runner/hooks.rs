@@ -250,16 +250,19 @@ pub(crate) struct LlmRequestCx<'r> {
     pub(crate) answer: Option<LlmResponse>,
     /// Whether a processor returned a prompt.
     pub(crate) prompt_changed: bool,
+    /// Whether a processor returned a whole request.
+    pub(crate) request_changed: bool,
 }
 
 impl LlmRequestCx<'_> {
     /// What the processors chose, as one action: what a workflow returns to the list around
     /// it.
     pub(crate) fn action(self) -> LlmRequestAction {
-        match (self.answer, self.prompt_changed) {
-            (Some(response), _) => LlmRequestAction::Respond(response),
-            (None, true) => LlmRequestAction::Prompt(self.request.into_inner().prompt),
-            (None, false) => LlmRequestAction::Continue,
+        match (self.answer, self.request_changed, self.prompt_changed) {
+            (Some(response), _, _) => LlmRequestAction::Respond(response),
+            (None, true, _) => LlmRequestAction::Request(Box::new(self.request.into_inner())),
+            (None, false, true) => LlmRequestAction::Prompt(self.request.into_inner().prompt),
+            (None, false, false) => LlmRequestAction::Continue,
         }
     }
 }
@@ -290,6 +293,10 @@ impl HookCx for LlmRequestCx<'_> {
                 self.request.prompt = prompt;
                 self.prompt_changed = true;
             }
+            LlmRequestAction::Request(request) => {
+                *self.request = *request;
+                self.request_changed = true;
+            }
             LlmRequestAction::Respond(response) => {
                 self.answer.get_or_insert(response);
             }
@@ -301,7 +308,7 @@ impl HookCx for LlmRequestCx<'_> {
         f(&WorkflowInput::Request(&self.request))
     }
 
-    branches!(places: [request, cx], state: [answer, prompt_changed], fixed: [step_number, model]);
+    branches!(places: [request, cx], state: [answer, prompt_changed, request_changed], fixed: [step_number, model]);
 }
 
 /// `process_llm_response`: the step's request and response; side effects only.
@@ -770,6 +777,7 @@ pub(crate) async fn llm_request(
         cx: Place::Run(p.cx),
         answer: None,
         prompt_changed: false,
+        request_changed: false,
     };
     runner.run(chain.with(Hook::LlmRequest), &mut cx).await?;
     Ok(cx.answer)

@@ -267,7 +267,7 @@ impl HookOutcome for LlmRequestAction {
     fn outcome(&self) -> &'static str {
         match self {
             LlmRequestAction::Continue => "pass",
-            LlmRequestAction::Prompt(_) => "replaced",
+            LlmRequestAction::Prompt(_) | LlmRequestAction::Request(_) => "replaced",
             LlmRequestAction::Respond(_) => "responded",
         }
     }

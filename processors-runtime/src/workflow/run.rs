@@ -343,6 +343,7 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
             cx: Place::Run(args.request_context),
             answer: None,
             prompt_changed: false,
+            request_changed: false,
         };
         self.drive(&mut cx, args.state, args.report).await?;
         Ok(cx.action())
