@@ -373,29 +373,32 @@ on_every_path!(b60_llm_request_prompt_rewrite_inside_a_workflow, |path| {
     assert!(texts_of(&m.requests()[0].prompt, Role::System).is_empty());
 });
 
-on_every_path!(b60_llm_request_whole_request_rewrite_inside_a_workflow, |path| {
-    let m = model([Turn::text("ok")]);
-    // The first step replaces the request (its tools), the second its prompt: the model gets
-    // both changes.
-    let flow = Workflow::new("rewrite")
-        .then(Probe::new("no-tools").llm_request(|a| {
-            let mut request = a.request.clone();
-            request.tools.clear();
-            request.provider_options = json!({ "rewritten": true });
-            Ok(LlmRequestAction::Request(Box::new(request)))
-        }))
-        .then(Probe::new("shorten").llm_request(|a| {
-            let mut prompt = a.request.prompt.clone();
-            prompt.retain(|msg| msg.role != Role::System);
-            Ok(LlmRequestAction::Prompt(prompt))
-        }));
-    let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [flow]);
-    generate(&*agent, "hi").await;
-    let sent = &m.requests()[0];
-    assert!(sent.tools.is_empty());
-    assert_eq!(sent.provider_options, json!({ "rewritten": true }));
-    assert!(texts_of(&sent.prompt, Role::System).is_empty());
-});
+on_every_path!(
+    b60_llm_request_whole_request_rewrite_inside_a_workflow,
+    |path| {
+        let m = model([Turn::text("ok")]);
+        // The first step replaces the request (its tools), the second its prompt: the model gets
+        // both changes.
+        let flow = Workflow::new("rewrite")
+            .then(Probe::new("no-tools").llm_request(|a| {
+                let mut request = a.request.clone();
+                request.tools.clear();
+                request.provider_options = json!({ "rewritten": true });
+                Ok(LlmRequestAction::Request(Box::new(request)))
+            }))
+            .then(Probe::new("shorten").llm_request(|a| {
+                let mut prompt = a.request.prompt.clone();
+                prompt.retain(|msg| msg.role != Role::System);
+                Ok(LlmRequestAction::Prompt(prompt))
+            }));
+        let agent = build_agent!(path, model: m, tools: [echo_tool("weather")], input: [flow]);
+        generate(&*agent, "hi").await;
+        let sent = &m.requests()[0];
+        assert!(sent.tools.is_empty());
+        assert_eq!(sent.provider_options, json!({ "rewritten": true }));
+        assert!(texts_of(&sent.prompt, Role::System).is_empty());
+    }
+);
 
 on_every_path!(
     b61_tool_result_inside_a_workflow_chains_and_branches,

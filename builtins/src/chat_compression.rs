@@ -17,21 +17,31 @@
 //!   [`COMPRESSION_TAG`].
 //!
 //! The summarising call's usage is added to `result.processor_usage` under the processor's
-//! id. A failed call, a call past its [timeout](ChatCompressionBuilder::timeout) and an empty
-//! summary leave the conversation as it was, with a warning (handed to `on_violation`). A prompt over
-//! the budget with nothing older than its newest user turn is left as it is, with a warning: a
+//! id. A failed call, a call past its [timeout](ChatCompressionBuilder::timeout), an empty
+//! summary and one that stopped before it was done (at
+//! [`max_summary_tokens`](ChatCompressionBuilder::max_summary_tokens), or filtered) leave the
+//! conversation without a summary, with a warning (handed to `on_violation`). A prompt over
+//! the budget with nothing it may summarise is left as it is, with a warning: a
 //! [`TokenLimiter`](crate::TokenLimiter) after it bounds what is sent.
 //!
 //! # With memory
 //!
-//! Given the agent's memory ([`memory`](ChatCompressionBuilder::memory)), the summary is kept
-//! in the thread's metadata (under [`METADATA_KEY`]), with the id of the last stored message it
-//! covers. Each later run of the thread puts the kept summary in place of the messages it
-//! covers as memory loads them, so the conversation is summarised again only when it has grown
-//! past the budget again, and then from the kept summary, not from the whole history. The
-//! store keeps every message whole: the summary is an addition, and deleting it from the
-//! thread's metadata brings the whole history back. Put the processor after memory in `input`
-//! (where memory runs unless placed).
+//! In an agent with memory, only the messages memory loaded are summarised: memory has them
+//! in its store, and saves the run's new messages as they came. A first run whose own input is
+//! over the budget is sent as it is, with a warning; the next run summarises it.
+//!
+//! Given the agent's memory ([`memory`](ChatCompressionBuilder::memory)), the summary is also
+//! kept in the thread's metadata (under [`METADATA_KEY`]), with the ids of the last message it
+//! covers and of the one after it. Each later run puts the kept summary in place of the
+//! messages it covers as memory loads them, so the conversation is summarised again only when
+//! it has grown past the budget again, and then from the kept summary, not from the whole
+//! history. When memory's window of recent messages starts after the messages that followed
+//! the summary, those are read back from the store, so none falls between the two. The store
+//! keeps every message whole: the summary is an addition, and deleting it from the thread's
+//! metadata brings the whole history back. Put the processor after memory in `input` (where
+//! memory runs unless placed), and after a
+//! [`MemoryInputFilter`](crate::MemoryInputFilter); placed before memory, it leaves the kept
+//! summary out, with a warning.
 //!
 //! Without memory, each run's prompt is compressed on its own: a client that sends the whole
 //! conversation each time pays for a summary each time it is over the budget.
@@ -43,7 +53,7 @@ use crate::config::ConfigError;
 use crate::tokenizer::{TOKENS_PER_PROMPT, Tokenizer, message_tokens};
 use futures::StreamExt;
 use processors_macros::processor;
-use processors_runtime::chunk::{ChunkKind, Usage};
+use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::context::RequestContext;
 use processors_runtime::memory::{Memory, MemoryStore, Thread};
 use processors_runtime::message::{Message, MessageList, MessageSource, Part, Role};
@@ -117,12 +127,15 @@ pub struct ChatCompression {
 /// Stubs old tool results and drops old reasoning, and compresses as [`ChatCompression`] does
 /// when that is not enough; see the [module docs](self).
 ///
-/// Before the cut that [`ChatCompression`] would make, every tool result longer than
+/// Before the cut that [`ChatCompression`] would make (among the messages memory loaded, in
+/// an agent with memory), every tool result longer than
 /// [`stub_results_over`](ConversationCompactor::stub_results_over) bytes (of JSON) reaches the
 /// model as a one-line stub naming the tool and the size left out, and every reasoning part is
-/// left out. Only the prompt changes: memory's store, and the tool result's `result` that the
-/// run reports, keep them whole (the stub is the result's copy for the model). When the prompt
-/// then fits, no summary is asked for; otherwise the compression summarises as it would have.
+/// left out (reasoning counts for the budget only where the provider is sent it; the tokenizer
+/// counts none). Only the prompt changes: memory's store, and the tool result's `result` that
+/// the run reports, keep them whole (the stub is the result's copy for the model). When the
+/// prompt then fits, no summary is asked for; otherwise the compression summarises what the
+/// stubs left, as it would have.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -439,13 +452,14 @@ impl ConversationCompactor {
 struct Kept {
     /// The summary.
     summary: String,
-    /// The last stored message it covers (none: it covers only messages that were never
-    /// stored, new in the run that made it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    through: Option<String>,
+    /// The last stored message it covers.
+    through: String,
     /// When that message was made, for a history from which it was deleted.
     #[serde(default)]
     through_at: u64,
+    /// The first message after those it covers, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
     /// How many messages it covers, its earlier summaries' included.
     messages: usize,
 }
@@ -458,6 +472,10 @@ enum Failure {
     Timeout(Duration),
     /// It answered nothing.
     Empty,
+    /// It stopped at its token limit.
+    Cut(u32),
+    /// It stopped for another reason than having finished.
+    Stopped(FinishReason),
 }
 
 impl fmt::Display for Failure {
@@ -466,6 +484,15 @@ impl fmt::Display for Failure {
             Failure::Model(e) => write!(f, "the summarising model failed: {e}"),
             Failure::Timeout(t) => write!(f, "the summarising model took longer than {t:?}"),
             Failure::Empty => f.write_str("the summarising model answered with no text"),
+            Failure::Cut(n) => write!(
+                f,
+                "the summary stopped at `max_summary_tokens` ({n}) before it was done; raise it"
+            ),
+            Failure::Stopped(reason) => write!(
+                f,
+                "the summarising model stopped with `{}` before it was done",
+                reason.as_str()
+            ),
         }
     }
 }
@@ -480,52 +507,58 @@ impl Core {
         id: &str,
     ) {
         let thread = match (&self.store, cx.thread_id(), cx.resource_id()) {
-            (Some(store), Some(t), Some(r)) => Some((store, t, r)),
+            (Some(store), Some(t), Some(r)) => Some((&**store, t, r)),
             _ => None,
         };
         let kept = match thread {
-            Some((store, t, r)) => match load(&**store, t, r).await {
-                Ok(kept) => kept,
-                Err(reason) => {
-                    warn(
-                        cx,
-                        id,
-                        format!("the kept summary could not be read: {reason}"),
-                    );
-                    None
-                }
-            },
+            Some((store, t, r)) => self.restore(store, t, r, list, cx, id).await,
             None => None,
         };
-        if let Some(kept) = &kept {
-            apply(list, kept);
-        }
         let t = self.tokenizer.resolve(None);
         let total = prompt_tokens(t, list);
         if total <= self.budget {
             return;
         }
-        let conversation: Vec<Message> = list.all().cloned().collect();
-        let Some(cut) = cut(t, &conversation, self.keep_recent) else {
+        let entries: Vec<(Message, MessageSource)> =
+            list.sourced().map(|(m, s)| (m.clone(), s)).collect();
+        // With memory, only what it loaded is summarised: it has those messages in its store,
+        // and saves the run's new ones as they are.
+        let remembered = entries
+            .iter()
+            .take_while(|(_, s)| *s == MessageSource::Memory)
+            .count();
+        let limit = match thread.is_some() || remembered > 0 {
+            true => remembered,
+            false => entries.len(),
+        };
+        let conversation: Vec<Message> = entries.iter().map(|(m, _)| m.clone()).collect();
+        let Some(cut) = cut(t, &conversation, self.keep_recent, limit) else {
+            let among = if limit < entries.len() {
+                " among the messages memory loaded"
+            } else {
+                ""
+            };
             warn(
                 cx,
                 id,
                 format!(
-                    "the prompt is {total} tokens, over the budget of {}, and has nothing older than its newest user turn to summarise",
+                    "the prompt is {total} tokens, over the budget of {}, and has nothing to summarise{among}: the part summarised ends where a user turn begins, before the newest one",
                     self.budget
                 ),
             );
             return;
         };
+        let older = &entries[..cut];
         if let Some(over) = stub_over {
-            compact(list, &conversation[..cut], over);
+            compact(list, older, over);
             if prompt_tokens(t, list) <= self.budget {
                 return;
             }
         }
-        let older = &conversation[..cut];
         let previous = kept.as_ref().map(|k| k.summary.as_str());
-        let (answer, usage) = self.summarise(previous, older).await;
+        // As the list has them now: stubbed, for the compactor.
+        let summarised: Vec<Message> = list.all().take(cut).cloned().collect();
+        let (answer, usage) = self.summarise(previous, &summarised).await;
         cx.record_usage(id, usage);
         let summary = match answer {
             Ok(summary) => summary,
@@ -533,32 +566,37 @@ impl Core {
                 warn(
                     cx,
                     id,
-                    format!("{failure}; the {cut} oldest messages are sent as they were"),
+                    format!("{failure}; the {cut} oldest messages are sent without a summary"),
                 );
                 return;
             }
         };
-        let last_stored = older
-            .iter()
-            .rev()
-            .find(|m| list.source_of(&m.id) == Some(MessageSource::Memory));
+        let (last, _) = &older[cut - 1];
         let new = Kept {
-            through: last_stored
-                .map(|m| m.id.clone())
-                .or_else(|| kept.as_ref().and_then(|k| k.through.clone())),
-            through_at: last_stored
-                .map(|m| m.created_at)
-                .or_else(|| kept.as_ref().map(|k| k.through_at))
-                .unwrap_or(0),
-            messages: cut + kept.as_ref().map_or(0, |k| k.messages),
             summary,
+            through: last.id.clone(),
+            through_at: last.created_at,
+            next: entries.get(cut).map(|(m, _)| m.id.clone()),
+            messages: cut + kept.as_ref().map_or(0, |k| k.messages),
         };
-        let ids: Vec<&str> = older.iter().map(|m| m.id.as_str()).collect();
-        list.remove(&ids);
+        for source in [
+            MessageSource::Memory,
+            MessageSource::Input,
+            MessageSource::Response,
+        ] {
+            let ids: Vec<&str> = older
+                .iter()
+                .filter(|(_, s)| *s == source)
+                .map(|(m, _)| m.id.as_str())
+                .collect();
+            if !ids.is_empty() {
+                list.remove_from(source, &ids);
+            }
+        }
         list.clear_tag(COMPRESSION_TAG);
         list.add_system(summary_message(&new), Some(COMPRESSION_TAG));
         if let Some((store, t, r)) = thread
-            && let Err(reason) = save(&**store, t, r, &new).await
+            && let Err(reason) = save(store, t, r, &new).await
         {
             warn(
                 cx,
@@ -566,6 +604,49 @@ impl Core {
                 format!("the summary was used but could not be kept for later runs: {reason}"),
             );
         }
+    }
+
+    /// Reads the summary kept for the thread and puts it in place of the messages it covers,
+    /// as memory loaded them: the summary put in place, or `None`.
+    async fn restore(
+        &self,
+        store: &dyn MemoryStore,
+        thread_id: &str,
+        resource_id: &str,
+        list: &mut MessageList,
+        cx: &RequestContext,
+        id: &str,
+    ) -> Option<Kept> {
+        let kept = match load(store, thread_id, resource_id).await {
+            Ok(kept) => kept?,
+            Err(reason) => {
+                warn(
+                    cx,
+                    id,
+                    format!("the kept summary could not be read: {reason}"),
+                );
+                return None;
+            }
+        };
+        if list.remembered().next().is_none() {
+            warn(
+                cx,
+                id,
+                "a summary is kept for this thread, but memory loaded none of its messages before this processor; put it after memory in `input`".to_owned(),
+            );
+            return None;
+        }
+        if let Err(reason) = fill_gap(store, thread_id, list, &kept).await {
+            warn(
+                cx,
+                id,
+                format!(
+                    "the messages between the kept summary and memory's window could not be read: {reason}"
+                ),
+            );
+        }
+        apply(list, &kept);
+        Some(kept)
     }
 
     /// Asks for a summary of `older`, after the `previous` summary: the summary, or why there
@@ -601,6 +682,7 @@ impl Core {
                 .await
                 .map_err(|e| Failure::Model(e.to_string()))?;
             let mut answer = String::new();
+            let mut finish = None;
             while let Some(item) = stream.next().await {
                 match item.map_err(|e| Failure::Model(e.to_string()))? {
                     ChunkKind::TextDelta { text, .. } => {
@@ -611,8 +693,24 @@ impl Core {
                         }
                         answer.push_str(&text);
                     }
-                    ChunkKind::Finish { usage: u, .. } => usage = u,
+                    ChunkKind::Finish {
+                        usage: u,
+                        finish_reason,
+                    } => {
+                        usage = u;
+                        finish = Some(finish_reason);
+                    }
                     _ => {}
+                }
+            }
+            match finish {
+                Some(FinishReason::Stop) => {}
+                Some(FinishReason::Length) => return Err(Failure::Cut(self.max_summary_tokens)),
+                Some(other) => return Err(Failure::Stopped(other)),
+                None => {
+                    return Err(Failure::Model(
+                        "its answer ended without finishing".to_owned(),
+                    ));
                 }
             }
             match answer.trim() {
@@ -643,10 +741,11 @@ fn prompt_tokens(t: Tokenizer, list: &MessageList) -> usize {
     TOKENS_PER_PROMPT + system + conversation
 }
 
-/// Where the kept part of `conversation` starts: the first user message at or after the
-/// point that keeps `keep_recent` of its tokens, or the newest user message when none is;
-/// `None` when that is the first message (nothing older to summarise).
-fn cut(t: Tokenizer, conversation: &[Message], keep_recent: f64) -> Option<usize> {
+/// Where the kept part of `conversation` starts: a user message, after the first and at most
+/// at `limit` (the messages before it may be summarised) and at the newest user message; the
+/// first such at or after the point that keeps `keep_recent` of the tokens, else the last
+/// such. `None` when there is none.
+fn cut(t: Tokenizer, conversation: &[Message], keep_recent: f64, limit: usize) -> Option<usize> {
     let tokens: Vec<usize> = conversation.iter().map(|m| message_tokens(t, m)).collect();
     let total: usize = tokens.iter().sum();
     // A share of a `usize`, at most the total.
@@ -662,19 +761,17 @@ fn cut(t: Tokenizer, conversation: &[Message], keep_recent: f64) -> Option<usize
         from -= 1;
         kept += tokens[from];
     }
-    let is_user = |i: &usize| conversation[*i].role == Role::User;
-    let newest_user = (0..conversation.len()).rev().find(is_user)?;
-    let at = (from..conversation.len())
-        .find(is_user)
-        .unwrap_or(newest_user)
-        .min(newest_user);
-    (at > 0).then_some(at)
+    let newest_user = conversation.iter().rposition(|m| m.role == Role::User)?;
+    let last = newest_user.min(limit);
+    let mut cuts = (1..=last).filter(|&i| conversation[i].role == Role::User);
+    let first_after = cuts.clone().find(|&i| i >= from);
+    first_after.or_else(|| cuts.next_back())
 }
 
 /// Stubs the tool results longer than `over` bytes of JSON and drops the reasoning of
 /// `older`'s messages in `list`.
-fn compact(list: &mut MessageList, older: &[Message], over: usize) {
-    for message in older {
+fn compact(list: &mut MessageList, older: &[(Message, MessageSource)], over: usize) {
+    for (message, _) in older {
         let mut changed = message.clone();
         changed
             .content
@@ -743,20 +840,27 @@ fn summary_message(kept: &Kept) -> Message {
     message
 }
 
+/// How many of the remembered messages the kept summary covers: up to its last message, or
+/// up to the message that followed it, or (both deleted) those made before its last.
+fn covered(remembered: &[&Message], kept: &Kept) -> usize {
+    if let Some(i) = remembered.iter().position(|m| m.id == kept.through) {
+        return i + 1;
+    }
+    if let Some(next) = &kept.next
+        && let Some(i) = remembered.iter().position(|m| &m.id == next)
+    {
+        return i;
+    }
+    remembered
+        .iter()
+        .take_while(|m| m.created_at < kept.through_at)
+        .count()
+}
+
 /// Removes the remembered messages the kept summary covers, and adds the summary.
 fn apply(list: &mut MessageList, kept: &Kept) {
     let remembered: Vec<&Message> = list.remembered().collect();
-    let covered = match &kept.through {
-        None => 0,
-        Some(id) => match remembered.iter().position(|m| &m.id == id) {
-            Some(i) => i + 1,
-            // Deleted from the history: the messages made up to it.
-            None => remembered
-                .iter()
-                .take_while(|m| m.created_at <= kept.through_at)
-                .count(),
-        },
-    };
+    let covered = covered(&remembered, kept);
     // The kept part starts at a user message: a covered call's result goes with it.
     let covered = covered
         + remembered[covered..]
@@ -768,6 +872,46 @@ fn apply(list: &mut MessageList, kept: &Kept) {
     list.remove_from(MessageSource::Memory, &ids);
     list.clear_tag(COMPRESSION_TAG);
     list.add_system(summary_message(kept), Some(COMPRESSION_TAG));
+}
+
+/// When memory's window starts after the messages that followed the summary (neither the
+/// summary's last message nor the next is in it), reads those from the store and puts them
+/// before the window, so that nothing falls between the summary and the window.
+async fn fill_gap(
+    store: &dyn MemoryStore,
+    thread_id: &str,
+    list: &mut MessageList,
+    kept: &Kept,
+) -> Result<(), String> {
+    let remembered: Vec<Message> = list.remembered().cloned().collect();
+    let found = |id: &str| remembered.iter().any(|m| m.id == id);
+    let Some(first) = remembered.first() else {
+        return Ok(());
+    };
+    if found(&kept.through) || kept.next.as_deref().is_some_and(found) {
+        return Ok(());
+    }
+    let all = store
+        .list_messages(thread_id, None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(window) = all.iter().position(|m| m.id == first.id) else {
+        return Ok(());
+    };
+    let after = match all.iter().position(|m| m.id == kept.through) {
+        Some(i) => i + 1,
+        None => all[..window]
+            .iter()
+            .take_while(|m| m.created_at < kept.through_at)
+            .count(),
+    };
+    if after >= window {
+        return Ok(());
+    }
+    let ids: Vec<&str> = remembered.iter().map(|m| m.id.as_str()).collect();
+    list.remove_from(MessageSource::Memory, &ids);
+    list.add_remembered(all[after..window].iter().cloned().chain(remembered));
+    Ok(())
 }
 
 /// The summary kept for the thread, if any.
@@ -835,6 +979,7 @@ async fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use processors_runtime::message::{ToolCall, ToolResult};
 
     fn user(text: &str) -> Message {
         Message::user(text)
@@ -842,6 +987,16 @@ mod tests {
 
     fn assistant(text: &str) -> Message {
         Message::assistant(text)
+    }
+
+    fn kept(through: &Message, next: Option<&Message>) -> Kept {
+        Kept {
+            summary: "s".into(),
+            through: through.id.clone(),
+            through_at: through.created_at,
+            next: next.map(|m| m.id.clone()),
+            messages: 2,
+        }
     }
 
     #[test]
@@ -854,60 +1009,100 @@ mod tests {
             assistant(&"y".repeat(400)),
             user("c"),
         ];
+        let all = c.len();
         // Keeping nothing keeps the newest user turn.
-        assert_eq!(cut(t, &c, 0.0), Some(4));
+        assert_eq!(cut(t, &c, 0.0, all), Some(4));
         // A third of the tokens ends inside the second answer: the cut moves to the next
         // user message.
-        assert_eq!(cut(t, &c, 0.3), Some(4));
+        assert_eq!(cut(t, &c, 0.3, all), Some(4));
         // Most of them reach back to the first answer: the second turn starts the kept part.
-        assert_eq!(cut(t, &c, 0.6), Some(2));
+        assert_eq!(cut(t, &c, 0.6, all), Some(2));
+        // Only what may be summarised (memory's two messages) goes.
+        assert_eq!(cut(t, &c, 0.0, 2), Some(2));
+        assert_eq!(cut(t, &c, 0.0, 1), None);
         // Only one user message: nothing older than it.
-        assert_eq!(cut(t, &[user("a"), assistant("b")], 0.0), None);
-        assert_eq!(cut(t, &[assistant("a"), user("b")], 0.0), Some(1));
+        assert_eq!(cut(t, &[user("a"), assistant("b")], 0.0, 2), None);
+        assert_eq!(cut(t, &[assistant("a"), user("b")], 0.0, 2), Some(1));
+    }
+
+    #[test]
+    fn a_first_message_heavier_than_the_kept_share_is_still_summarised() {
+        let t = Tokenizer::Estimate;
+        let c = [user(&"doc ".repeat(1000)), assistant("ok"), user("q")];
+        assert_eq!(cut(t, &c, 0.3, c.len()), Some(2));
+        assert_eq!(cut(t, &c, 0.99, c.len()), Some(2));
     }
 
     #[test]
     fn a_kept_summary_replaces_what_it_covers_with_the_results_of_its_calls() {
         let mut list = MessageList::new();
+        let call = ToolCall {
+            tool_call_id: "c".into(),
+            tool_name: "t".into(),
+            args: serde_json::json!({}),
+        };
         let old = [
             user("one"),
-            assistant("two"),
+            Message::new(Role::Assistant, vec![Part::ToolCall(call)]),
+            Message::new(
+                Role::Tool,
+                vec![Part::ToolResult(ToolResult::new("c", "t", json!(1)))],
+            ),
             user("three"),
             assistant("four"),
         ];
         list.add_remembered(old.clone());
         list.add(user("five"), MessageSource::Input);
-        let kept = Kept {
-            summary: "s".into(),
-            through: Some(old[1].id.clone()),
-            through_at: old[1].created_at,
-            messages: 2,
-        };
-        apply(&mut list, &kept);
+        // The summary's last message is the call: its result goes with it.
+        apply(&mut list, &kept(&old[1], Some(&old[2])));
         let texts: Vec<String> = list.all().map(Message::text).collect();
         assert_eq!(texts, ["three", "four", "five"]);
-        assert_eq!(list.tagged_system_messages(COMPRESSION_TAG).count(), 1);
-        // Applied twice (a retried run), still one summary.
-        apply(&mut list, &kept);
         assert_eq!(list.tagged_system_messages(COMPRESSION_TAG).count(), 1);
     }
 
     #[test]
-    fn a_summary_of_a_deleted_message_covers_what_was_made_before_it() {
+    fn a_summary_whose_last_message_was_deleted_covers_up_to_the_next() {
         let mut list = MessageList::new();
-        let mut a = user("old");
-        a.created_at = 10;
-        let mut b = user("new");
-        b.created_at = 30;
-        list.add_remembered([a, b]);
-        let kept = Kept {
-            summary: "s".into(),
-            through: Some("gone".into()),
-            through_at: 20,
-            messages: 1,
-        };
-        apply(&mut list, &kept);
+        let (a, b, c) = (user("old"), assistant("older"), user("new"));
+        // All three made in one millisecond: the next message's id decides.
+        list.add_remembered([a.clone(), c.clone()]);
+        apply(&mut list, &kept(&b, Some(&c)));
         let texts: Vec<String> = list.all().map(Message::text).collect();
         assert_eq!(texts, ["new"]);
+        // Both gone: what was made before the last.
+        let mut list = MessageList::new();
+        let (mut a, mut c) = (user("old"), user("new"));
+        a.created_at = 10;
+        c.created_at = 30;
+        let mut k = kept(&b, None);
+        k.through_at = 20;
+        list.add_remembered([a, c]);
+        apply(&mut list, &k);
+        let texts: Vec<String> = list.all().map(Message::text).collect();
+        assert_eq!(texts, ["new"]);
+    }
+
+    #[test]
+    fn the_messages_between_the_summary_and_memorys_window_are_read_back() {
+        use processors_runtime::memory::InMemoryStore;
+        let store = InMemoryStore::new();
+        let thread = |mut m: Message| {
+            m.thread_id = Some("t".into());
+            m.resource_id = Some("r".into());
+            m
+        };
+        let all: Vec<Message> = ["a", "b", "c", "d", "e", "f"]
+            .into_iter()
+            .map(|t| thread(user(t)))
+            .collect();
+        futures::executor::block_on(store.save_messages(all.clone())).unwrap();
+        // The summary covers a and b; memory's window is e and f.
+        let mut list = MessageList::new();
+        list.add_remembered(all[4..].to_vec());
+        let k = kept(&all[1], Some(&all[2]));
+        futures::executor::block_on(fill_gap(&store, "t", &mut list, &k)).unwrap();
+        apply(&mut list, &k);
+        let texts: Vec<String> = list.all().map(Message::text).collect();
+        assert_eq!(texts, ["c", "d", "e", "f"]);
     }
 }

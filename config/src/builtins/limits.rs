@@ -60,7 +60,7 @@ fn compression(o: CompressionOptions, cx: &Cx<'_>) -> Result<ChatCompression, Re
     });
     b = set(b, o.max_summary_tokens, |b, n| b.max_summary_tokens(n));
     b = set(b, cx.memory, |b, m| b.memory(m));
-    Ok(b.build()?)
+    b.build().map_err(|e| rename(e, "timeout", "timeout_ms"))
 }
 
 fn chat_compression(o: CompressionOptions, cx: &Cx<'_>) -> Result<ChatCompression, Refusal> {

@@ -181,6 +181,20 @@ impl MessageList {
         self.entries.iter().map(|e| &e.message)
     }
 
+    /// Every non-system message with its source, in order.
+    ///
+    /// ```
+    /// use processors_runtime::message::{Message, MessageList, MessageSource};
+    /// let mut list = MessageList::new();
+    /// list.add(Message::user("new"), MessageSource::Input);
+    /// list.add_remembered([Message::user("old")]);
+    /// let sources: Vec<MessageSource> = list.sourced().map(|(_, s)| s).collect();
+    /// assert_eq!(sources, [MessageSource::Memory, MessageSource::Input]);
+    /// ```
+    pub fn sourced(&self) -> impl Iterator<Item = (&Message, MessageSource)> {
+        self.entries.iter().map(|e| (&e.message, e.source))
+    }
+
     /// The messages of one source, in order.
     pub fn view(&self, source: MessageSource) -> impl Iterator<Item = &Message> {
         self.entries
