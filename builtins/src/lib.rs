@@ -95,6 +95,7 @@ mod timer;
 pub mod at_file;
 pub mod batch_parts;
 pub mod chat_compression;
+pub mod chat_recording;
 pub mod config;
 pub mod cost_guard;
 pub mod detector;
@@ -128,6 +129,7 @@ pub mod working_memory;
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
 pub use chat_compression::{ChatCompression, ConversationCompactor};
+pub use chat_recording::ChatRecording;
 pub use config::{ConfigError, Sites};
 pub use cost_guard::CostGuard;
 pub use detector::{

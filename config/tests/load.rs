@@ -120,6 +120,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("input", "at-file-expansion", "root = \".\""),
     ("input", "editor-context", "max_selection = 100"),
     ("input", "memory-input-filter", ""),
+    ("output", "chat-recording", "path = \"recordings.jsonl\""),
     (
         "input",
         "chat-compression",

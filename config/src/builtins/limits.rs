@@ -1,10 +1,11 @@
 //! `token-limiter`, `batch-parts`, `loop-detection`, `ensure-final-response`, `cost-guard`,
-//! `history-window`, `tool-call-filter`, `chat-compression`, `conversation-compactor`.
+//! `history-window`, `tool-call-filter`, `chat-compression`, `conversation-compactor`, `chat-recording`.
 
 use super::{TokenizerName, set, tokenizer};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::chat_compression::{ChatCompression, ConversationCompactor};
+use processors_builtins::chat_recording::ChatRecording;
 use processors_builtins::cost_guard::{Budget, CostLedger, CostScope, Price, PriceTable};
 use processors_builtins::loop_detection::LoopStrategy;
 use processors_builtins::token_limiter::{CountMode, LimitStrategy, TrimMode};
@@ -14,6 +15,7 @@ use processors_builtins::{
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub(super) fn register(registry: Registry) -> Registry {
@@ -27,6 +29,27 @@ pub(super) fn register(registry: Registry) -> Registry {
         .builtin("tool-call-filter", tool_call_filter)
         .builtin("chat-compression", chat_compression)
         .builtin("conversation-compactor", conversation_compactor)
+        .builtin("chat-recording", chat_recording)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordingOptions {
+    path: PathBuf,
+}
+
+fn chat_recording(o: RecordingOptions, cx: &Cx<'_>) -> Result<ChatRecording, Refusal> {
+    let path = cx.path(&o.path);
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(Refusal::Option(
+            "path",
+            format!(
+                "{} is not a folder, so no recording could be written there",
+                dir.display()
+            ),
+        )),
+        _ => Ok(ChatRecording::to_file(path)),
+    }
 }
 
 #[derive(Deserialize)]

@@ -467,6 +467,12 @@ impl<I, O, E> AgentBuilder<I, O, E> {
         self
     }
 
+    /// Adds several tools, in order.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.settings.tools.extend(tools);
+        self
+    }
+
     /// Gives the agent memory: it loads history first on input and saves last on output,
     /// unless placed explicitly in a list. Takes a [`Memory`] or an `Arc<Memory>`.
     pub fn memory(mut self, memory: impl IntoMemory) -> Self {
