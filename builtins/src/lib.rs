@@ -108,6 +108,7 @@ pub mod history_window;
 pub mod loop_detection;
 pub mod memory_import;
 pub mod memory_input_filter;
+pub mod order;
 pub mod recovery;
 pub mod redact;
 pub mod regex_filter;
