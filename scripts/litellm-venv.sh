@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # LiteLLM's proxy, from PyPI, in a virtualenv under target/: the gateway's bench runs it in
-# front of the same upstream (`cargo run --release -p processors-gateway --example bench --
+# front of the same upstream (`cargo run --release -p processors-gateway --example gateway_bench --
 # --litellm "$(bash scripts/litellm-venv.sh)"`). Prints the path of its `litellm` command.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -173,7 +173,7 @@ impl Stage {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no default place",
     label = "not a built-in with a stage",
-    note = "only the built-ins have a stage; put a processor of your own with `before::<X>` or `after::<X>`, where `X` is a built-in of the list"
+    note = "only the built-ins have a stage: a built-in goes in with `with`, and a processor of your own goes `before::<X>` or `after::<X>` a built-in `X` of the list"
 )]
 pub trait Staged: Processor {
     /// Its stage.

@@ -37,11 +37,17 @@ fn mine(name: &'static str) -> impl InputProcessor + OutputProcessor {
 }
 
 fn ids(p: &DynPipeline) -> Vec<String> {
-    p.processors().iter().map(|p| p.dyn_id().to_owned()).collect()
+    p.processors()
+        .iter()
+        .map(|p| p.dyn_id().to_owned())
+        .collect()
 }
 
 fn secrets() -> RegexFilter {
-    RegexFilter::builder().preset(Preset::Secrets).build().unwrap()
+    RegexFilter::builder()
+        .preset(Preset::Secrets)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -82,7 +88,16 @@ fn bi_93_processors_of_ones_own_go_just_before_or_after_their_built_in() {
         .unwrap();
     assert_eq!(
         ids(&list),
-        ["unicode-normalizer", "a1", "a2", "b1", "b2", "regex-filter", "token-limiter", "last"]
+        [
+            "unicode-normalizer",
+            "a1",
+            "a2",
+            "b1",
+            "b2",
+            "regex-filter",
+            "token-limiter",
+            "last"
+        ]
     );
     // And the agent runs them in that order.
     let model = ScriptedModel::new([Turn::text("ok")]);
@@ -136,5 +151,8 @@ fn bi_93_a_recorder_is_first_in_input_and_last_in_output() {
         .with(secrets())
         .build()
         .unwrap();
-    assert_eq!(ids(&output), ["regex-filter", "batch-parts", "chat-recording"]);
+    assert_eq!(
+        ids(&output),
+        ["regex-filter", "batch-parts", "chat-recording"]
+    );
 }

@@ -1,8 +1,8 @@
 //! What the gateway adds to a streamed call, measured side by side in one run:
 //!
 //! ```text
-//! cargo run --release -p processors-gateway --example bench                 # the gateway alone
-//! cargo run --release -p processors-gateway --example bench -- --litellm "$(bash scripts/litellm-venv.sh)"
+//! cargo run --release -p processors-gateway --example gateway_bench                 # the gateway alone
+//! cargo run --release -p processors-gateway --example gateway_bench -- --litellm "$(bash scripts/litellm-venv.sh)"
 //! ```
 //!
 //! A fast upstream (a process of its own that streams a 20-chunk chat completion at once) is

@@ -1,0 +1,27 @@
+use processors::builtins::UnicodeNormalizer;
+use processors::builtins::order::Ordered;
+use processors::prelude::*;
+
+struct Mine;
+
+#[processor]
+impl Mine {
+    fn process_input(&self, messages: Vec<Message>) -> Vec<Message> {
+        messages
+    }
+}
+
+struct Other;
+
+#[processor]
+impl Other {
+    fn process_input(&self, messages: Vec<Message>) -> Vec<Message> {
+        messages
+    }
+}
+
+fn main() {
+    let _ = Ordered::input()
+        .with(UnicodeNormalizer::new())
+        .after::<Mine>(Other);
+}
