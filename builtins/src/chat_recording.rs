@@ -22,14 +22,18 @@
 //! An agent built with a [`ReplayModel`] and the recordings' tools
 //! ([`Recording::tools_of`]) replays any recording: [`Recording::replay`] runs the recorded
 //! history and input through it, with no thread (memory neither loads nor saves), the model
-//! answering each call with the recorded answer of the same call and each tool with its
-//! recorded result. [`Replay::changes`] lists what differs from the recording: what the model
+//! answering each call with the recorded answer of the call made as far into its run (so a
+//! retry or a cached answer shifts nothing) and each tool with its recorded result. [`Replay::changes`] lists what differs from the recording: what the model
 //! was sent, the answer's text, the tool calls, a trip wire, the number of calls.
 //!
 //! The replayed run has no memory of its own: memory's recorded history comes in before the
 //! recorded input, as input messages, so an input processor that reads every input message
-//! (not only the newest) sees the history as input. Tools are never run again: a call the
-//! recording has no result for is the tool's error.
+//! (not only the newest) sees the history as input, and memory's own processors
+//! (`ChatCompression`, `SemanticRecall`, `WorkingMemory`) see no thread. Tools are never run
+//! again: a call the recording has no result for is the tool's error, and the results are
+//! replayed as the recorded run's tool-result processors left them. A processor that picks
+//! another model for a step (`ModelSelection`) calls that model. A run paused for approval
+//! and resumed is recorded from its resume.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -170,21 +174,29 @@ impl RecordingSink for Recordings {
 }
 
 /// Recordings appended to a file, one JSON object per line; [`JsonLines::read`] reads them
-/// back. Each run's line is written whole, under a lock, so the lines of concurrent runs never
-/// interleave (within the process).
+/// back. Each run's line is written whole, in one write under a lock of the file's path, so
+/// the lines of concurrent runs of the process never interleave, whichever recorder writes
+/// them. The write is made on the calling thread: a line per run.
 #[derive(Debug, Clone)]
 pub struct JsonLines {
     path: PathBuf,
     lock: Arc<Mutex<()>>,
 }
 
+/// The lock of each path written to.
+static LOCKS: Mutex<BTreeMap<PathBuf, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+
 impl JsonLines {
     /// Appends to `path` (created at the first recording).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        JsonLines {
-            path: path.into(),
-            lock: Arc::new(Mutex::new(())),
-        }
+        let path = path.into();
+        let lock = LOCKS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(path.clone())
+            .or_default()
+            .clone();
+        JsonLines { path, lock }
     }
 
     /// The recordings of a file, in order. A line that is not a recording is an error naming
@@ -248,10 +260,11 @@ impl fmt::Debug for ChatRecording {
     }
 }
 
-/// The per-request state of a [`ChatRecording`]: the model calls so far.
+/// The per-request state of a [`ChatRecording`]: the model calls so far, by recorder (two
+/// recorders of one agent share the state of their id, each keeps its own calls).
 #[derive(Debug, Default)]
 pub struct ChatRecordingState {
-    calls: Vec<RecordedCall>,
+    calls: Vec<(usize, RecordedCall)>,
 }
 
 /// What the recorder in `input` saw, for the recorder in `output`.
@@ -272,6 +285,11 @@ impl ChatRecording {
     /// Records to a JSON-lines file ([`JsonLines`]).
     pub fn to_file(path: impl Into<PathBuf>) -> Self {
         Self::new(JsonLines::new(path))
+    }
+
+    /// This recorder's key in the shared state: its sink's address.
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.sink).cast::<()>() as usize
     }
 }
 
@@ -294,12 +312,13 @@ impl ChatRecording {
         from_cache: FromCache,
         state: &mut ChatRecordingState,
     ) {
-        state.calls.push(RecordedCall {
+        let call = RecordedCall {
             step_number: step.0,
             request: request.clone(),
             response: response.chunks.clone(),
             from_cache: from_cache.0,
-        });
+        };
+        state.calls.push((self.key(), call));
     }
 
     async fn process_output_result(
@@ -313,8 +332,16 @@ impl ChatRecording {
         let input_as_given = given.is_some();
         let (history, input) = match given {
             Some(g) => (g.history, g.input),
-            None => (Vec::new(), list.input().cloned().collect()),
+            None => (
+                list.remembered().cloned().collect(),
+                list.input().cloned().collect(),
+            ),
         };
+        let key = self.key();
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut state.calls)
+            .into_iter()
+            .partition(|(k, _)| *k == key);
+        state.calls = others;
         let recording = Recording {
             id: new_id("rec"),
             recorded_at: now_millis(),
@@ -323,7 +350,7 @@ impl ChatRecording {
             history,
             input,
             input_as_given,
-            calls: std::mem::take(&mut state.calls),
+            calls: mine.into_iter().map(|(_, call)| call).collect(),
             steps: summary.steps.clone(),
             messages: list.to_prompt(),
             text: summary.text.to_string(),
@@ -338,36 +365,101 @@ impl ChatRecording {
     }
 }
 
-/// The recording a replay runs, for the [`ReplayModel`] and the replay tools: its calls, and
-/// how many were answered.
+/// The recording a replay runs, for the [`ReplayModel`] and the replay tools, and what the
+/// replay asked of them.
 #[derive(Debug, Clone)]
 struct Replaying {
     recording: Arc<Recording>,
-    next: Arc<Mutex<usize>>,
-    sent: Arc<Mutex<Vec<ModelRequest>>>,
+    asked: Arc<Mutex<Asked>>,
 }
 
-/// A model that answers with the recorded answers of the run being replayed, in order: the
-/// model of an agent that replays recordings ([`Recording::replay`]). It never calls a
-/// provider. A call past the recorded ones, and a call outside a replay, fail with an error
-/// that says so.
-#[derive(Debug, Clone, Default)]
-pub struct ReplayModel;
+/// What a replay asked for so far.
+#[derive(Debug, Default)]
+struct Asked {
+    /// The conversation length of the replay's first call.
+    base: Option<usize>,
+    /// Each call: its request, and the recorded call that answered it (`None`: none could).
+    calls: Vec<(ModelRequest, Option<usize>)>,
+    /// How many results each tool call id was given.
+    results: BTreeMap<String, usize>,
+}
+
+/// The number of non-system messages of a prompt.
+fn conversation_len(prompt: &[Message]) -> usize {
+    prompt
+        .iter()
+        .filter(|m| m.role != processors_runtime::message::Role::System)
+        .count()
+}
+
+impl Replaying {
+    /// The recorded call that answers a request whose conversation is `len` messages long:
+    /// one made as far into its run (as many messages past the run's first call), the first
+    /// of those not yet given, or the last of them again (a retry gets the answer its step
+    /// got). `None` when the recording has none so far in.
+    fn answer_for(&self, asked: &mut Asked, len: usize) -> Option<usize> {
+        let base = *asked.base.get_or_insert(len);
+        let calls = &self.recording.calls;
+        let first = calls
+            .first()
+            .map_or(0, |c| conversation_len(&c.request.prompt));
+        let at = |i: usize| conversation_len(&calls[i].request.prompt) as i64 - first as i64;
+        let want = len as i64 - base as i64;
+        let given: BTreeSet<usize> = asked.calls.iter().filter_map(|(_, i)| *i).collect();
+        let matching: Vec<usize> = (0..calls.len()).filter(|&i| at(i) == want).collect();
+        matching
+            .iter()
+            .copied()
+            .find(|i| !given.contains(i))
+            .or_else(|| matching.last().copied())
+    }
+}
+
+/// A model that answers with the recorded answers of the run being replayed: the model of an
+/// agent that replays recordings ([`Recording::replay`]). It never calls a provider.
+///
+/// A call gets the answer of the recorded call made as far into its run (as many messages
+/// past the run's first call), so that a processor that adds or removes messages before the
+/// first call, a retry (which gets its step's answer again) or a cached answer does not shift
+/// the answers of the calls after it. A call the recording has no answer for gets an empty
+/// answer, and the replay's [`changes`](Replay::changes) say so. Outside a replay it fails.
+///
+/// It is `replay/replay` unless it [imitates](ReplayModel::imitating) the recorded model,
+/// for the processors that read the model's name (prices, tokenizers, provider rules).
+#[derive(Debug, Clone)]
+pub struct ReplayModel {
+    provider: String,
+    model_id: String,
+}
+
+impl Default for ReplayModel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl ReplayModel {
-    /// The model.
+    /// The model, named `replay/replay`.
     pub fn new() -> Self {
-        Self
+        Self::imitating("replay", "replay")
+    }
+
+    /// The model, named as the recorded model was (`openai`, `gpt-4o-mini`).
+    pub fn imitating(provider: impl Into<String>, model_id: impl Into<String>) -> Self {
+        ReplayModel {
+            provider: provider.into(),
+            model_id: model_id.into(),
+        }
     }
 }
 
 impl LanguageModel for ReplayModel {
     fn provider(&self) -> &str {
-        "replay"
+        &self.provider
     }
 
     fn model_id(&self) -> &str {
-        "replay"
+        &self.model_id
     }
 
     fn stream(&self, _: ModelRequest) -> BoxFuture<'_, Result<ModelStream, ApiError>> {
@@ -388,37 +480,31 @@ impl LanguageModel for ReplayModel {
             return self.stream(request);
         };
         Box::pin(async move {
-            let n = {
-                let mut next = replaying
-                    .next
+            let len = conversation_len(&request.prompt);
+            let answer = {
+                let mut asked = replaying
+                    .asked
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
-                *next += 1;
-                *next - 1
+                let answer = replaying.answer_for(&mut asked, len);
+                asked.calls.push((request, answer));
+                answer
             };
-            replaying
-                .sent
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(request);
-            let Some(call) = replaying.recording.calls.get(n) else {
-                return Err(ApiError::other(
-                    format!(
-                        "the recording has {} model calls and the replay asked for call {}",
-                        replaying.recording.calls.len(),
-                        n + 1
-                    ),
-                    false,
-                ));
+            let chunks: Vec<ChunkKind> = match answer {
+                Some(i) => replaying.recording.calls[i].response.clone(),
+                None => vec![ChunkKind::Finish {
+                    finish_reason: FinishReason::Stop,
+                    usage: Usage::default(),
+                }],
             };
-            let chunks: Vec<Result<ChunkKind, ApiError>> =
-                call.response.iter().cloned().map(Ok).collect();
+            let chunks: Vec<Result<ChunkKind, ApiError>> = chunks.into_iter().map(Ok).collect();
             Ok(Box::pin(futures::stream::iter(chunks)) as ModelStream)
         })
     }
 }
 
-/// A tool of a replaying agent: answers each call with the result recorded for its call id.
+/// A tool of a replaying agent: answers each call with the result recorded for its call id
+/// (the n-th call of an id gets the n-th result recorded for it).
 struct ReplayTool {
     name: String,
     description: String,
@@ -443,16 +529,23 @@ impl Tool for ReplayTool {
         _args: Value,
         cx: ToolContext<'a>,
     ) -> BoxFuture<'a, Result<Value, BoxError>> {
-        let found = cx
-            .request_context
-            .get::<Replaying>()
-            .ok_or_else(|| BoxError::from("a replay tool answers only inside `Recording::replay`"))
-            .and_then(|r| {
+        let found = match cx.request_context.get::<Replaying>() {
+            None => Err(BoxError::from(
+                "a replay tool answers only inside `Recording::replay`",
+            )),
+            Some(r) => {
+                let nth = {
+                    let mut asked = r.asked.lock().unwrap_or_else(PoisonError::into_inner);
+                    let n = asked.results.entry(cx.tool_call_id.to_owned()).or_default();
+                    *n += 1;
+                    *n - 1
+                };
                 r.recording
                     .steps
                     .iter()
                     .flat_map(|s| &s.tool_results)
-                    .find(|t| t.tool_call_id == cx.tool_call_id && t.tool_name == self.name)
+                    .filter(|t| t.tool_call_id == cx.tool_call_id && t.tool_name == self.name)
+                    .nth(nth)
                     .map(|t| (t.result.clone(), t.is_error))
                     .ok_or_else(|| {
                         BoxError::from(format!(
@@ -460,7 +553,8 @@ impl Tool for ReplayTool {
                             self.name, cx.tool_call_id
                         ))
                     })
-            });
+            }
+        };
         Box::pin(async move {
             match found? {
                 (result, false) => Ok(result),
@@ -508,6 +602,12 @@ pub enum Change {
         /// The replayed number.
         replayed: usize,
     },
+    /// The replay asked for an answer the recording does not have: call `call` (from 0) was
+    /// further into its run than any recorded call, and got an empty answer.
+    Unanswered {
+        /// The call.
+        call: usize,
+    },
 }
 
 /// A replayed run: its result, and what differs from the recording.
@@ -515,7 +615,8 @@ pub enum Change {
 pub struct Replay {
     /// The replayed run's result.
     pub result: GenerateResult,
-    /// What differs, in the order of [`Change`]'s variants; empty when nothing does.
+    /// What differs: the prompts and unanswered calls in the order of the calls, then the
+    /// text, the tool calls, a trip wire and the number of calls; empty when nothing does.
     pub changes: Vec<Change>,
 }
 
@@ -523,27 +624,27 @@ impl Recording {
     /// Replays the recording through `agent`, which must answer with a [`ReplayModel`] (and
     /// the recordings' tools, [`Recording::tools_of`], for runs that called tools): the
     /// recorded history and input go in as the run's input, with no thread, and each model
-    /// call gets the recorded answer of the same call. Fails as the agent does (a model call
-    /// past the recorded ones is the model's error).
+    /// call gets the recorded answer of the call made as far into its run. Fails as the agent
+    /// does.
     pub async fn replay<I: Pipeline, O: Pipeline, E: Pipeline>(
         &self,
         agent: &Agent<I, O, E>,
     ) -> Result<Replay, AgentError> {
         let replaying = Replaying {
             recording: Arc::new(self.clone()),
-            next: Arc::default(),
-            sent: Arc::default(),
+            asked: Arc::default(),
         };
         let options =
             GenerateOptions::new().request_context(RequestContext::new().with(replaying.clone()));
         let input: Vec<Message> = self.history.iter().chain(&self.input).cloned().collect();
         let result = agent.generate_with(input, options).await?;
-        let sent = replaying
-            .sent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let changes = self.changes(&result, &sent);
+        let asked = std::mem::take(
+            &mut *replaying
+                .asked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let changes = self.changes(&result, &asked.calls);
         Ok(Replay { result, changes })
     }
 
@@ -572,47 +673,61 @@ impl Recording {
             .collect()
     }
 
-    /// What the replayed `result` (whose calls were sent `sent`) changed.
-    fn changes(&self, result: &GenerateResult, sent: &[ModelRequest]) -> Vec<Change> {
+    /// What the replayed `result` changed; `calls` are its model calls, each with the
+    /// recorded call that answered it.
+    fn changes(
+        &self,
+        result: &GenerateResult,
+        calls: &[(ModelRequest, Option<usize>)],
+    ) -> Vec<Change> {
         let mut changes = Vec::new();
-        for (call, (recorded, replayed)) in self.calls.iter().zip(sent).enumerate() {
-            if !same_messages(&recorded.request.prompt, &replayed.prompt) {
-                changes.push(Change::Prompt {
-                    call,
-                    recorded: recorded.request.prompt.clone(),
-                    replayed: replayed.prompt.clone(),
-                });
+        for (call, (sent, answered_by)) in calls.iter().enumerate() {
+            match answered_by {
+                Some(i) if !same_messages(&self.calls[*i].request.prompt, &sent.prompt) => {
+                    changes.push(Change::Prompt {
+                        call,
+                        recorded: self.calls[*i].request.prompt.clone(),
+                        replayed: sent.prompt.clone(),
+                    });
+                }
+                Some(_) => {}
+                None => changes.push(Change::Unanswered { call }),
             }
         }
-        if *result.text != *self.text {
-            changes.push(Change::Text {
-                recorded: self.text.clone(),
-                replayed: result.text.to_string(),
-            });
-        }
-        let recorded_calls: Vec<ToolCall> = self
-            .steps
-            .iter()
-            .flat_map(|s| s.tool_calls.iter().cloned())
-            .collect();
-        let key = |c: &ToolCall| (c.tool_name.clone(), c.args.to_string());
-        let (a, b): (BTreeSet<_>, BTreeSet<_>) = (
-            recorded_calls.iter().map(key).collect(),
-            result.tool_calls.iter().map(key).collect(),
-        );
-        if a != b || recorded_calls.len() != result.tool_calls.len() {
-            changes.push(Change::ToolCalls {
-                recorded: recorded_calls,
-                replayed: result.tool_calls.clone(),
-            });
+        // A run ended by a trip wire has no text and no tool calls: not changes of their own.
+        if result.tripwire.is_none() {
+            if *result.text != *self.text {
+                changes.push(Change::Text {
+                    recorded: self.text.clone(),
+                    replayed: result.text.to_string(),
+                });
+            }
+            let recorded: Vec<ToolCall> = self
+                .steps
+                .iter()
+                .filter(|s| s.finish_reason != FinishReason::Retry && s.tripwire.is_none())
+                .flat_map(|s| s.tool_calls.iter().cloned())
+                .collect();
+            let key = |c: &ToolCall| (c.tool_name.clone(), c.args.to_string());
+            let sorted = |calls: &[ToolCall]| {
+                let mut keys: Vec<_> = calls.iter().map(key).collect();
+                keys.sort();
+                keys
+            };
+            if sorted(&recorded) != sorted(&result.tool_calls) {
+                changes.push(Change::ToolCalls {
+                    recorded,
+                    replayed: result.tool_calls.clone(),
+                });
+            }
         }
         if let Some(tripwire) = &result.tripwire {
             changes.push(Change::Blocked(tripwire.clone()));
         }
-        if sent.len() != self.calls.len() {
+        if calls.len() != self.calls.len() {
             changes.push(Change::Calls {
                 recorded: self.calls.len(),
-                replayed: sent.len(),
+                replayed: calls.len(),
             });
         }
         changes

@@ -97,10 +97,11 @@ pub enum Stage {
     /// Guards: [`RegexFilter`], the detectors ([`PromptInjectionDetector`], [`Moderation`],
     /// [`PiiDetector`], [`PromptLeakDetector`], [`LanguageDetector`], [`Classifier`],
     /// [`ModelSelection`]), [`SystemPromptScrubber`], and the tool guards
-    /// ([`ToolValidation`], [`ToolParameters`], [`ToolApproval`], [`ToolCallFilter`],
-    /// [`ToolResultLimiter`]).
+    /// ([`ToolValidation`], [`ToolParameters`], [`ToolCallFilter`], [`ToolResultLimiter`]).
     Guard,
-    /// Budgets: [`TokenLimiter`], [`CostGuard`], [`LoopDetection`], [`EnsureFinalResponse`].
+    /// Budgets and approvals: [`TokenLimiter`], [`CostGuard`], [`LoopDetection`],
+    /// [`EnsureFinalResponse`], and [`ToolApproval`] (after the tool guards, so that a person
+    /// approves the call as it will run).
     Limit,
     /// The call fitted to the provider: [`ProviderHistoryCompat`], [`TrailingAssistantGuard`],
     /// [`UnsupportedSettingHandler`], [`UnsupportedFileHandler`], [`PrefillErrorHandler`],
@@ -197,8 +198,8 @@ staged! {
     Compress => ChatCompression, ConversationCompactor;
     Guard => RegexFilter, PromptInjectionDetector, Moderation, PiiDetector, PromptLeakDetector,
         LanguageDetector, Classifier, ModelSelection, SystemPromptScrubber, ToolValidation,
-        ToolParameters, ToolApproval, ToolCallFilter, ToolResultLimiter;
-    Limit => TokenLimiter, CostGuard, LoopDetection, EnsureFinalResponse;
+        ToolParameters, ToolCallFilter, ToolResultLimiter;
+    Limit => TokenLimiter, CostGuard, LoopDetection, EnsureFinalResponse, ToolApproval;
     Provider => ProviderHistoryCompat, TrailingAssistantGuard, UnsupportedSettingHandler,
         UnsupportedFileHandler, PrefillErrorHandler, ContextLengthHandler, StreamErrorRetry;
     Keep => ResponseCache;
@@ -212,6 +213,14 @@ impl<T: serde::de::DeserializeOwned + schemars::JsonSchema + 'static> Staged
 
 impl Staged for BatchParts {
     const STAGE: Stage = Stage::Shape;
+}
+
+/// A shared built-in has the built-in's place.
+impl<P: Staged> Staged for std::sync::Arc<P>
+where
+    std::sync::Arc<P>: Processor,
+{
+    const STAGE: Stage = P::STAGE;
 }
 
 /// Where a processor of your own goes.
@@ -333,7 +342,8 @@ impl<S: Side> Ordered<S> {
                 Anchor::Before(of, name) => (of, name, "before"),
                 Anchor::After(of, name) => (of, name, "after"),
             };
-            let is_anchor = |(t, q): &(TypeId, ProcessorRef)| *t == of && q.dyn_type_id() == of;
+            // A built-in `X` wherever it came from (with `with`, or placed around another).
+            let is_anchor = |(_, q): &(TypeId, ProcessorRef)| q.dyn_type_id() == of;
             let at = match anchor {
                 // Before the first `X`.
                 Anchor::Before(..) => list.iter().position(is_anchor),

@@ -265,17 +265,57 @@ fn bi_92_the_replay_model_answers_only_inside_a_replay_and_only_what_was_recorde
         "{error}"
     );
 
-    // A pipeline that asks for one call more than was recorded.
+    // A pipeline that asks for one call more than was recorded: an empty answer, and the
+    // changes say so.
     let (mut r, _) = recorded();
     r.calls.truncate(1);
     let agent = replaying(Recording::tools_of(std::slice::from_ref(&r)))
+        .input(tag())
         .build()
         .unwrap();
-    let error = block_on(r.replay(&agent)).unwrap_err();
+    let replay = block_on(r.replay(&agent)).unwrap();
     assert!(
-        error
-            .to_string()
-            .contains("the recording has 1 model calls and the replay asked for call 2"),
-        "{error}"
+        replay.changes.contains(&Change::Unanswered { call: 1 }),
+        "{:?}",
+        replay.changes
+    );
+    assert!(replay.changes.contains(&Change::Calls {
+        recorded: 1,
+        replayed: 2
+    }));
+}
+
+#[test]
+fn bi_92_a_retry_in_the_replay_gets_its_steps_answer_again_and_shifts_nothing() {
+    let (r, _) = recorded();
+    // Rejects the first final answer once, asking for another.
+    let once = output_step_fn(
+        "once-more",
+        |a: &mut OutputStepArgs<'_, u32>| -> Result<(), ProcessorError> {
+            if a.text.is_empty() || *a.state > 0 {
+                return Ok(());
+            }
+            *a.state += 1;
+            Err(Abort::new().retry(true).reason("once more").into())
+        },
+    );
+    let agent = replaying(Recording::tools_of(std::slice::from_ref(&r)))
+        .input(tag())
+        .output(once)
+        .max_processor_retries(1)
+        .build()
+        .unwrap();
+    let replay = block_on(r.replay(&agent)).unwrap();
+    assert_eq!(replay.result.text, "It is clear in Paris.");
+    // The retry was sent the feedback besides what its step was sent: the only prompt that
+    // differs; the text and the tool calls are the recorded ones.
+    assert!(
+        matches!(
+            &replay.changes[..],
+            [Change::Prompt { call: 2, replayed, .. }, Change::Calls { recorded: 2, replayed: 3 }]
+                if replayed[0].text().contains("once more")
+        ),
+        "{:?}",
+        replay.changes
     );
 }

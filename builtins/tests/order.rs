@@ -156,3 +156,19 @@ fn bi_93_a_recorder_is_first_in_input_and_last_in_output() {
         ["regex-filter", "batch-parts", "chat-recording"]
     );
 }
+
+#[test]
+fn bi_93_a_shared_built_in_has_its_place_and_a_placed_built_in_is_an_anchor() {
+    let normalizer = std::sync::Arc::new(UnicodeNormalizer::new());
+    let list = Ordered::input()
+        .with(secrets())
+        .with(normalizer)
+        .after::<RegexFilter>(TokenLimiter::new(100).unwrap())
+        .after::<TokenLimiter>(mine("m"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        ids(&list),
+        ["unicode-normalizer", "regex-filter", "token-limiter", "m"]
+    );
+}

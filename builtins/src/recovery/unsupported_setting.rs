@@ -44,20 +44,41 @@ impl Setting {
         }
     }
 
-    /// How errors name it (lowercase, quotes left out), besides as a whole word.
-    fn named_in(self, text: &str) -> bool {
+    /// The names errors give it.
+    fn names(self) -> &'static [&'static str] {
         match self {
-            Setting::Temperature => has_word(text, "temperature"),
-            Setting::TopP => has_word(text, "top_p") || has_word(text, "top-p"),
-            Setting::Seed => has_word(text, "seed"),
-            // "stop" is an ordinary word: only where an error names it as a parameter.
-            Setting::StopSequences => {
-                text.contains("stop_sequences")
-                    || text.contains("parameter: stop ")
-                    || text.contains("param:stop")
-                    || text.contains("stop is not supported")
-            }
+            Setting::Temperature => &["temperature"],
+            Setting::TopP => &["top_p", "top-p"],
+            Setting::Seed => &["seed"],
+            Setting::StopSequences => &["stop_sequences", "stop"],
         }
+    }
+
+    /// Whether `text` (from [`error_text`]) refuses it: its name in one of the phrases
+    /// providers refuse a parameter with, next to it (a setting's name elsewhere in an error,
+    /// "the temperature in Paris is not supported", is not a refusal).
+    fn refused_in(self, text: &str) -> bool {
+        self.names().iter().any(|n| {
+            let around = [
+                format!("unsupported parameter: {n}"),
+                format!("unsupported value: {n}"),
+                format!("{n} is not supported"),
+                format!("{n} not supported"),
+                format!("{n} is unsupported"),
+                format!("{n} is not allowed"),
+                format!("does not support {n}"),
+                format!("{n} does not support"),
+                format!("{n} may only be set"),
+                format!("unknown parameter: {n}"),
+                format!("unrecognized parameter: {n}"),
+                format!("unrecognized request argument supplied: {n}"),
+                format!("{n}: extra inputs are not permitted"),
+                format!("{n}],msg:extra inputs are not permitted"),
+            ];
+            around.iter().any(|phrase| has_phrase(text, phrase))
+                || (has_phrase(text, &format!("param:{n}"))
+                    && mentions_any(text, &["unsupported", "not supported"]))
+        })
     }
 
     /// Whether `settings` sets it.
@@ -81,30 +102,61 @@ impl Setting {
     }
 }
 
-/// Whether `word` is in `text` with no letter, digit or `_` on either side.
-fn has_word(text: &str, word: &str) -> bool {
+/// Whether `phrase` is in `text` with no letter, digit or `_` just before or after it.
+fn has_phrase(text: &str, phrase: &str) -> bool {
     let inside = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(word).any(|(at, _)| {
+    text.match_indices(phrase).any(|(at, _)| {
         !text[..at].chars().next_back().is_some_and(inside)
-            && !text[at + word.len()..].chars().next().is_some_and(inside)
+            && !text[at + phrase.len()..].chars().next().is_some_and(inside)
     })
 }
 
-/// What providers say when they refuse a setting, compared as [`error_text`] gives them.
-const REFUSALS: &[&str] = &[
-    "not supported",
-    "unsupported",
-    "does not support",
-    "unknown parameter",
-    "unrecognized request argument",
-    "unrecognized parameter",
-    "may only be set",
-    "cannot both be specified",
-    "only the default",
-    "not allowed",
-    "extra inputs are not permitted",
-    "extra_forbidden",
-];
+/// When a model refuses a setting: always, or only with another setting set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rule {
+    setting: Setting,
+    with: Option<Setting>,
+}
+
+impl Rule {
+    /// Whether the rule drops its setting from `settings`.
+    fn applies(self, settings: &ModelSettings) -> bool {
+        self.setting.is_set(settings) && self.with.is_none_or(|w| w.is_set(settings))
+    }
+}
+
+/// What an error refuses: each setting, and what to learn of it (`None`: nothing, the
+/// refusal depends on more than the settings).
+fn refusals(error: &ApiError) -> Vec<(Setting, Option<Rule>)> {
+    if !matches!(error.status, Some(400 | 422)) {
+        return Vec::new();
+    }
+    let text = error_text(error);
+    // Both together: `top_p` goes, `temperature` (the one more often meant) stays; learned
+    // for calls that set both.
+    if text.contains("top_p cannot both be specified")
+        || text.contains("top_p are mutually exclusive")
+    {
+        let rule = Rule {
+            setting: Setting::TopP,
+            with: Some(Setting::Temperature),
+        };
+        return vec![(Setting::TopP, Some(rule))];
+    }
+    Setting::ALL
+        .into_iter()
+        .filter(|s| s.refused_in(&text))
+        .map(|s| {
+            // Refused only in a mode (extended thinking): retried without it, not learned.
+            let conditional = text.contains("when thinking is enabled");
+            let rule = (!conditional).then_some(Rule {
+                setting: s,
+                with: None,
+            });
+            (s, rule)
+        })
+        .collect()
+}
 
 /// Leaves out the sampling settings a model refuses, and asks for the call again; later
 /// calls to that model leave them out before they are made.
@@ -115,11 +167,15 @@ const REFUSALS: &[&str] = &[
 /// (1) value is supported.`, Anthropic's `temperature may only be set to 1 when thinking is
 /// enabled` and `` `temperature` and `top_p` cannot both be specified for this model `` (where
 /// `top_p` goes, and `temperature` stays), and servers that refuse unknown fields. The
-/// settings it knows are [`Setting`]'s; an error that names none the call set is not handled.
+/// setting's name must be in the phrase that refuses it (`temperature is not supported`, not
+/// "the temperature in Paris is not supported"). The settings it knows are [`Setting`]'s; an
+/// error that refuses none the call set is not handled.
 ///
 /// What it learns is kept for the processor's life, per model (`provider/model`), shared by
 /// its copies: the next call to that model, in this run or any other, goes without the
-/// setting, with no refused call first. [`refused`](Self::refused) says what it learned.
+/// setting, with no refused call first. `top_p` refused beside `temperature` is learned for
+/// the calls that set both; a refusal that holds only in a mode (with extended thinking) is
+/// kept for the run only. [`refused`](Self::refused) says what it learned.
 ///
 /// Put it in `input`: its `process_llm_request` sends the calls without what a model refused,
 /// and its `process_api_error` runs there too. In `error` alone it could not change the
@@ -151,8 +207,8 @@ const REFUSALS: &[&str] = &[
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct UnsupportedSettingHandler {
-    /// The settings each model (`provider/model`) refused.
-    learned: Arc<Mutex<HashMap<String, Vec<Setting>>>>,
+    /// What each model (`provider/model`) refused.
+    learned: Arc<Mutex<HashMap<String, Vec<Rule>>>>,
 }
 
 /// The per-request state of an [`UnsupportedSettingHandler`].
@@ -163,6 +219,8 @@ pub struct UnsupportedSettingHandlerState {
     last: Option<(String, ModelSettings)>,
     /// Whether it warned that it is not in `input`.
     warned: bool,
+    /// What the model refused in this run, learned or not.
+    run: Vec<Rule>,
 }
 
 impl UnsupportedSettingHandler {
@@ -171,10 +229,11 @@ impl UnsupportedSettingHandler {
         Self::default()
     }
 
-    /// The settings `model` (`provider/model`) refused so far.
+    /// The settings `model` (`provider/model`) refused so far (some only beside another).
     pub fn refused(&self, model: &str) -> Vec<Setting> {
         let learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
-        learned.get(model).cloned().unwrap_or_default()
+        let rules = learned.get(model).map_or(&[][..], Vec::as_slice);
+        rules.iter().map(|r| r.setting).collect()
     }
 
     /// The settings of `sent` that `error` refuses (none when it is not such a refusal).
@@ -189,30 +248,13 @@ impl UnsupportedSettingHandler {
     /// let thinking = ApiError::new(400, "`temperature` may only be set to 1 when thinking is enabled or in build mode.");
     /// assert_eq!(UnsupportedSettingHandler::refused_by(&thinking, &both), [Setting::Temperature]);
     /// let other = ApiError::new(400, "The temperature in Paris is not supported as a topic.");
-    /// assert_eq!(UnsupportedSettingHandler::refused_by(&other, &ModelSettings::default()), []);
+    /// assert_eq!(UnsupportedSettingHandler::refused_by(&other, &both), []);
     /// ```
     pub fn refused_by(error: &ApiError, sent: &ModelSettings) -> Vec<Setting> {
-        let mut named = Self::named_by(error);
-        named.retain(|s| s.is_set(sent));
-        named
-    }
-
-    /// The settings `error` refuses, whatever the call set.
-    fn named_by(error: &ApiError) -> Vec<Setting> {
-        if !matches!(error.status, Some(400 | 422)) {
-            return Vec::new();
-        }
-        let text = error_text(error);
-        if !mentions_any(&text, REFUSALS) {
-            return Vec::new();
-        }
-        // The two together: `top_p` goes, `temperature` (the one more often meant) stays.
-        if text.contains("cannot both be specified") {
-            return vec![Setting::TopP];
-        }
-        Setting::ALL
+        refusals(error)
             .into_iter()
-            .filter(|s| s.named_in(&text))
+            .map(|(s, _)| s)
+            .filter(|s| s.is_set(sent))
             .collect()
     }
 
@@ -231,21 +273,25 @@ impl UnsupportedSettingHandler {
         state: &mut UnsupportedSettingHandlerState,
     ) -> LlmRequestAction {
         let key = Self::key(model);
-        let refused = self.refused(&key);
-        let drop: Vec<Setting> = refused
-            .into_iter()
-            .filter(|s| s.is_set(&request.settings))
-            .collect();
-        if drop.is_empty() {
-            state.last = Some((key, request.settings.clone()));
+        let mut rules = {
+            let learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
+            learned.get(&key).cloned().unwrap_or_default()
+        };
+        rules.extend(state.run.iter().copied());
+        let mut settings = request.settings.clone();
+        for rule in rules {
+            if rule.applies(&request.settings) {
+                rule.setting.clear(&mut settings);
+            }
+        }
+        let changed = settings != request.settings;
+        state.last = Some((key, settings.clone()));
+        if !changed {
             return LlmRequestAction::Continue;
         }
-        let mut changed = request.clone();
-        for s in drop {
-            s.clear(&mut changed.settings);
-        }
-        state.last = Some((key, changed.settings.clone()));
-        LlmRequestAction::Request(Box::new(changed))
+        let mut request = request.clone();
+        request.settings = settings;
+        LlmRequestAction::Request(Box::new(request))
     }
 
     fn process_api_error(
@@ -255,8 +301,8 @@ impl UnsupportedSettingHandler {
         cx: &RequestContext,
         state: &mut UnsupportedSettingHandlerState,
     ) -> ApiErrorAction {
-        let Some((key, sent)) = &state.last else {
-            if !state.warned && !Self::named_by(error).is_empty() {
+        let Some((key, sent)) = state.last.clone() else {
+            if !state.warned && !refusals(error).is_empty() {
                 state.warned = true;
                 let why = "the processor saw no request to change: put it in `input`, where its `process_llm_request` runs";
                 cx.report_warning(
@@ -267,21 +313,33 @@ impl UnsupportedSettingHandler {
             }
             return ApiErrorAction::Unhandled;
         };
-        let refused = Self::refused_by(error, sent);
+        let refused: Vec<(Setting, Option<Rule>)> = refusals(error)
+            .into_iter()
+            .filter(|(s, _)| s.is_set(&sent))
+            .collect();
         if refused.is_empty() || state.attempts.used(step.0) >= Setting::ALL.len() as u32 {
             return ApiErrorAction::Unhandled;
         }
         state.attempts.add(step.0);
         tracing::info!(
             model = %key,
-            settings = ?refused,
-            "the model refused a setting; retrying without it, and leaving it out of its later calls"
+            settings = ?refused.iter().map(|(s, _)| s.name()).collect::<Vec<_>>(),
+            "the model refused a setting; retrying without it"
         );
         let mut learned = self.learned.lock().unwrap_or_else(PoisonError::into_inner);
-        let known = learned.entry(key.clone()).or_default();
-        for s in refused {
-            if !known.contains(&s) {
-                known.push(s);
+        for (setting, rule) in refused {
+            let run = rule.unwrap_or(Rule {
+                setting,
+                with: None,
+            });
+            if !state.run.contains(&run) {
+                state.run.push(run);
+            }
+            if let Some(rule) = rule {
+                let known = learned.entry(key.clone()).or_default();
+                if !known.contains(&rule) {
+                    known.push(rule);
+                }
             }
         }
         ApiErrorAction::Retry
@@ -293,19 +351,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn settings_are_named_as_words() {
-        assert!(has_word(
-            "unsupported parameter: temperature is",
-            "temperature"
-        ));
-        assert!(!has_word("temperatures", "temperature"));
-        assert!(!has_word("max_temperature", "temperature"));
-        assert!(Setting::StopSequences.named_in("unsupported parameter: stop is not supported"));
-        assert!(!Setting::StopSequences.named_in("stop. this is not supported"));
+    fn a_setting_is_refused_only_in_a_phrase_that_refuses_it() {
+        let t = |text: &str| {
+            Setting::ALL
+                .into_iter()
+                .filter(|s| s.refused_in(text))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            t("unsupported parameter: temperature is not supported"),
+            [Setting::Temperature]
+        );
+        assert_eq!(t("the temperature in paris is not supported"), []);
+        assert_eq!(t("max_temperature is not supported"), []);
+        assert_eq!(
+            t("unsupported parameter: stop is not supported with this model."),
+            [Setting::StopSequences]
+        );
+        assert_eq!(t("stop. this is not supported"), []);
+        assert_eq!(t("seed: extra inputs are not permitted"), [Setting::Seed]);
     }
 
     #[test]
-    fn only_settings_that_were_sent_and_named_are_refused() {
+    fn only_settings_that_were_sent_and_refused_are_dropped() {
         let sent = ModelSettings {
             temperature: Some(0.2),
             seed: Some(7),
@@ -328,5 +396,32 @@ mod tests {
         assert!(UnsupportedSettingHandler::refused_by(&e500, &sent).is_empty());
         let top_p = ApiError::new(400, "top_p is not supported");
         assert!(UnsupportedSettingHandler::refused_by(&top_p, &sent).is_empty());
+    }
+
+    #[test]
+    fn what_is_learned_holds_only_where_the_refusal_did() {
+        let both = ModelSettings {
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            ..ModelSettings::default()
+        };
+        let anthropic = ApiError::new(
+            400,
+            "`temperature` and `top_p` cannot both be specified for this model.",
+        );
+        let [(Setting::TopP, Some(rule))] = refusals(&anthropic)[..] else {
+            panic!("{:?}", refusals(&anthropic));
+        };
+        assert!(rule.applies(&both));
+        let alone = ModelSettings {
+            top_p: Some(0.9),
+            ..ModelSettings::default()
+        };
+        assert!(!rule.applies(&alone));
+        let thinking = ApiError::new(
+            400,
+            "`temperature` may only be set to 1 when thinking is enabled.",
+        );
+        assert_eq!(refusals(&thinking), [(Setting::Temperature, None)]);
     }
 }

@@ -40,6 +40,15 @@ struct RecordingOptions {
 
 fn chat_recording(o: RecordingOptions, cx: &Cx<'_>) -> Result<ChatRecording, Refusal> {
     let path = cx.path(&o.path);
+    if path.is_dir() {
+        return Err(Refusal::Option(
+            "path",
+            format!(
+                "{} is a folder; name the file the recordings go to",
+                path.display()
+            ),
+        ));
+    }
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(Refusal::Option(
             "path",
