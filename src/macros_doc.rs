@@ -367,7 +367,8 @@ pub use processors_macros::processor;
 /// - `tools: [...]`: tools (`Arc<dyn Tool>`).
 /// - `memory`: a `Memory`; it loads history before the input processors and saves after the
 ///   output processors, or where the word `memory` stands in a list.
-/// - `input: [...]`, `output: [...]`, `error: [...]`: processors, in order.
+/// - `input: [...]`, `output: [...]`, `error: [...]`: processors, in order; or
+///   `ordered[...]`, in the built-ins' default order (below).
 /// - `max_processor_retries`: how many retries processors may ask for in a row.
 /// - `max_steps`: the step limit of a run.
 /// - `on_violation`: a callback for every abort and warning a processor raises.
@@ -403,6 +404,49 @@ pub use processors_macros::processor;
 /// let banned = Arc::new(Banned { words: vec!["secret".into()] });
 /// let support = agent! { model: ScriptedModel::new([]), output: [Arc::clone(&banned)] };
 /// let sales = agent! { model: ScriptedModel::new([]), output: [banned] };
+/// ```
+///
+/// # Ordered lists
+///
+/// `input: ordered[...]` (or `output:`, `error:`) puts the built-ins in their default order
+/// ([`builtins::order`](crate::builtins::order): normalise, commands, history, context, files,
+/// compress, guards, limits, provider, shape, keep), whatever order they are written in, and
+/// each processor of your own where you say: `p before X` just before the built-in `X`,
+/// `p after X` just after it. A processor of your own without a place, an `X` that is not a
+/// built-in, and an `X` that is not in the list are compile errors at the entry or at `X`; the
+/// list is built at run time (`DynPipeline`). `memory` cannot be placed in one: it runs where
+/// it does unless placed. An `X` written twice in the list cannot be told apart (the compiler
+/// asks for type annotations): write that list plainly.
+///
+/// ```
+/// use processors::builtins::regex_filter::Preset;
+/// use processors::builtins::{RegexFilter, TokenLimiter, UnicodeNormalizer};
+/// use processors::prelude::*;
+///
+/// struct NoPasswords;
+///
+/// #[processor]
+/// impl NoPasswords {
+///     fn process_input(&self, messages: Vec<Message>) -> Result<Vec<Message>, ProcessorError> {
+///         match messages.iter().any(|m| m.text().contains("password")) {
+///             true => Err(ProcessorError::abort("do not send passwords")),
+///             false => Ok(messages),
+///         }
+///     }
+/// }
+///
+/// let model = ScriptedModel::new([Turn::text("ok")]);
+/// let agent = agent! {
+///     model: model.clone(),
+///     input: ordered[
+///         TokenLimiter::new(8_000).unwrap(),
+///         RegexFilter::builder().preset(Preset::Secrets).build().unwrap(),
+///         UnicodeNormalizer::new(),
+///         NoPasswords before RegexFilter,
+///     ],
+/// };
+/// let result = futures::executor::block_on(agent.generate("my password is hunter2")).unwrap();
+/// assert_eq!(result.tripwire.unwrap().processor_id, "no-passwords");
 /// ```
 ///
 /// # `max_processor_retries` and `max_steps`
@@ -467,7 +511,9 @@ pub use processors_macros::processor;
 /// `max_processor_retries` or `max_steps` that is not a non-negative integer literal or a
 /// `const`, `max_steps` of 0, `max_processor_retries` set while no processor can ask for a
 /// retry, or `0` with error processors; two processors with one id in a list (both are
-/// pointed at, and the id named).
+/// pointed at, and the id named); in an ordered list, a processor of your own without a
+/// place, a place that is not `before` or `after`, an anchor that is not a built-in of the
+/// list, and `memory`.
 ///
 /// The rules that need the entries' types are checked by the compiler after type checking,
 /// in every build (`cargo check` included); each error points at the entry it is about. The

@@ -112,3 +112,15 @@ fn an_agent_of_every_kind_of_entry_runs() {
     let result = futures::executor::block_on(agent.generate("hi")).expect("a run");
     assert_eq!(result.text, "OK");
 }
+
+#[test]
+fn an_agent_of_ordered_lists_runs() {
+    use processors::builtins::{BatchParts, UnicodeNormalizer};
+    let agent = agent! {
+        model: ScriptedModel::new([Turn::text("ok")]),
+        input: ordered[(Guard { id: "guard".to_owned() }) after UnicodeNormalizer, UnicodeNormalizer::new()],
+        output: ordered[Shout before BatchParts, BatchParts::builder().build().expect("a batcher")],
+    };
+    let result = futures::executor::block_on(agent.generate("hi")).expect("a run");
+    assert_eq!(result.text, "OK");
+}

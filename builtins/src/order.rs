@@ -174,7 +174,7 @@ impl Stage {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no default place",
     label = "not a built-in with a stage",
-    note = "only the built-ins have a stage: a built-in goes in with `with`, and a processor of your own goes `before::<X>` or `after::<X>` a built-in `X` of the list"
+    note = "only the built-ins have a stage; a processor of your own goes before or after a built-in `X` of the list: `before::<X>(p)` or `after::<X>(p)` on `Ordered`, `p before X` or `p after X` in `agent!`'s `ordered[...]`"
 )]
 pub trait Staged: Processor {
     /// Its stage.
@@ -374,6 +374,54 @@ impl<S: Side> Ordered<S> {
             pipeline.push(p);
         }
         Ok(pipeline)
+    }
+}
+
+/// Type-level proof that a built-in `X` is in a list of processors, for `agent!`'s ordered
+/// lists, which check their anchors when the program compiles. The list is nested pairs of
+/// references, `(&A, (&B, ()))`; `I` is where `X` is (inferred).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{X}` is not in this list",
+    label = "placed around a built-in the list does not have",
+    note = "a processor of your own goes `before` or `after` a built-in of the same list; add `{X}` to the list, or name one it has"
+)]
+pub trait Contains<X, I> {}
+
+/// `X` is the list's first processor.
+#[doc(hidden)]
+pub enum Here {}
+/// `X` is the list's first processor, shared (`Arc<X>`).
+#[doc(hidden)]
+pub enum HereShared {}
+/// `X` is further on.
+#[doc(hidden)]
+pub struct There<I>(PhantomData<I>);
+
+// Not recommended: a failed check reports the message above, not the impls tried.
+#[diagnostic::do_not_recommend]
+impl<X, T> Contains<X, Here> for (&X, T) {}
+#[diagnostic::do_not_recommend]
+impl<X, T> Contains<X, HereShared> for (&std::sync::Arc<X>, T) {}
+#[diagnostic::do_not_recommend]
+impl<X, H, T: Contains<X, I>, I> Contains<X, There<I>> for (H, T) {}
+
+/// Checks, when the program compiles, that `X` is in `list`.
+#[doc(hidden)]
+pub fn __contains<X, L: Contains<X, I>, I>(list: &L) {
+    let _ = list;
+}
+
+impl<S: Side> Ordered<S> {
+    /// The list, whose anchors `agent!` checked when the program compiled.
+    #[doc(hidden)]
+    pub fn __build_checked(self) -> DynPipeline {
+        match self.build() {
+            Ok(pipeline) => pipeline,
+            // Each anchor is a built-in of the list, checked by `Contains`, and `build` finds
+            // a built-in by the type its hooks run on, which is the type `Contains` proved.
+            Err(e) => unreachable!("{e}"),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! several keys (memory placement, retry limits) applied.
 
 use super::key::Key;
-use super::parse::{Field, Value};
+use super::parse::{Field, Placed, Value};
 use crate::errors::{Errors, Keys};
 use crate::names;
 use proc_macro2::{Span, TokenStream};
@@ -12,6 +12,8 @@ use syn::{Expr, Ident};
 pub struct Config {
     /// `<crate>::__private`: where generated code takes its names from.
     pub private: TokenStream,
+    /// `<crate>`: the facade, whose `builtins` ordered lists are built with.
+    pub root: TokenStream,
     pub name: Option<Expr>,
     pub instructions: Option<Expr>,
     pub model: Option<Expr>,
@@ -30,6 +32,11 @@ pub struct List {
     /// The key as written.
     pub key: Ident,
     pub entries: Vec<Entry>,
+    /// The word `ordered`, for a list in the built-ins' default order.
+    pub ordered: Option<Ident>,
+    /// For an ordered list, where each entry goes: `None` for a built-in (at its stage),
+    /// `before X` or `after X` for a processor of one's own.
+    pub places: Vec<Option<(Ident, syn::Type)>>,
 }
 
 /// One entry of a processor list.
@@ -55,6 +62,7 @@ impl Config {
     pub fn from_fields(fields: Vec<Field>, errors: &mut Errors) -> Config {
         let mut c = Config {
             private: quote!(::processors::__private),
+            root: quote!(::processors),
             name: None,
             instructions: None,
             model: None,
@@ -90,9 +98,9 @@ impl Config {
             let Some(value) = value else { continue };
             match key {
                 Key::Tools => c.tools = list(&ident, value, errors).unwrap_or_default(),
-                Key::Input => c.input = list(&ident, value, errors).map(|l| List::new(ident, l)),
-                Key::Output => c.output = list(&ident, value, errors).map(|l| List::new(ident, l)),
-                Key::Error => c.error = list(&ident, value, errors).map(|l| List::new(ident, l)),
+                Key::Input => c.input = List::of(ident, value, errors),
+                Key::Output => c.output = List::of(ident, value, errors),
+                Key::Error => c.error = List::of(ident, value, errors),
                 Key::Name => c.name = single(&ident, value, errors),
                 Key::Instructions => c.instructions = single(&ident, value, errors),
                 Key::Model => c.model = single(&ident, value, errors),
@@ -119,6 +127,7 @@ impl Config {
                         single(&ident, value, errors).and_then(|e| crate_path(&e, errors))
                     {
                         c.private = quote!(#path::__private);
+                        c.root = quote!(#path);
                     }
                 }
             }
@@ -145,7 +154,33 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The list of `key` (`input`, `output` or `error`), if given.
+    pub fn list(&self, key: &str) -> Option<&List> {
+        match key {
+            "input" => self.input.as_ref(),
+            "output" => self.output.as_ref(),
+            _ => self.error.as_ref(),
+        }
+    }
+}
+
 impl List {
+    /// The list a key's value gives.
+    fn of(key: Ident, value: Value, errors: &mut Errors) -> Option<List> {
+        if let Value::Ordered(word, items) = value {
+            let (exprs, places): (Vec<Expr>, Vec<_>) = items
+                .into_iter()
+                .map(|Placed { expr, place }| (expr, place))
+                .unzip();
+            let mut list = List::new(key, exprs);
+            list.ordered = Some(word);
+            list.places = places;
+            return Some(list);
+        }
+        list(&key, value, errors).map(|l| List::new(key, l))
+    }
+
     fn new(key: Ident, items: Vec<Expr>) -> List {
         let entries = items
             .into_iter()
@@ -154,7 +189,12 @@ impl List {
                 None => Entry::Processor(unparenthesised(e)),
             })
             .collect();
-        List { key, entries }
+        List {
+            key,
+            entries,
+            ordered: None,
+            places: Vec::new(),
+        }
     }
 
     /// The rules of one list: its length, where `memory` may stand, no processor twice.
@@ -174,7 +214,14 @@ impl List {
         for (i, entry) in self.entries.iter().enumerate() {
             match entry {
                 Entry::Memory(word) => {
-                    if key == "error" {
+                    if self.ordered.is_some() {
+                        errors.at(
+                            word,
+                            format!(
+                                "`memory` cannot be placed in an ordered list: leave it out, and memory runs where it does unless placed (first in `input`, last in `output`), or write `{key}` as a plain list"
+                            ),
+                        );
+                    } else if key == "error" {
                         errors.at(
                             word,
                             "memory has no `process_api_error` hook; place it in `input` or `output`",
@@ -223,6 +270,13 @@ impl List {
 fn list(key: &Ident, value: Value, errors: &mut Errors) -> Option<Vec<Expr>> {
     match value {
         Value::List(_, items) => Some(items),
+        Value::Ordered(word, _) => {
+            errors.at(
+                &word,
+                format!("`{key}` takes a list in brackets, `{key}: [...]`; only processor lists are ordered"),
+            );
+            None
+        }
         Value::Expr(e) => {
             errors.at(
                 &e,
@@ -246,6 +300,10 @@ fn single(key: &Ident, value: Value, errors: &mut Errors) -> Option<Expr> {
         },
         Value::List(bracket, _) => {
             errors.span(bracket.span.join(), message);
+            None
+        }
+        Value::Ordered(word, _) => {
+            errors.at(&word, message);
             None
         }
     }

@@ -51,9 +51,13 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     let checks = checks(c, &lists);
 
     let pipelines = ["input", "output", "error"].map(|key| {
-        let items = lists
-            .iter()
-            .find(|l| l.key == key)
+        let out = lists.iter().find(|l| l.key == key);
+        if let (Some(out), Some(list)) = (out, c.list(key))
+            && list.ordered.is_some()
+        {
+            return ordered(c, key, out, list);
+        }
+        let items = out
             .into_iter()
             .flat_map(|l| &l.entries)
             .map(|e| match &e.what {
@@ -119,6 +123,52 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
             .output_pipeline(#output)
             .error_pipeline(#error)
             .__build_checked(#model)
+    }}
+}
+
+/// An ordered list (`ordered[...]`): built by the facade's `Ordered`, each anchor checked to
+/// be a built-in of the list when the program compiles, at the anchor's span.
+fn ordered(c: &Config, key: &str, out: &ListOut, list: &List) -> TokenStream {
+    let root = &c.root;
+    let order = quote!(#root::builtins::order);
+    let side = format_ident!("{}", key);
+    let mut aliases = Vec::new();
+    let mut staged = Vec::new();
+    let mut placed = Vec::new();
+    for (e, place) in out.entries.iter().zip(&list.places) {
+        let var = &e.var;
+        match place {
+            None => {
+                // Named at the entry, so that a processor with no stage is reported there.
+                let alias = Ident::new(&format!("{var}_built_in"), e.spans.0);
+                aliases.push(quote!(let #alias = #var;));
+                staged.push(alias);
+            }
+            Some((word, anchor)) => placed.push((word, anchor, var)),
+        }
+    }
+    let nested = staged
+        .iter()
+        .rev()
+        .fold(quote!(()), |rest, v| quote!((&#v, #rest)));
+    let anchors = placed.iter().map(|(_, anchor, _)| {
+        let check = respanned(&quote!(#order::__contains), anchor.span());
+        quote_spanned!(anchor.span()=> #check::<#anchor, _, _>(&__processors_built_ins);)
+    });
+    let withs = staged.iter().map(|v| quote_spanned!(v.span()=> .with(#v)));
+    let places = placed
+        .iter()
+        .map(|(word, anchor, var)| quote!(.#word::<#anchor>(#var)));
+    quote! {{
+        #(#aliases)*
+        {
+            let __processors_built_ins = #nested;
+            #(#anchors)*
+        }
+        #order::Ordered::#side()
+            #(#withs)*
+            #(#places)*
+            .__build_checked()
     }}
 }
 

@@ -1,5 +1,6 @@
 //! The grammar of `agent!`: `key: value` fields separated by commas; list keys take
-//! `[a, b, ...]`.
+//! `[a, b, ...]`, or `ordered[a, mine before X, ...]` (the built-ins in their default order,
+//! processors of one's own placed before or after a built-in).
 //!
 //! A field that does not parse is kept as its key, with its error, and parsing resumes at the
 //! next field, so parse errors and the checks of the other fields come in one build (and a
@@ -33,7 +34,44 @@ pub struct Field {
 pub enum Value {
     /// `[a, b, ...]`, after a key that takes a list.
     List(syn::token::Bracket, Vec<Expr>),
+    /// `ordered[a, b before X, ...]`, after a key that takes a list.
+    Ordered(Ident, Vec<Placed>),
     Expr(Expr),
+}
+
+/// An entry of an ordered list: a processor, and where it goes when it is not a built-in.
+pub struct Placed {
+    pub expr: Expr,
+    /// `before X` or `after X`.
+    pub place: Option<(Ident, syn::Type)>,
+}
+
+impl Parse for Placed {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let expr: Expr = input.parse()?;
+        if input.is_empty() || input.peek(Token![,]) {
+            return Ok(Placed { expr, place: None });
+        }
+        let word: Ident = input.parse().map_err(|e| {
+            syn::Error::new(
+                e.span(),
+                "expected `,`, or `before X` / `after X` after a processor of your own",
+            )
+        })?;
+        if word != "before" && word != "after" {
+            return Err(syn::Error::new(
+                word.span(),
+                format!(
+                    "expected `before` or `after`, found `{word}`: a processor of your own goes `before X` or `after X`, where `X` is a built-in of the list"
+                ),
+            ));
+        }
+        let anchor: syn::Type = input.parse()?;
+        Ok(Placed {
+            expr,
+            place: Some((word, anchor)),
+        })
+    }
 }
 
 impl Parse for AgentInput {
@@ -79,7 +117,17 @@ impl Parse for Field {
             )
         })?;
         let key = Key::from_ident(&ident);
-        let value = if key.is_some_and(Key::takes_list) && input.peek(syn::token::Bracket) {
+        let ordered = key.is_some_and(Key::takes_list)
+            && input.peek(Ident)
+            && input.peek2(syn::token::Bracket)
+            && input.fork().parse::<Ident>().is_ok_and(|w| w == "ordered");
+        let value = if ordered {
+            let word: Ident = input.parse()?;
+            let content;
+            bracketed!(content in input);
+            let items = Punctuated::<Placed, Token![,]>::parse_terminated(&content)?;
+            Value::Ordered(word, items.into_iter().collect())
+        } else if key.is_some_and(Key::takes_list) && input.peek(syn::token::Bracket) {
             let content;
             let bracket = bracketed!(content in input);
             let items = Punctuated::<Expr, Token![,]>::parse_terminated(&content)?;

@@ -1,0 +1,18 @@
+use processors::builtins::UnicodeNormalizer;
+use processors::prelude::*;
+
+struct NoPasswords;
+
+#[processor]
+impl NoPasswords {
+    fn process_input(&self, messages: Vec<Message>) -> Vec<Message> {
+        messages
+    }
+}
+
+fn main() {
+    let _ = agent! {
+        model: ScriptedModel::new([]),
+        input: ordered[UnicodeNormalizer::new(), NoPasswords],
+    };
+}
