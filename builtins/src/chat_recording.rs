@@ -1,5 +1,5 @@
 //! [`ChatRecording`]: each run's input, model calls, steps and final messages, recorded to a
-//! [`RecordingSink`] (a JSON-lines file, or a list in memory); and [`Recording::replay`],
+//! [`RecordingSink`] (a JSON-lines file, the memory store, or a list in memory); and [`Recording::replay`],
 //! which feeds a recorded run through another pipeline with the model's recorded answers (no
 //! model call) and reports what the new processors changed.
 //!
@@ -68,6 +68,7 @@ use futures::future::BoxFuture;
 use processors_macros::processor;
 use processors_runtime::chunk::{ChunkKind, FinishReason, Usage};
 use processors_runtime::context::RequestContext;
+use processors_runtime::memory::{Memory, MemoryStore, WorkingMemoryScope, working_memory_key};
 use processors_runtime::message::{Message, MessageList, ToolCall, new_id, now_millis};
 use processors_runtime::model::{ApiError, LanguageModel, ModelRequest, ModelStream};
 use processors_runtime::processor::Abort;
@@ -170,6 +171,112 @@ impl RecordingSink for Recordings {
             .unwrap_or_else(PoisonError::into_inner)
             .push(recording.clone());
         Box::pin(async { Ok(()) })
+    }
+}
+
+/// Recordings kept in a memory store (the agent's, say), per thread: as JSON lines under the
+/// key `recordings:` and the thread's working-memory key
+/// ([`working_memory_key`](processors_runtime::memory::working_memory_key)) in the store's
+/// key-value space, where working memory is kept, so every store that keeps working memory
+/// (`InMemoryStore`, `SqliteStore`, `PostgresStore`) keeps recordings. The newest
+/// [`keep`](StoreRecordings::keep) recordings of a thread are kept (100 by default); a run
+/// without a thread and resource is not recorded (a warning says so). Writes of one
+/// `StoreRecordings` (and its clones) to one thread are made one at a time.
+#[derive(Clone)]
+pub struct StoreRecordings {
+    store: Arc<dyn MemoryStore>,
+    keep: usize,
+    lock: Arc<futures::lock::Mutex<()>>,
+}
+
+impl fmt::Debug for StoreRecordings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreRecordings")
+            .field("keep", &self.keep)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreRecordings {
+    /// Recordings in `memory`'s store.
+    pub fn new(memory: &Memory) -> Self {
+        Self::shared(memory.store().clone())
+    }
+
+    /// Recordings in `store`.
+    pub fn shared(store: Arc<dyn MemoryStore>) -> Self {
+        StoreRecordings {
+            store,
+            keep: 100,
+            lock: Arc::default(),
+        }
+    }
+
+    /// How many recordings of a thread are kept, the newest (at least 1).
+    #[must_use]
+    pub fn keep(mut self, recordings: usize) -> Self {
+        self.keep = recordings.max(1);
+        self
+    }
+
+    /// The key of a thread's recordings.
+    fn key(resource_id: &str, thread_id: &str) -> String {
+        format!(
+            "recordings:{}",
+            working_memory_key(WorkingMemoryScope::Thread, resource_id, thread_id)
+        )
+    }
+
+    /// The recordings of a thread, oldest first.
+    pub async fn read(
+        &self,
+        resource_id: &str,
+        thread_id: &str,
+    ) -> Result<Vec<Recording>, BoxError> {
+        let key = Self::key(resource_id, thread_id);
+        let text = self
+            .store
+            .get_working_memory(&key)
+            .await?
+            .unwrap_or_default();
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(n, l)| {
+                serde_json::from_str(l).map_err(|e| {
+                    format!("recording {} of the thread is not a recording ({e})", n + 1).into()
+                })
+            })
+            .collect()
+    }
+}
+
+impl RecordingSink for StoreRecordings {
+    fn record<'a>(&'a self, recording: &'a Recording) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move {
+            let (Some(thread), Some(resource)) = (&recording.thread_id, &recording.resource_id)
+            else {
+                return Err(
+                    "the run has no thread and resource, so the memory store has no place for it"
+                        .into(),
+                );
+            };
+            let key = Self::key(resource, thread);
+            let line = serde_json::to_string(recording)?;
+            let _one_at_a_time = self.lock.lock().await;
+            let old = self
+                .store
+                .get_working_memory(&key)
+                .await?
+                .unwrap_or_default();
+            let mut lines: Vec<&str> = old.lines().filter(|l| !l.trim().is_empty()).collect();
+            lines.push(&line);
+            let skip = lines.len().saturating_sub(self.keep);
+            let mut text = lines[skip..].join("\n");
+            text.push('\n');
+            self.store.set_working_memory(&key, text).await?;
+            Ok(())
+        })
     }
 }
 

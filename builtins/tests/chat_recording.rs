@@ -319,3 +319,40 @@ fn bi_92_a_retry_in_the_replay_gets_its_steps_answer_again_and_shifts_nothing() 
         replay.changes
     );
 }
+
+#[test]
+fn bi_92_recordings_kept_in_the_memory_store_per_thread_the_newest_kept() {
+    use processors_builtins::chat_recording::StoreRecordings;
+    let memory = Memory::new(InMemoryStore::new());
+    let violations = Violations::new();
+    let sink = StoreRecordings::new(&memory).keep(2);
+    let agent = Agent::builder()
+        .model(ScriptedModel::cycle([Turn::text("Hi.")]))
+        .memory(memory.clone())
+        .output(ChatRecording::new(sink.clone()))
+        .on_violation(violations.hook())
+        .build()
+        .unwrap();
+    for text in ["one", "two", "three"] {
+        block_on(agent.generate_with(text, thread())).unwrap();
+    }
+    let kept = block_on(sink.read("user-1", "thread-1")).unwrap();
+    let inputs: Vec<String> = kept.iter().map(|r| r.input[0].text()).collect();
+    assert_eq!(inputs, ["two", "three"]);
+    // Another resource's thread of the same id has none.
+    assert!(
+        block_on(sink.read("user-2", "thread-1"))
+            .unwrap()
+            .is_empty()
+    );
+    // A run without a thread: recorded nowhere, with a warning.
+    block_on(agent.generate("four")).unwrap();
+    let warnings: Vec<String> = violations.all().into_iter().map(|v| v.reason).collect();
+    assert!(
+        warnings[0].contains("no thread and resource"),
+        "{warnings:?}"
+    );
+    // A kept recording replays.
+    let replay = block_on(kept[1].replay(&replaying(Vec::new()).build().unwrap())).unwrap();
+    assert_eq!(replay.result.text, "Hi.");
+}

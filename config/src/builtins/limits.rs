@@ -5,7 +5,7 @@ use super::{TokenizerName, set, tokenizer};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::chat_compression::{ChatCompression, ConversationCompactor};
-use processors_builtins::chat_recording::ChatRecording;
+use processors_builtins::chat_recording::{ChatRecording, StoreRecordings};
 use processors_builtins::cost_guard::{Budget, CostLedger, CostScope, Price, PriceTable};
 use processors_builtins::loop_detection::LoopStrategy;
 use processors_builtins::token_limiter::{CountMode, LimitStrategy, TrimMode};
@@ -35,11 +35,26 @@ pub(super) fn register(registry: Registry) -> Registry {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecordingOptions {
-    path: PathBuf,
+    path: Option<PathBuf>,
+    #[serde(default)]
+    memory: bool,
 }
 
 fn chat_recording(o: RecordingOptions, cx: &Cx<'_>) -> Result<ChatRecording, Refusal> {
-    let path = cx.path(&o.path);
+    let path = match (o.path, o.memory) {
+        (Some(_), true) => {
+            return Err(Refusal::Other(
+                "it records to one place: give `path` (a JSON-lines file) or `memory = true` (the agent's memory store), not both".to_owned(),
+            ));
+        }
+        (None, true) => return Ok(ChatRecording::new(StoreRecordings::new(cx.memory()?))),
+        (None, false) => {
+            return Err(Refusal::Other(
+                "it needs a place to record to: `path` (a JSON-lines file) or `memory = true` (the agent's memory store)".to_owned(),
+            ));
+        }
+        (Some(path), false) => cx.path(&path),
+    };
     if path.is_dir() {
         return Err(Refusal::Option(
             "path",
