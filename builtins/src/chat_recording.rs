@@ -176,7 +176,7 @@ impl RecordingSink for Recordings {
 
 /// Recordings kept in a memory store (the agent's, say), per thread: as JSON lines under the
 /// key `recordings:` and the thread's working-memory key
-/// ([`working_memory_key`](processors_runtime::memory::working_memory_key)) in the store's
+/// ([`working_memory_key`]) in the store's
 /// key-value space, where working memory is kept, so every store that keeps working memory
 /// (`InMemoryStore`, `SqliteStore`, `PostgresStore`) keeps recordings. The newest
 /// [`keep`](StoreRecordings::keep) recordings of a thread are kept (100 by default); a run
