@@ -394,3 +394,27 @@ fn an_onnx_model_must_be_run_by_the_judge_or_first_and_the_feature_must_be_on() 
         "agent.toml:2:67: `moderation`: a classifier model needs the feature `onnx` of `processors` (off by default); turn it on, or judge with a model"
     );
 }
+
+#[test]
+fn the_history_and_recording_processors_refuse_what_cannot_work() {
+    let files = [
+        "output = [{ processor = \"chat-recording\" }]\n",
+        "output = [{ processor = \"chat-recording\", path = \"runs.jsonl\", memory = true }]\n",
+        "output = [{ processor = \"chat-recording\", memory = true }]\n",
+        "output = [{ processor = \"chat-recording\", path = \".\" }]\n",
+        "input = [{ processor = \"chat-compression\", model = { scripted = [] }, context_window = 8000, stub_results_over = 10 }]\n",
+        "input = [{ processor = \"chat-compression\", model = { scripted = [] }, context_window = 8000, timeout_ms = 0 }]\n",
+    ];
+    let reports: Vec<String> = files.iter().map(|f| with_model(f)).collect();
+    assert_eq!(
+        reports,
+        [
+            "agent.toml:2:11: `chat-recording`: it needs a place to record to: `path` (a JSON-lines file) or `memory = true` (the agent's memory store)",
+            "agent.toml:2:11: `chat-recording`: it records to one place: give `path` (a JSON-lines file) or `memory = true` (the agent's memory store), not both",
+            "agent.toml:2:11: `chat-recording`: it keeps its data in the agent's memory store, and the agent has none; give the agent memory, like `memory = { store = \"in-memory\" }`",
+            "agent.toml:2:50: `chat-recording`: . is a folder; name the file the recordings go to",
+            "agent.toml:2:114: `chat-compression`: `chat-compression` summarises without stubbing tool results; `conversation-compactor` stubs them first",
+            "agent.toml:2:107: `chat-compression`: `timeout` is 0: no summary could arrive; give the summarising call time to answer",
+        ]
+    );
+}
