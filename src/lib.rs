@@ -227,6 +227,16 @@
 //! | several mistakes are reported in one build | `agent_several_mistakes_at_once.rs`, `agent_parse_and_check_mistakes_at_once.rs`, `agent_wrong_list_and_macro_mistakes_at_once.rs` |
 //! | after a mistake, the code that uses the agent reports nothing more, and stays reachable | `agent_mistake_leaves_the_code_after_it_reachable.rs` |
 //!
+//! `agent!` compiles in generic code as anywhere else: in a generic function or method, a
+//! closure, an `async` block (`tests/ui/pass/agent_in_generic_code.rs`). The checks of what
+//! only the types know (hooks, ids, whether a processor can ask for a retry) are made by
+//! `cargo check` for the types `#[processor]` writes, the crate's own processors and pointers,
+//! shadows and workflows of them. For a processor whose type is a type parameter of the
+//! function around `agent!`, or one implemented by hand, they are made when the code is built,
+//! for each instantiation, with the same messages
+//! (`agent_in_generic_code_checked_when_instantiated.rs`,
+//! `agent_processors_by_hand_checked_when_built.rs`).
+//!
 //! A misplaced processor's error is followed by two lines of the compiler's own: "the trait
 //! `OutputProcessor` is implemented for `Trim`" and "required for `Trim` to implement
 //! `OutputProcessor`", pointing at its `#[processor]`. They name the impl that carries the
@@ -245,6 +255,7 @@
 //! | state and configuration are owned (`'static`) | `processor_state_that_borrows.rs`, `processor_config_that_borrows.rs`, `processor_with_a_lifetime.rs` |
 //! | the id is valid | `processor_bad_id.rs`, `processor_name_that_makes_no_valid_id.rs` |
 //! | an async hook's future is `Send` | `processor_async_hook_not_send.rs` |
+//! | the type is `Send + Sync + 'static` (one value serves concurrent runs): one error per missing bound, at the type | `processor_not_sync.rs`, `processor_generic_without_bounds.rs` |
 //!
 //! # Streaming
 //!

@@ -230,6 +230,64 @@ impl IsFunction {
     }
 }
 
+/// What a processor type must be: one value serves every run of the agents it is in, and
+/// runs may be concurrent, so it is sent to and shared between threads, for as long as the
+/// agents live. `#[processor]` checks it once per type, so that a missing bound is reported
+/// once, at the type.
+pub trait SharedByConcurrentRuns: Send + Sync + 'static {}
+
+impl<T: Send + Sync + 'static> SharedByConcurrentRuns for T {}
+
+/// Checks, where `#[processor]` calls it, that `P` can be a processor.
+#[inline(always)]
+pub fn processor_is_shared_by_concurrent_runs<P: SharedByConcurrentRuns>() {}
+
+/// A processor type whose [`HOOKS`](Processor::HOOKS) and
+/// [`STATIC_ID`](Processor::STATIC_ID) `agent!` can read while the program type-checks:
+/// every type `#[processor]` writes, the runtime's own processors, and pointers and wrappers
+/// of such types. A type parameter is not known (its bounds say nothing of its hooks), so an
+/// `agent!` inside a generic function checks its processors when the function is
+/// instantiated (by `cargo build`, not `cargo check`), through [`Probe`].
+pub trait Known {}
+
+/// A list entry's processor, asked whether its type is [`Known`]: `(&&Probe(&p)).__facts()`
+/// is the type's facts when it is, and [`NotAProcessor`]'s (every hook, no id: nothing to
+/// report) when it is not.
+pub struct Probe<'a, T>(pub &'a T);
+
+/// The facts of a [`Known`] type.
+pub trait ViaKnown<T> {
+    /// The type itself.
+    fn __facts(&self) -> PhantomData<T>;
+}
+
+impl<T: Known> ViaKnown<T> for &Probe<'_, T> {
+    #[inline(always)]
+    fn __facts(&self) -> PhantomData<T> {
+        PhantomData
+    }
+}
+
+/// The facts of a type that is not [`Known`]: none.
+pub trait ViaUnknown {
+    /// A stand-in with every hook and no id.
+    fn __facts(&self) -> PhantomData<NotAProcessor>;
+}
+
+impl<T> ViaUnknown for Probe<'_, T> {
+    #[inline(always)]
+    fn __facts(&self) -> PhantomData<NotAProcessor> {
+        PhantomData
+    }
+}
+
+/// The type of `value`, for a check evaluated when the code is instantiated: a constant
+/// `const { Check::NAME }` given as `check` takes its type parameters from `value`.
+#[inline(always)]
+pub fn when_instantiated<T>(value: PhantomData<T>, check: PhantomData<T>) {
+    let _ = (value, check);
+}
+
 /// Stands in for an entry that is not a processor, once that is reported. It has every hook
 /// and no static id, so no other check reports it again.
 pub struct NotAProcessor;
@@ -249,6 +307,7 @@ impl Processor for NotAProcessor {
 impl InputProcessor for NotAProcessor {}
 impl OutputProcessor for NotAProcessor {}
 impl ErrorProcessor for NotAProcessor {}
+impl Known for NotAProcessor {}
 
 /// The static id, or `""`.
 pub const fn id_or_empty(id: Option<&'static str>) -> &'static str {

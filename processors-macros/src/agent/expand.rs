@@ -12,6 +12,13 @@
 //!   or a memory value): associated constants of local types, used as patterns so that the
 //!   compiler evaluates them in every build, `cargo check` included. A failing check panics
 //!   with a message written here, at the entry's span.
+//!
+//! A constant pattern cannot depend on the type parameters of the function around it, so the
+//! checks of hooks and ids read a processor's type only where it is known (`__private::Known`:
+//! the types `#[processor]` writes, the runtime's, and wrappers of them) and a stand-in that
+//! passes them elsewhere. The same checks are also made as inline constants, which the compiler
+//! evaluates when it instantiates the function: in a generic function (the checks then run in
+//! `cargo build`, once per instantiation) and for a processor implemented by hand.
 
 use super::config::{Config, Entry, List, Number, peel};
 use crate::names;
@@ -331,6 +338,7 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
     let phantom = quote!(::core::marker::PhantomData);
     let mut items = Vec::new();
     let mut matches = Vec::new();
+    let mut instantiated = Vec::new();
 
     // What each entry is: a function, a memory value.
     let kinds: Vec<(TokenStream, &EntryOut)> = lists
@@ -430,13 +438,12 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
             impl<P: #p::Processor> Placed<P> {
                 #(#consts)*
             }
-            fn placed<P>(_: &P) -> #phantom<P> {
-                #phantom
-            }
         });
         for e in &placed {
-            let (name, var) = (e.constant("_PLACED"), &e.var);
-            matches.push(quote!(::core::matches!(placed(&#var), Placed::#name)));
+            let name = e.constant("_PLACED");
+            let (facts, ty) = (facts(p, &e.var), of(&e.var));
+            matches.push(quote!(::core::matches!(#facts, Placed::#name)));
+            instantiated.push(when_instantiated(p, e.spans.0, ty, quote!(Placed::#name)));
         }
     }
 
@@ -487,17 +494,22 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
             impl<A: #p::Processor, B: #p::Processor> Ids<A, B> {
                 #(#consts)*
             }
-            fn pair<A, B>(_: &A, _: &B) -> #phantom<(A, B)> {
+            fn pair<A, B>(_: #phantom<A>, _: #phantom<B>) -> #phantom<(A, B)> {
                 #phantom
             }
         });
         for (a, b) in &pairs {
-            let (av, bv) = (&a.var, &b.var);
-            for name in [
-                b.constant(&format!("_AND_{}", a.index)),
-                a.constant(&format!("_AND_{}", b.index)),
+            let (a_facts, b_facts) = (facts(p, &a.var), facts(p, &b.var));
+            let (a_of, b_of) = (of(&a.var), of(&b.var));
+            for (name, at) in [
+                (b.constant(&format!("_AND_{}", a.index)), b.spans.0),
+                (a.constant(&format!("_AND_{}", b.index)), a.spans.0),
             ] {
-                matches.push(quote!(::core::matches!(pair(&#av, &#bv), Ids::#name)));
+                matches.push(quote!(
+                    ::core::matches!(pair(#a_facts, #b_facts), Ids::#name)
+                ));
+                let types = quote!(pair(#a_of, #b_of));
+                instantiated.push(when_instantiated(p, at, types, quote!(Ids::#name)));
             }
         }
     }
@@ -525,25 +537,69 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
                         #phantom
                     };
                 }
-                fn all<#(#params),*>(#(_: &#params),*) -> #phantom<(#(#params,)*)> {
+                fn all<#(#params),*>(#(_: #phantom<#params>),*) -> #phantom<(#(#params,)*)> {
                     #phantom
                 }
             });
+            let facts = vars.clone().map(|v| facts(p, v));
+            let types = vars.map(of);
             matches.push(quote!(
-                ::core::matches!(all(#(&#vars),*), Processors::CAN_RETRY)
+                ::core::matches!(all(#(#facts),*), Processors::CAN_RETRY)
             ));
+            let types = quote!(all(#(#types),*));
+            let check = quote!(Processors::CAN_RETRY);
+            instantiated.push(when_instantiated(p, key.span(), types, check));
         }
     }
 
     if items.is_empty() {
         return TokenStream::new();
     }
+    let of_fn = (!instantiated.is_empty()).then(|| {
+        quote! {
+            fn of<T>(_: &T) -> #phantom<T> {
+                #phantom
+            }
+        }
+    });
     quote! {
         {
+            #[allow(unused_imports)]
+            use #p::{ViaKnown as _, ViaUnknown as _};
             #(#items)*
+            #of_fn
             #(let _ = #matches;)*
+            #(#instantiated;)*
         }
     }
+}
+
+/// The facts of the processor in `var` for a check when the program type-checks: its type's
+/// when the type is known there, none (a stand-in's) when it depends on the type parameters
+/// of the function `agent!` is in.
+fn facts(p: &TokenStream, var: &Ident) -> TokenStream {
+    quote!((&&#p::Probe(&#var)).__facts())
+}
+
+/// The check `constant` (a path) of the processors whose types `types` gives, made when the
+/// code is instantiated, reported at `span`.
+fn when_instantiated(
+    p: &TokenStream,
+    span: Span,
+    types: TokenStream,
+    constant: TokenStream,
+) -> TokenStream {
+    let call = respanned(&quote!(#p::when_instantiated), span);
+    let constant = respanned(&constant, span);
+    quote_spanned!(span=> #call(#types, const { #constant }))
+}
+
+/// The type of the processor in `var`, for the same check made when the function `agent!`
+/// is in is instantiated: the only check there is when the type depends on the function's
+/// type parameters (a constant pattern cannot), and the only one for a processor implemented
+/// by hand.
+fn of(var: &Ident) -> TokenStream {
+    quote!(of(&#var))
 }
 
 /// The body of the check of an entry's kind, if anything about it can be wrong.

@@ -15,7 +15,26 @@ pub fn processor(p: &Processor) -> TokenStream {
     let Some(self_ty) = p.self_ty() else {
         return item;
     };
-    let (impl_g, _, where_c) = p.generics.split_for_impl();
+    // Every impl holds only for a type that can be a processor, so that one that cannot is
+    // reported once, by the check below, not by each impl. The bound is higher-ranked so that
+    // the compiler takes it as a condition even on a type with no parameters.
+    let mut generics = p.generics.clone();
+    generics.make_where_clause().predicates.push(syn::parse_quote! {
+        for<'__processors_shared> #self_ty: ::core::marker::Send + ::core::marker::Sync + 'static
+    });
+    let (impl_g, _, where_c) = generics.split_for_impl();
+    let shared = {
+        let (impl_g, _, where_c) = p.generics.split_for_impl();
+        let check = quote_spanned!(self_ty.span()=> #private::processor_is_shared_by_concurrent_runs::<#self_ty>);
+        quote! {
+            const _: () = {
+                #[allow(dead_code)]
+                fn __processors_shared #impl_g () #where_c {
+                    #check();
+                }
+            };
+        }
+    };
     let state = match &p.state {
         Some(ty) => quote!(#ty),
         None => quote!(()),
@@ -23,12 +42,7 @@ pub fn processor(p: &Processor) -> TokenStream {
     let constants = p.hooks.iter().map(|h| h.hook.constant());
     let (id_const, static_id, id_fn) = match &p.id {
         Id::Static(id) => (
-            Some(quote! {
-                impl #impl_g #self_ty #where_c {
-                    /// The processor's id.
-                    pub const ID: &str = #id;
-                }
-            }),
+            Some(inherent_id(p, &self_ty, id)),
             quote!(::core::option::Option::Some(#id)),
             quote!(#id),
         ),
@@ -58,7 +72,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         .collect();
     let markers = Side::ALL
         .into_iter()
-        .map(|side| marker(p, &self_ty, side, &present));
+        .map(|side| marker(p, &generics, &self_ty, side, &present));
     let checks = p.hooks.iter().filter_map(|h| params_taken_once(p, h));
     quote! {
         #item
@@ -79,17 +93,37 @@ pub fn processor(p: &Processor) -> TokenStream {
             #(#methods)*
         }
 
+        impl #impl_g #private::Known for #self_ty #where_c {}
+
         #(#markers)*
         #(#checks)*
+        #shared
+    }
+}
+
+/// `Type::ID`, for a processor whose id is fixed.
+fn inherent_id(p: &Processor, self_ty: &TokenStream, id: &str) -> TokenStream {
+    let (impl_g, _, where_c) = p.generics.split_for_impl();
+    quote! {
+        impl #impl_g #self_ty #where_c {
+            /// The processor's id.
+            pub const ID: &str = #id;
+        }
     }
 }
 
 /// The impl of a side's marker trait: plain when the processor has a hook of the side, else
 /// one that never holds, whose unmet bound says where the processor belongs.
-fn marker(p: &Processor, self_ty: &TokenStream, side: Side, present: &[Side]) -> TokenStream {
+fn marker(
+    p: &Processor,
+    generics: &Generics,
+    self_ty: &TokenStream,
+    side: Side,
+    present: &[Side],
+) -> TokenStream {
     let private = &p.private;
     let marker = side.marker();
-    let (impl_g, _, where_c) = p.generics.split_for_impl();
+    let (impl_g, _, where_c) = generics.split_for_impl();
     if present.contains(&side) {
         return quote!(impl #impl_g #private::#marker for #self_ty #where_c {});
     }
@@ -98,7 +132,7 @@ fn marker(p: &Processor, self_ty: &TokenStream, side: Side, present: &[Side]) ->
     };
     // `&'__processors Self` never implements the trait; the lifetime keeps the bound from
     // being checked where it is written.
-    let mut generics = p.generics.clone();
+    let mut generics = generics.clone();
     generics.params.insert(0, syn::parse_quote!('__processors));
     generics
         .make_where_clause()

@@ -95,6 +95,18 @@ mod tests {
         predicates.to_token_stream().to_string()
     }
 
+    /// The predicates of an impl's where clause, as text.
+    fn where_text(imp: &syn::ItemImpl) -> String {
+        bound_of(imp)
+    }
+
+    /// The bound every generated impl carries: the type can be a processor.
+    fn shared_bound(self_ty: &str) -> String {
+        format!(
+            "for < '__processors_shared > {self_ty} : :: core :: marker :: Send + :: core :: marker :: Sync + 'static"
+        )
+    }
+
     fn has_await(f: &syn::ImplItemFn) -> bool {
         f.block.to_token_stream().to_string().contains(". await")
     }
@@ -142,16 +154,18 @@ mod tests {
             })
             .unwrap();
         assert!(has_await(hook), "an async function is awaited");
-        assert!(
-            impl_of(&file, "OutputProcessor", "RedactPii")
-                .generics
-                .where_clause
-                .is_none()
+        assert_eq!(
+            where_text(impl_of(&file, "OutputProcessor", "RedactPii")),
+            shared_bound("RedactPii"),
+            "the marker holds for a type that can be a processor"
         );
         for other in ["InputProcessor", "ErrorProcessor"] {
             assert_eq!(
                 bound_of(impl_of(&file, other, "RedactPii")),
-                "& '__processors RedactPii : :: processors :: __private :: BelongsInOutput < RedactPii >",
+                format!(
+                    "{} , & '__processors RedactPii : :: processors :: __private :: BelongsInOutput < RedactPii >",
+                    shared_bound("RedactPii")
+                ),
                 "a marker of another list never holds, saying where the processor belongs"
             );
         }
@@ -228,11 +242,9 @@ mod tests {
             "{sync}"
         );
         for side in ["InputProcessor", "OutputProcessor"] {
-            assert!(
-                impl_of(&file, side, "HTTPGuard")
-                    .generics
-                    .where_clause
-                    .is_none()
+            assert_eq!(
+                where_text(impl_of(&file, side, "HTTPGuard")),
+                shared_bound("HTTPGuard")
             );
         }
         assert!(
@@ -273,6 +285,7 @@ mod tests {
                 Item::Const(c) if c.ident == "_" => Some(c.expr.to_token_stream().to_string()),
                 _ => None,
             })
+            .filter(|c| c.contains("taken_twice"))
             .collect();
         assert_eq!(checks.len(), 1, "one check per hook");
         assert_eq!(

@@ -663,3 +663,5 @@ fn pair_safe(mut history: Vec<Message>) -> Vec<Message> {
 impl InputProcessor for Memory {}
 #[diagnostic::do_not_recommend]
 impl OutputProcessor for Memory {}
+
+impl crate::__private::Known for Memory {}

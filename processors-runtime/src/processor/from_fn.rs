@@ -62,6 +62,8 @@ macro_rules! hook_fn {
             R: HookReturn<$out>,
         {
         }
+
+        impl<S, F> crate::__private::Known for $ty<S, F> {}
     )*};
 }
 
@@ -163,6 +165,8 @@ where
         std::future::ready((self.f)(&mut args).into_hook_result())
     }
 }
+
+impl<S, F> crate::__private::Known for OutputStreamFn<S, F> {}
 
 #[diagnostic::do_not_recommend]
 impl<S, F, R> OutputProcessor for OutputStreamFn<S, F>

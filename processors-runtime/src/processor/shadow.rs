@@ -1084,3 +1084,4 @@ const _: () = assert!(Hook::ALL.len() == 10);
 impl<P: InputProcessor> InputProcessor for Shadow<P> {}
 impl<P: OutputProcessor> OutputProcessor for Shadow<P> {}
 impl<P: ErrorProcessor> ErrorProcessor for Shadow<P> {}
+impl<P: crate::__private::Known> crate::__private::Known for Shadow<P> {}

@@ -67,6 +67,7 @@ macro_rules! shared_processor {
         impl<P: InputProcessor> InputProcessor for $pointer {}
         impl<P: OutputProcessor> OutputProcessor for $pointer {}
         impl<P: ErrorProcessor> ErrorProcessor for $pointer {}
+        impl<P: crate::__private::Known> crate::__private::Known for $pointer {}
     )* };
 }
 

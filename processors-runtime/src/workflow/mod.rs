@@ -6,6 +6,7 @@ mod run;
 
 pub use crate::runner::dispatch::WorkflowInput;
 
+use crate::__private::Known;
 use crate::chunk::Chunk;
 use crate::message::Message;
 use crate::processor::future_slot::FutureSlot;
@@ -169,6 +170,8 @@ macro_rules! tuple_branches {
                 vec![$(boxed(self.$i)),+]
             }
         }
+
+        impl<$($T: Known),+> Known for ($($T,)+) {}
     )* };
 }
 
@@ -312,3 +315,12 @@ impl<H: StepHooks> InputProcessor for Workflow<H> {}
 impl<H: StepHooks> OutputProcessor for Workflow<H> {}
 #[diagnostic::do_not_recommend]
 impl<H: StepHooks> ErrorProcessor for Workflow<H> {}
+
+// A workflow's hooks are known where its steps' are.
+impl<H: StepHooks + Known> Known for Workflow<H> {}
+impl Known for Steps {}
+impl Known for NoSteps {}
+impl<S: Known, P: Known> Known for AndThen<S, P> {}
+impl<S: Known, B: Known> Known for AndParallel<S, B> {}
+impl<const N: usize> Known for [ProcessorRef; N] {}
+impl Known for Vec<ProcessorRef> {}
