@@ -281,6 +281,46 @@ impl<T> ViaUnknown for Probe<'_, T> {
     }
 }
 
+/// Whether a processor type asks for a retry as written: `#[processor]` implements it, with
+/// [`AsksForRetry`], for a type with a step hook that calls `.retry(true)`. `agent!` warns
+/// when such a processor is in an agent with no `max_processor_retries`.
+pub trait Retries {
+    /// [`AsksForRetry`] or [`NoRetryAsked`].
+    type Asks;
+}
+
+/// A processor that asks for a retry as written.
+pub struct AsksForRetry;
+
+/// A processor not known to ask for a retry.
+pub struct NoRetryAsked;
+
+/// Whether a processor of a [`Retries`] type asks for a retry.
+pub trait ViaRetries<A> {
+    /// The type's answer.
+    fn __retries(&self) -> PhantomData<A>;
+}
+
+impl<T: Retries> ViaRetries<T::Asks> for &Probe<'_, T> {
+    #[inline(always)]
+    fn __retries(&self) -> PhantomData<T::Asks> {
+        PhantomData
+    }
+}
+
+/// Whether a processor of another type asks for a retry: not known, so not warned of.
+pub trait ViaNoRetries {
+    /// No retry.
+    fn __retries(&self) -> PhantomData<NoRetryAsked>;
+}
+
+impl<T> ViaNoRetries for Probe<'_, T> {
+    #[inline(always)]
+    fn __retries(&self) -> PhantomData<NoRetryAsked> {
+        PhantomData
+    }
+}
+
 /// The type of `value`, for a check evaluated when the code is instantiated: a constant
 /// `const { Check::NAME }` given as `check` takes its type parameters from `value`.
 #[inline(always)]

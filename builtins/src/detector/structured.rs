@@ -246,6 +246,17 @@ impl<T: DeserializeOwned + JsonSchema + 'static> StructuredOutput<T> {
             self.inner.schema
         )
     }
+
+    /// The retry an answer that does not fit asks for under [`OnInvalid::Retry`]. Outside the
+    /// hook, so that `agent!` does not take the processor for one that always asks for
+    /// retries: whether it does is its configuration's.
+    fn retry_invalid(&self, why: &str) -> ProcessorError {
+        Abort::new()
+            .reason(self.feedback(&format!("the answer was not: {why}")))
+            .retry(true)
+            .metadata(serde_json::json!({ "error": why }))
+            .into()
+    }
 }
 
 /// What the structuring call is given: the run's work so far, from the response messages
@@ -315,13 +326,7 @@ impl<T: DeserializeOwned + JsonSchema + 'static> StructuredOutput<T> {
             Err(why) => why,
         };
         let judge = match &self.inner.on_invalid {
-            OnInvalid::Retry => {
-                return Err(Abort::new()
-                    .reason(self.feedback(&format!("the answer was not: {why}")))
-                    .retry(true)
-                    .metadata(serde_json::json!({ "error": why }))
-                    .into());
-            }
+            OnInvalid::Retry => return Err(self.retry_invalid(&why)),
             OnInvalid::Structure(judge) => judge,
         };
         let rep = Reporting {

@@ -56,6 +56,7 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
     });
     let numbers = number_checks(c);
     let checks = checks(c, &lists);
+    let retry_warnings = retry_warnings(c, &lists);
 
     let pipelines = ["input", "output", "error"].map(|key| {
         let out = lists.iter().find(|l| l.key == key);
@@ -118,6 +119,7 @@ pub fn agent(c: &Config, errors: Option<syn::Error>) -> TokenStream {
         #memory
         #(#entries)*
         #checks
+        #retry_warnings
         #p::Agent::builder()
             #name
             #instructions
@@ -600,6 +602,62 @@ fn when_instantiated(
 /// by hand.
 fn of(var: &Ident) -> TokenStream {
     quote!(of(&#var))
+}
+
+/// Without `max_processor_retries`, a warning at each processor that asks for a retry as
+/// written (`.retry(true)` in a step hook): its retry would end the run instead. Rust has no
+/// warning of a macro's own on stable; a deprecated method, chosen by the processor's type,
+/// gives one at the entry (the `deprecated` lint, which `#[allow(deprecated)]` silences).
+fn retry_warnings(c: &Config, lists: &[ListOut]) -> TokenStream {
+    if c.max_processor_retries.is_some() {
+        return TokenStream::new();
+    }
+    let p = &c.private;
+    let entries: Vec<&EntryOut> = lists
+        .iter()
+        .filter(|l| l.key != "error")
+        .flat_map(|l| &l.entries)
+        .filter(|e| matches!(e.what, What::Processor(_)))
+        .collect();
+    if entries.is_empty() {
+        return TokenStream::new();
+    }
+    let methods = entries
+        .iter()
+        .map(|e| format_ident!("{}", e.constant("").to_string().to_lowercase()));
+    let warned = entries.iter().zip(methods.clone()).map(|(e, method)| {
+        let note = format!(
+            "`{}` asks for a retry (`.retry(true)`), but the agent sets no `max_processor_retries`, so that retry would end the run as an abort; set `max_processor_retries` (to 2, say), or, where each call sets it, allow this warning",
+            e.text
+        );
+        quote! {
+            #[deprecated(note = #note)]
+            fn #method(&self) {}
+        }
+    });
+    let quiet = methods.clone().map(|method| quote!(fn #method(&self) {}));
+    let calls = entries.iter().zip(methods).map(|(e, method)| {
+        let var = &e.var;
+        let method = Ident::new(&method.to_string(), e.spans.0);
+        quote!(RetryWithoutLimit((&&#p::Probe(&#var)).__retries()).#method();)
+    });
+    let phantom = quote!(::core::marker::PhantomData);
+    quote! {
+        {
+            #[allow(unused_imports)]
+            use #p::{ViaNoRetries as _, ViaRetries as _};
+            struct RetryWithoutLimit<K>(#phantom<K>);
+            #[allow(dead_code)]
+            impl RetryWithoutLimit<#p::AsksForRetry> {
+                #(#warned)*
+            }
+            #[allow(dead_code)]
+            impl RetryWithoutLimit<#p::NoRetryAsked> {
+                #(#quiet)*
+            }
+            #(#calls)*
+        }
+    }
 }
 
 /// The body of the check of an entry's kind, if anything about it can be wrong.

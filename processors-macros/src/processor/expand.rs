@@ -74,6 +74,13 @@ pub fn processor(p: &Processor) -> TokenStream {
         .into_iter()
         .map(|side| marker(p, &generics, &self_ty, side, &present));
     let checks = p.hooks.iter().filter_map(|h| params_taken_once(p, h));
+    let retries = p.hooks.iter().any(|h| h.asks_for_retry()).then(|| {
+        quote! {
+            impl #impl_g #private::Retries for #self_ty #where_c {
+                type Asks = #private::AsksForRetry;
+            }
+        }
+    });
     quote! {
         #item
 
@@ -94,6 +101,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         }
 
         impl #impl_g #private::Known for #self_ty #where_c {}
+        #retries
 
         #(#markers)*
         #(#checks)*

@@ -114,6 +114,61 @@ mod tests {
     use quote::ToTokens;
 
     #[test]
+    fn a_step_hook_that_calls_retry_true_says_it_asks_for_retries() {
+        let asks = |hook: TokenStream, item: TokenStream| {
+            let file = expanded(hook, item);
+            assert!(compile_errors(&file).is_empty());
+            !impls_of(&file, "Retries", "Check").is_empty()
+        };
+        assert!(asks(
+            quote!(output_step),
+            quote!(
+                fn check(text: &str, abort: Abort) -> Result<(), ProcessorError> {
+                    if text.is_empty() {
+                        return Err(abort.reason("say something").retry(true).into());
+                    }
+                    Ok(())
+                }
+            )
+        ));
+        assert!(
+            !asks(
+                quote!(output_step),
+                quote!(
+                    fn check(abort: Abort, state: &mut bool) -> Result<(), ProcessorError> {
+                        Err(abort.retry(*state).into())
+                    }
+                )
+            ),
+            "a retry that depends on a value is not counted"
+        );
+        assert!(
+            !asks(
+                quote!(output_stream),
+                quote!(
+                    fn check(abort: Abort) -> Result<StreamAction, ProcessorError> {
+                        Err(abort.retry(true).into())
+                    }
+                )
+            ),
+            "a stream hook's abort never retries"
+        );
+        assert!(
+            !asks(
+                quote!(output_step),
+                quote!(
+                    fn check(text: &str) -> Result<(), ProcessorError> {
+                        let _ = text;
+                        retry(true);
+                        Ok(())
+                    }
+                )
+            ),
+            "a call of a function named `retry` is not the abort's"
+        );
+    }
+
+    #[test]
     fn a_function_becomes_a_unit_struct_with_its_hook() {
         let file = expanded(
             quote!(output_stream),

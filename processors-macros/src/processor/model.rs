@@ -70,6 +70,37 @@ pub struct HookFn<'a> {
     pub hook: Hook,
     pub sig: &'a Signature,
     pub params: Vec<Param<'a>>,
+    /// The function's body.
+    pub body: &'a syn::Block,
+}
+
+impl HookFn<'_> {
+    /// Whether the hook asks for a retry as written: a step hook whose body calls
+    /// `.retry(true)` (a retry that depends on a value is not counted).
+    pub fn asks_for_retry(&self) -> bool {
+        matches!(self.hook, Hook::InputStep | Hook::OutputStep)
+            && calls_retry_true(self.body.to_token_stream())
+    }
+}
+
+/// Whether `tokens` hold `. retry (true)`, at any depth.
+fn calls_retry_true(tokens: TokenStream) -> bool {
+    use proc_macro2::{Delimiter, TokenTree};
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    tokens.iter().enumerate().any(|(i, t)| match t {
+        TokenTree::Group(g) => calls_retry_true(g.stream()),
+        TokenTree::Ident(name) if name == "retry" && i > 0 => {
+            let dot = matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+            let arg = match tokens.get(i + 1) {
+                Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis => {
+                    g.stream().to_string() == "true"
+                }
+                _ => false,
+            };
+            dot && arg
+        }
+        _ => false,
+    })
 }
 
 /// A parameter of a hook function, apart from `&self`.
@@ -149,6 +180,7 @@ impl<'a> Processor<'a> {
                 hook: *hook,
                 sig,
                 params: params.clone(),
+                body: &f.block,
             })
             .collect();
         Self::new(
@@ -222,6 +254,7 @@ impl<'a> Processor<'a> {
                 hook,
                 sig: &m.sig,
                 params: params(&m.sig, None, errors),
+                body: &m.block,
             });
         }
         if hooks.is_empty() && errors.is_empty() {

@@ -68,6 +68,9 @@ macro_rules! shared_processor {
         impl<P: OutputProcessor> OutputProcessor for $pointer {}
         impl<P: ErrorProcessor> ErrorProcessor for $pointer {}
         impl<P: crate::__private::Known> crate::__private::Known for $pointer {}
+        impl<P: crate::__private::Retries> crate::__private::Retries for $pointer {
+            type Asks = P::Asks;
+        }
     )* };
 }
 

@@ -1,0 +1,27 @@
+//! A processor that asks for a retry as written (`.retry(true)`), in an agent with no
+//! `max_processor_retries`, gets a warning at its entry: that retry would end the run. The
+//! warning is the `deprecated` lint's, denied here to pin its text.
+#![deny(deprecated)]
+use processors::prelude::*;
+include!("../common.rs");
+
+/// Rejects long answers, without a retry: no warning.
+#[processor(output_step)]
+fn short(text: &str, abort: Abort) -> Result<(), ProcessorError> {
+    if text.len() > 100 {
+        return Err(abort.reason("too long").into());
+    }
+    Ok(())
+}
+
+fn main() {
+    let _agent = agent! {
+        model: ScriptedModel::new([]),
+        output: [Short, NotEmpty],
+    };
+    let _limited = agent! {
+        model: ScriptedModel::new([]),
+        output: [Short, NotEmpty],
+        max_processor_retries: 2,
+    };
+}
