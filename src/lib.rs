@@ -221,7 +221,7 @@
 //! | `max_steps` is an integer literal or a `u32` `const`, not 0 | `agent_zero_max_steps.rs`, `agent_max_steps_constant_zero.rs`, `agent_max_steps_constant_of_another_type.rs` |
 //! | `max_processor_retries` is a non-negative integer literal or a `const` | `agent_retries_an_expression.rs`, `agent_retries_a_variable.rs`, `agent_retries_negative.rs` |
 //! | `max_processor_retries` is set only when a processor can ask for a retry | `agent_retries_without_any_processor.rs`, `agent_retries_without_a_retrying_processor.rs` |
-//! | without `max_processor_retries`, a processor that asks for a retry as written (`.retry(true)` in a step hook) gets a warning at its entry: that retry would end the run (the warning is the `deprecated` lint's, the one way a macro warns on stable Rust; `#[allow(deprecated)]` silences it where each call sets the limit) | `agent_retry_without_limit_warns.rs` |
+//! | without `max_processor_retries`, a processor that asks for a retry as written (`.retry(true)` in a step or tool-call hook) gets a warning at its entry: that retry would end the run (the warning is the `deprecated` lint's, the one way a macro warns on stable Rust; `#[allow(deprecated)]` silences it where each call sets the limit) | `agent_retry_without_limit_warns.rs` |
 //! | `max_processor_retries` is not 0 when there are error processors | `agent_zero_retries_with_error_processors.rs`, `agent_retries_constant_zero_with_error_processors.rs` |
 //! | no two processors of a list share an id (they would share state) | `agent_same_processor_twice.rs`, `agent_two_processors_with_one_id.rs`, `agent_two_processors_with_one_id_built_by_functions.rs`, `agent_two_processors_with_one_id_printed_as_written.rs` |
 //! | `crate:` is a path | `agent_crate_not_a_path.rs` |
@@ -233,7 +233,8 @@
 //! only the types know (hooks, ids, whether a processor can ask for a retry) are made by
 //! `cargo check` for the types `#[processor]` writes, the crate's own processors and pointers,
 //! shadows and workflows of them. For a processor whose type is a type parameter of the
-//! function around `agent!`, or one implemented by hand, they are made when the code is built,
+//! function around `agent!` (or an `impl OutputProcessor` a function returns), or one
+//! implemented by hand, they are made when the code is built,
 //! for each instantiation, with the same messages
 //! (`agent_in_generic_code_checked_when_instantiated.rs`,
 //! `agent_processors_by_hand_checked_when_built.rs`).

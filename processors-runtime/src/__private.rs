@@ -242,16 +242,24 @@ impl<T: Send + Sync + 'static> SharedByConcurrentRuns for T {}
 #[inline(always)]
 pub fn processor_is_shared_by_concurrent_runs<P: SharedByConcurrentRuns>() {}
 
-/// A processor type whose [`HOOKS`](Processor::HOOKS) and
-/// [`STATIC_ID`](Processor::STATIC_ID) `agent!` can read while the program type-checks:
-/// every type `#[processor]` writes, the runtime's own processors, and pointers and wrappers
-/// of such types. A type parameter is not known (its bounds say nothing of its hooks), so an
-/// `agent!` inside a generic function checks its processors when the function is
-/// instantiated (by `cargo build`, not `cargo check`), through [`Probe`].
-pub trait Known {}
+/// A processor type whose hooks and static id `agent!` can read while the program
+/// type-checks: every type `#[processor]` writes, the runtime's own processors, and pointers
+/// and wrappers of such types. It repeats [`Processor::HOOKS`] and [`Processor::STATIC_ID`]
+/// in constants of its own, which never depend on where-clauses of the code `agent!` is in
+/// (a function's `where Filter<T>: OutputProcessor` would hide the impl's `Processor`
+/// constants from a check made while type-checking it). A type parameter is not known (its
+/// bounds say nothing of its hooks), so an `agent!` inside a generic function checks its
+/// processors when the function is instantiated (by `cargo build`, not `cargo check`),
+/// through [`Probe`].
+pub trait Known {
+    /// [`Processor::HOOKS`], or for a workflow's steps the union of theirs.
+    const HOOKS: Hooks;
+    /// [`Processor::STATIC_ID`].
+    const STATIC_ID: Option<&'static str>;
+}
 
 /// A list entry's processor, asked whether its type is [`Known`]: `(&&Probe(&p)).__facts()`
-/// is the type's facts when it is, and [`NotAProcessor`]'s (every hook, no id: nothing to
+/// is the type when it is, and [`NotAProcessor`] (a hook of every list, no id: nothing to
 /// report) when it is not.
 pub struct Probe<'a, T>(pub &'a T);
 
@@ -270,7 +278,7 @@ impl<T: Known> ViaKnown<T> for &Probe<'_, T> {
 
 /// The facts of a type that is not [`Known`]: none.
 pub trait ViaUnknown {
-    /// A stand-in with every hook and no id.
+    /// A stand-in that every check passes.
     fn __facts(&self) -> PhantomData<NotAProcessor>;
 }
 
@@ -282,8 +290,8 @@ impl<T> ViaUnknown for Probe<'_, T> {
 }
 
 /// Whether a processor type asks for a retry as written: `#[processor]` implements it, with
-/// [`AsksForRetry`], for a type with a step hook that calls `.retry(true)`. `agent!` warns
-/// when such a processor is in an agent with no `max_processor_retries`.
+/// [`AsksForRetry`], for a type with a step or tool-call hook that calls `.retry(true)`.
+/// `agent!` warns when such a processor is in an agent with no `max_processor_retries`.
 pub trait Retries {
     /// [`AsksForRetry`] or [`NoRetryAsked`].
     type Asks;
@@ -328,8 +336,9 @@ pub fn when_instantiated<T>(value: PhantomData<T>, check: PhantomData<T>) {
     let _ = (value, check);
 }
 
-/// Stands in for an entry that is not a processor, once that is reported. It has every hook
-/// and no static id, so no other check reports it again.
+/// Stands in for an entry that is not a processor, once that is reported, and for a processor
+/// whose type is not [`Known`] in a check made while the code type-checks. It has a hook of
+/// every list, one that may ask for a retry, and no static id, so no check reports it.
 pub struct NotAProcessor;
 
 impl Processor for NotAProcessor {
@@ -347,7 +356,11 @@ impl Processor for NotAProcessor {
 impl InputProcessor for NotAProcessor {}
 impl OutputProcessor for NotAProcessor {}
 impl ErrorProcessor for NotAProcessor {}
-impl Known for NotAProcessor {}
+
+impl Known for NotAProcessor {
+    const HOOKS: Hooks = <NotAProcessor as Processor>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}
 
 /// The static id, or `""`.
 pub const fn id_or_empty(id: Option<&'static str>) -> &'static str {

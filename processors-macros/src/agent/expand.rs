@@ -333,14 +333,18 @@ fn number_value(key: &Ident, n: &Number) -> TokenStream {
 }
 
 /// The constant checks, in a block of their own: each is an associated constant of a local
-/// type, generic over what it checks, matched as a pattern against a value of the inferred
-/// types.
+/// type, generic over what it checks, matched as a pattern against the entries' types where
+/// they are known (reading `__private::Known`'s constants), and defined again, under the same
+/// name, reading `Processor`'s, as an inline constant on the entries' own types that the
+/// compiler evaluates when it instantiates the code.
 fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
     let p = &c.private;
     let phantom = quote!(::core::marker::PhantomData);
     let mut items = Vec::new();
     let mut matches = Vec::new();
     let mut instantiated = Vec::new();
+    let mut built = Vec::new();
+    let (known, processor) = (quote!(#p::Known), quote!(#p::Processor));
 
     // What each entry is: a function, a memory value.
     let kinds: Vec<(TokenStream, &EntryOut)> = lists
@@ -415,35 +419,39 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
         .filter(|e| matches!(e.what, What::Processor(_)))
         .collect();
     if !placed.is_empty() {
-        let consts = placed.iter().map(|e| {
-            let name = e.constant("_PLACED");
-            let belongs = match e.list {
-                "input" => quote!(is_input),
-                "output" => quote!(is_output),
-                _ => quote!(is_error),
-            };
-            let head = format!("`{}` has no hook of the `{}` list: ", e.text, e.list);
-            let panic = panic_at(e.spans, quote!(text.as_str()));
-            quote! {
-                const #name: #phantom<P> = {
-                    if !<P as #p::Processor>::HOOKS.#belongs() {
-                        let text = #p::Text::concat(&[#head, <P as #p::Processor>::HOOKS.home()]);
-                        #panic
-                    }
-                    #phantom
+        let defs = |facts: &TokenStream| {
+            let consts = placed.iter().map(|e| {
+                let name = e.constant("_PLACED");
+                let belongs = match e.list {
+                    "input" => quote!(is_input),
+                    "output" => quote!(is_output),
+                    _ => quote!(is_error),
                 };
+                let head = format!("`{}` has no hook of the `{}` list: ", e.text, e.list);
+                let panic = panic_at(e.spans, quote!(text.as_str()));
+                quote! {
+                    const #name: #phantom<P> = {
+                        if !<P as #facts>::HOOKS.#belongs() {
+                            let text = #p::Text::concat(&[#head, <P as #facts>::HOOKS.home()]);
+                            #panic
+                        }
+                        #phantom
+                    };
+                }
+            });
+            quote! {
+                #[allow(dead_code)]
+                struct Placed<P>(#phantom<P>);
+                impl<P: #facts> Placed<P> {
+                    #(#consts)*
+                }
             }
-        });
-        items.push(quote! {
-            #[allow(dead_code)]
-            struct Placed<P>(#phantom<P>);
-            impl<P: #p::Processor> Placed<P> {
-                #(#consts)*
-            }
-        });
+        };
+        items.push(defs(&known));
+        built.push(defs(&processor));
         for e in &placed {
             let name = e.constant("_PLACED");
-            let (facts, ty) = (facts(p, &e.var), of(&e.var));
+            let (facts, ty) = (probe(p, &e.var), of(&e.var));
             matches.push(quote!(::core::matches!(#facts, Placed::#name)));
             instantiated.push(when_instantiated(p, e.spans.0, ty, quote!(Placed::#name)));
         }
@@ -463,45 +471,51 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
         }
     }
     if !pairs.is_empty() {
-        let consts = pairs.iter().flat_map(|(a, b)| {
-            let at_b = format!(
-                "`{}` has the same id as `{}` before it in `{}`, `",
-                b.text, a.text, a.list
-            );
-            let at_a = format!(
-                "`{}` has the same id as `{}` after it in `{}`, `",
-                a.text, b.text, a.list
-            );
-            let tail = "`: the two would share one state; give one of them another id, like `#[processor(id = \"...\")]`";
-            [
-                (b.constant(&format!("_AND_{}", a.index)), b.spans, at_b),
-                (a.constant(&format!("_AND_{}", b.index)), a.spans, at_a),
-            ]
-            .map(|(name, span, head)| {
-                let panic = panic_at(span, quote!(text.as_str()));
-                quote! {
-                    const #name: #phantom<(A, B)> = {
-                        if #p::same_id(A::STATIC_ID, B::STATIC_ID) {
-                            let text = #p::Text::concat(&[#head, #p::id_or_empty(A::STATIC_ID), #tail]);
-                            #panic
-                        }
-                        #phantom
-                    };
+        let defs = |facts: &TokenStream| {
+            let consts = pairs.iter().flat_map(|(a, b)| {
+                let at_b = format!(
+                    "`{}` has the same id as `{}` before it in `{}`, `",
+                    b.text, a.text, a.list
+                );
+                let at_a = format!(
+                    "`{}` has the same id as `{}` after it in `{}`, `",
+                    a.text, b.text, a.list
+                );
+                let tail = "`: the two would share one state; give one of them another id, like `#[processor(id = \"...\")]`";
+                [
+                    (b.constant(&format!("_AND_{}", a.index)), b.spans, at_b),
+                    (a.constant(&format!("_AND_{}", b.index)), a.spans, at_a),
+                ]
+                .map(|(name, span, head)| {
+                    let panic = panic_at(span, quote!(text.as_str()));
+                    quote! {
+                        const #name: #phantom<(A, B)> = {
+                            if #p::same_id(<A as #facts>::STATIC_ID, <B as #facts>::STATIC_ID) {
+                                let text = #p::Text::concat(&[#head, #p::id_or_empty(<A as #facts>::STATIC_ID), #tail]);
+                                #panic
+                            }
+                            #phantom
+                        };
+                    }
+                })
+            });
+            quote! {
+                #[allow(dead_code)]
+                struct Ids<A, B>(#phantom<(A, B)>);
+                impl<A: #facts, B: #facts> Ids<A, B> {
+                    #(#consts)*
                 }
-            })
-        });
-        items.push(quote! {
-            #[allow(dead_code)]
-            struct Ids<A, B>(#phantom<(A, B)>);
-            impl<A: #p::Processor, B: #p::Processor> Ids<A, B> {
-                #(#consts)*
             }
+        };
+        items.push(defs(&known));
+        built.push(defs(&processor));
+        items.push(quote! {
             fn pair<A, B>(_: #phantom<A>, _: #phantom<B>) -> #phantom<(A, B)> {
                 #phantom
             }
         });
         for (a, b) in &pairs {
-            let (a_facts, b_facts) = (facts(p, &a.var), facts(p, &b.var));
+            let (a_facts, b_facts) = (probe(p, &a.var), probe(p, &b.var));
             let (a_of, b_of) = (of(&a.var), of(&b.var));
             for (name, at) in [
                 (b.constant(&format!("_AND_{}", a.index)), b.spans.0),
@@ -528,22 +542,28 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
         } else {
             let params: Vec<Ident> = (0..all.len()).map(|i| format_ident!("P{}", i)).collect();
             let vars = all.iter().map(|e| &e.var);
-            items.push(quote! {
-                #[allow(dead_code)]
-                struct Processors<#(#params),*>(#phantom<(#(#params,)*)>);
-                impl<#(#params: #p::Processor),*> Processors<#(#params),*> {
-                    const CAN_RETRY: #phantom<(#(#params,)*)> = {
-                        if !(false #(|| <#params as #p::Processor>::HOOKS.can_retry())*) {
-                            #panic
-                        }
-                        #phantom
-                    };
+            let defs = |facts: &TokenStream| {
+                quote! {
+                    #[allow(dead_code)]
+                    struct Processors<#(#params),*>(#phantom<(#(#params,)*)>);
+                    impl<#(#params: #facts),*> Processors<#(#params),*> {
+                        const CAN_RETRY: #phantom<(#(#params,)*)> = {
+                            if !(false #(|| <#params as #facts>::HOOKS.can_retry())*) {
+                                #panic
+                            }
+                            #phantom
+                        };
+                    }
                 }
+            };
+            items.push(defs(&known));
+            built.push(defs(&processor));
+            items.push(quote! {
                 fn all<#(#params),*>(#(_: #phantom<#params>),*) -> #phantom<(#(#params,)*)> {
                     #phantom
                 }
             });
-            let facts = vars.clone().map(|v| facts(p, v));
+            let facts = vars.clone().map(|v| probe(p, v));
             let types = vars.map(of);
             matches.push(quote!(
                 ::core::matches!(all(#(#facts),*), Processors::CAN_RETRY)
@@ -557,10 +577,16 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
     if items.is_empty() {
         return TokenStream::new();
     }
-    let of_fn = (!instantiated.is_empty()).then(|| {
+    // The checks made when the code is instantiated read the processors' own types, in a
+    // block whose definitions (of the same names) read `Processor`'s constants.
+    let when_built = (!instantiated.is_empty()).then(|| {
         quote! {
-            fn of<T>(_: &T) -> #phantom<T> {
-                #phantom
+            {
+                fn of<T>(_: &T) -> #phantom<T> {
+                    #phantom
+                }
+                #(#built)*
+                #(#instantiated;)*
             }
         }
     });
@@ -569,9 +595,8 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
             #[allow(unused_imports)]
             use #p::{ViaKnown as _, ViaUnknown as _};
             #(#items)*
-            #of_fn
             #(let _ = #matches;)*
-            #(#instantiated;)*
+            #when_built
         }
     }
 }
@@ -579,7 +604,7 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
 /// The facts of the processor in `var` for a check when the program type-checks: its type's
 /// when the type is known there, none (a stand-in's) when it depends on the type parameters
 /// of the function `agent!` is in.
-fn facts(p: &TokenStream, var: &Ident) -> TokenStream {
+fn probe(p: &TokenStream, var: &Ident) -> TokenStream {
     quote!((&&#p::Probe(&#var)).__facts())
 }
 
@@ -605,9 +630,10 @@ fn of(var: &Ident) -> TokenStream {
 }
 
 /// Without `max_processor_retries`, a warning at each processor that asks for a retry as
-/// written (`.retry(true)` in a step hook): its retry would end the run instead. Rust has no
-/// warning of a macro's own on stable; a deprecated method, chosen by the processor's type,
-/// gives one at the entry (the `deprecated` lint, which `#[allow(deprecated)]` silences).
+/// written (`.retry(true)` in a step or tool-call hook): its retry would end the run instead.
+/// Rust has no warning of a macro's own on stable; a deprecated method, chosen by the
+/// processor's type, gives one at the entry (the `deprecated` lint, which
+/// `#[allow(deprecated)]` silences).
 fn retry_warnings(c: &Config, lists: &[ListOut]) -> TokenStream {
     if c.max_processor_retries.is_some() {
         return TokenStream::new();

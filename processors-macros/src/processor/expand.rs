@@ -26,13 +26,14 @@ pub fn processor(p: &Processor) -> TokenStream {
     let shared = {
         let (impl_g, _, where_c) = p.generics.split_for_impl();
         let check = quote_spanned!(self_ty.span()=> #private::processor_is_shared_by_concurrent_runs::<#self_ty>);
+        // In an impl of the type's own, so that `Self` in its where clause means the type.
         quote! {
-            const _: () = {
+            impl #impl_g #self_ty #where_c {
                 #[allow(dead_code)]
-                fn __processors_shared #impl_g () #where_c {
+                fn __processors_shared() {
                     #check();
                 }
-            };
+            }
         }
     };
     let state = match &p.state {
@@ -40,6 +41,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         None => quote!(()),
     };
     let constants = p.hooks.iter().map(|h| h.hook.constant());
+    let hooks = quote!(#private::Hooks::NONE #(.with(#private::Hooks::#constants))*);
     let (id_const, static_id, id_fn) = match &p.id {
         Id::Static(id) => (
             Some(inherent_id(p, &self_ty, id)),
@@ -88,7 +90,7 @@ pub fn processor(p: &Processor) -> TokenStream {
 
         impl #impl_g #private::Processor for #self_ty #where_c {
             type State = #state;
-            const HOOKS: #private::Hooks = #private::Hooks::NONE #(.with(#private::Hooks::#constants))*;
+            const HOOKS: #private::Hooks = #hooks;
             const STATIC_ID: ::core::option::Option<&'static str> = #static_id;
             #reads_messages
             #sync_hooks
@@ -100,7 +102,10 @@ pub fn processor(p: &Processor) -> TokenStream {
             #(#methods)*
         }
 
-        impl #impl_g #private::Known for #self_ty #where_c {}
+        impl #impl_g #private::Known for #self_ty #where_c {
+            const HOOKS: #private::Hooks = #hooks;
+            const STATIC_ID: ::core::option::Option<&'static str> = #static_id;
+        }
         #retries
 
         #(#markers)*

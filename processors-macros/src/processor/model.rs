@@ -75,11 +75,14 @@ pub struct HookFn<'a> {
 }
 
 impl HookFn<'_> {
-    /// Whether the hook asks for a retry as written: a step hook whose body calls
-    /// `.retry(true)` (a retry that depends on a value is not counted).
+    /// Whether the hook asks for a retry as written: a hook whose abort may retry (a step's,
+    /// a tool call's) with a body that calls `.retry(true)`. A retry that depends on a value
+    /// is not counted; a `.retry(true)` on something other than the abort is.
     pub fn asks_for_retry(&self) -> bool {
-        matches!(self.hook, Hook::InputStep | Hook::OutputStep)
-            && calls_retry_true(self.body.to_token_stream())
+        matches!(
+            self.hook,
+            Hook::InputStep | Hook::OutputStep | Hook::ToolCall
+        ) && calls_retry_true(self.body.to_token_stream())
     }
 }
 

@@ -63,7 +63,10 @@ macro_rules! hook_fn {
         {
         }
 
-        impl<S, F> crate::__private::Known for $ty<S, F> {}
+        impl<S, F> crate::__private::Known for $ty<S, F> {
+            const HOOKS: Hooks = Hooks::$hooks;
+            const STATIC_ID: Option<&'static str> = None;
+        }
     )*};
 }
 
@@ -166,7 +169,10 @@ where
     }
 }
 
-impl<S, F> crate::__private::Known for OutputStreamFn<S, F> {}
+impl<S, F> crate::__private::Known for OutputStreamFn<S, F> {
+    const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
+    const STATIC_ID: Option<&'static str> = None;
+}
 
 #[diagnostic::do_not_recommend]
 impl<S, F, R> OutputProcessor for OutputStreamFn<S, F>

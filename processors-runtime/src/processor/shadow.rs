@@ -1084,4 +1084,7 @@ const _: () = assert!(Hook::ALL.len() == 10);
 impl<P: InputProcessor> InputProcessor for Shadow<P> {}
 impl<P: OutputProcessor> OutputProcessor for Shadow<P> {}
 impl<P: ErrorProcessor> ErrorProcessor for Shadow<P> {}
-impl<P: crate::__private::Known> crate::__private::Known for Shadow<P> {}
+impl<P: crate::__private::Known> crate::__private::Known for Shadow<P> {
+    const HOOKS: Hooks = <P as crate::__private::Known>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}

@@ -171,7 +171,10 @@ macro_rules! tuple_branches {
             }
         }
 
-        impl<$($T: Known),+> Known for ($($T,)+) {}
+        impl<$($T: Known),+> Known for ($($T,)+) {
+            const HOOKS: Hooks = Hooks::NONE$(.with(<$T as Known>::HOOKS))+;
+            const STATIC_ID: Option<&'static str> = None;
+        }
     )* };
 }
 
@@ -317,10 +320,31 @@ impl<H: StepHooks> OutputProcessor for Workflow<H> {}
 impl<H: StepHooks> ErrorProcessor for Workflow<H> {}
 
 // A workflow's hooks are known where its steps' are.
-impl<H: StepHooks + Known> Known for Workflow<H> {}
-impl Known for Steps {}
-impl Known for NoSteps {}
-impl<S: Known, P: Known> Known for AndThen<S, P> {}
-impl<S: Known, B: Known> Known for AndParallel<S, B> {}
-impl<const N: usize> Known for [ProcessorRef; N] {}
-impl Known for Vec<ProcessorRef> {}
+impl<H: StepHooks + Known> Known for Workflow<H> {
+    const HOOKS: Hooks = <H as Known>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl Known for Steps {
+    const HOOKS: Hooks = <Steps as StepHooks>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl Known for NoSteps {
+    const HOOKS: Hooks = <NoSteps as StepHooks>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl<S: Known, P: Known> Known for AndThen<S, P> {
+    const HOOKS: Hooks = <S as Known>::HOOKS.with(<P as Known>::HOOKS);
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl<S: Known, B: Known> Known for AndParallel<S, B> {
+    const HOOKS: Hooks = <S as Known>::HOOKS.with(<B as Known>::HOOKS);
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl<const N: usize> Known for [ProcessorRef; N] {
+    const HOOKS: Hooks = <[ProcessorRef; N] as Branches>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}
+impl Known for Vec<ProcessorRef> {
+    const HOOKS: Hooks = <Vec<ProcessorRef> as Branches>::HOOKS;
+    const STATIC_ID: Option<&'static str> = None;
+}

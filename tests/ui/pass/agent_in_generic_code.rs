@@ -68,6 +68,31 @@ where
     }
 }
 
+/// A generic processor named in the function's where clause, which the checks made while
+/// type-checking must not depend on.
+fn named<T>(words: Vec<T>) -> Agent<(), (Filter<T>,), ()>
+where
+    T: AsRef<str> + Send + Sync + 'static,
+    Filter<T>: OutputProcessor,
+{
+    agent! { model: model(), output: [Filter { words }] }
+}
+
+/// A processor whose impl's where clause names `Self`.
+struct Echo<T>(T);
+
+#[processor]
+impl<T> Echo<T>
+where
+    T: Send + Sync + 'static,
+    Self: Sized,
+{
+    fn process_output_stream(&self, chunk: &Chunk) -> StreamAction {
+        let _ = &self.0;
+        chunk.clone().into()
+    }
+}
+
 /// An `async fn`, with a processor made of a closure beside the caller's.
 async fn tagged<A: InputProcessor>(a: A) -> String {
     let tag = input_fn("tag", |_args: &mut InputArgs<'_, ()>| InputOutcome::Unchanged);
@@ -105,5 +130,8 @@ fn main() {
         let closure = |a| agent! { model: model(), output: [Filter { words: vec![a] }] };
         assert_eq!(closure("secret").generate("x").await.unwrap().text, "fine");
         assert_eq!(later(Exclaim).await, "fine!");
+        assert_eq!(named(vec!["secret"]).generate("x").await.unwrap().text, "fine");
+        let echo = agent! { model: model(), output: [Echo(1)] };
+        assert_eq!(echo.generate("x").await.unwrap().text, "fine");
     });
 }
