@@ -13,9 +13,10 @@
 //!   compiler evaluates them in every build, `cargo check` included. A failing check panics
 //!   with a message written here, at the entry's span.
 //!
-//! A constant pattern cannot depend on the type parameters of the function around it, so the
-//! checks of hooks and ids read a processor's type only where it is known (`__private::Known`:
-//! the types `#[processor]` writes, the runtime's, and wrappers of them) and a stand-in that
+//! A constant pattern cannot read the constants of a type parameter of the function around it,
+//! nor constants its where clauses stand for (E0158), so the checks of hooks and ids read a
+//! processor's type only where it is known, through constants of its own (`__private::Known`:
+//! the types `#[processor]` writes, the runtime's, and wrappers of them), and a stand-in that
 //! passes them elsewhere. The same checks are also made as inline constants, which the compiler
 //! evaluates when it instantiates the function: in a generic function (the checks then run in
 //! `cargo build`, once per instantiation) and for a processor implemented by hand.
@@ -534,7 +535,7 @@ fn checks(c: &Config, lists: &[ListOut]) -> TokenStream {
     if let Some((key, _)) = &c.max_processor_retries
         && c.error.as_ref().is_none_or(|e| e.entries.is_empty())
     {
-        let message = "`max_processor_retries` is set, but no processor of this agent can ask for a retry (none has `process_output_step`, `process_input_step` or `process_api_error`); remove the key or add such a processor";
+        let message = "`max_processor_retries` is set, but no processor of this agent can ask for a retry (none has `process_output_step`, `process_input_step`, `process_tool_call` or `process_api_error`); remove the key or add such a processor";
         let all: Vec<&EntryOut> = lists.iter().flat_map(|l| &l.entries).collect();
         let panic = panic_at((key.span(), key.span()), quote!(#message));
         if all.is_empty() {

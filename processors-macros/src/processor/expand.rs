@@ -29,6 +29,7 @@ pub fn processor(p: &Processor) -> TokenStream {
         // In an impl of the type's own, so that `Self` in its where clause means the type.
         quote! {
             impl #impl_g #self_ty #where_c {
+                #[doc(hidden)]
                 #[allow(dead_code)]
                 fn __processors_shared() {
                     #check();

@@ -324,12 +324,14 @@ impl<H: StepHooks + Known> Known for Workflow<H> {
     const HOOKS: Hooks = <H as Known>::HOOKS;
     const STATIC_ID: Option<&'static str> = None;
 }
+// Written out, not read from `StepHooks` or `Branches`: a where clause of the code `agent!` is
+// in could hide those impls from a check made while it type-checks.
 impl Known for Steps {
-    const HOOKS: Hooks = <Steps as StepHooks>::HOOKS;
+    const HOOKS: Hooks = Hooks::ALL;
     const STATIC_ID: Option<&'static str> = None;
 }
 impl Known for NoSteps {
-    const HOOKS: Hooks = <NoSteps as StepHooks>::HOOKS;
+    const HOOKS: Hooks = Hooks::NONE;
     const STATIC_ID: Option<&'static str> = None;
 }
 impl<S: Known, P: Known> Known for AndThen<S, P> {
@@ -341,10 +343,10 @@ impl<S: Known, B: Known> Known for AndParallel<S, B> {
     const STATIC_ID: Option<&'static str> = None;
 }
 impl<const N: usize> Known for [ProcessorRef; N] {
-    const HOOKS: Hooks = <[ProcessorRef; N] as Branches>::HOOKS;
+    const HOOKS: Hooks = Hooks::ALL;
     const STATIC_ID: Option<&'static str> = None;
 }
 impl Known for Vec<ProcessorRef> {
-    const HOOKS: Hooks = <Vec<ProcessorRef> as Branches>::HOOKS;
+    const HOOKS: Hooks = Hooks::ALL;
     const STATIC_ID: Option<&'static str> = None;
 }

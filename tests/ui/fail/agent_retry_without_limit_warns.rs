@@ -14,14 +14,23 @@ fn short(text: &str, abort: Abort) -> Result<(), ProcessorError> {
     Ok(())
 }
 
+/// Refuses shell calls, asking the model to answer again: warned of too.
+#[processor(tool_call)]
+fn no_shell(call: &ToolCall, abort: Abort) -> Result<ToolCallAction, ProcessorError> {
+    match call.tool_name.as_str() {
+        "shell" => Err(abort.reason("no shell").retry(true).into()),
+        _ => Ok(ToolCallAction::Continue),
+    }
+}
+
 fn main() {
     let _agent = agent! {
         model: ScriptedModel::new([]),
-        output: [Short, NotEmpty],
+        output: [Short, NotEmpty, NoShell],
     };
     let _limited = agent! {
         model: ScriptedModel::new([]),
-        output: [Short, NotEmpty],
+        output: [Short, NotEmpty, NoShell],
         max_processor_retries: 2,
     };
 }
