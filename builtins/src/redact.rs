@@ -24,7 +24,7 @@ use std::hash::Hasher as _;
 #[non_exhaustive]
 pub enum Redaction {
     /// Letters and digits become `*`, the rest stays: `jane@example.com` →
-    /// `****@*******.***`.
+    /// `****@*******.***` (`mask-all` in files).
     Mask,
     /// A mask that keeps what identifies the value's shape and nothing that identifies the
     /// value: an email keeps the first and last character of its local part and its top-level
@@ -33,7 +33,8 @@ pub enum Redaction {
     /// `(XXX) XXX-4567`); a card, account or IBAN keeps its last four letters or digits
     /// (`4111 1111 1111 1234` → `**** **** **** 1234`); any other value keeps its first and
     /// last letter or digit (`Jane Doe` → `J*** **e`; three characters or fewer are all
-    /// masked).
+    /// masked). The reference's mask, and so [`PiiDetector`](crate::PiiDetector)'s default and
+    /// what `mask` means in files (`preserve-format` too).
     PreserveFormat,
     /// The kind and a short stable hash of the value: `[EMAIL:1f0c2a9b]`. Equal values get
     /// equal tags in every process and release (SipHash-2-4); a secret hash key (each

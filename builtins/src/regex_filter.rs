@@ -117,7 +117,7 @@ mod engine;
 mod presets;
 
 pub use crate::redact::Redaction;
-pub use presets::{Preset, is_card_number, is_iban};
+pub use presets::{Preset, is_card_number, is_iban, is_ssn};
 
 use crate::config::ConfigError;
 use crate::config::Sites;
@@ -461,6 +461,43 @@ impl RegexFilter {
             Some(warning) => Err(warning),
             None => Ok(out.unwrap_or_else(|| text.to_owned())),
         }
+    }
+}
+
+/// Where one of a filter's rules matched a text ([`RegexFilter::find`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleMatch<'f> {
+    /// The rule's name.
+    pub rule: &'f str,
+    /// Where the match starts in the text, in bytes.
+    pub start: usize,
+    /// Where it ends, in bytes.
+    pub end: usize,
+}
+
+impl RegexFilter {
+    /// Every match of the filter's rules in `text`, a complete text, in order, whatever the
+    /// rules' strategies (the rules' checks applied, and where two match at one place, the
+    /// one added first).
+    ///
+    /// ```
+    /// use processors::builtins::regex_filter::{Preset, RegexFilter};
+    /// let filter = RegexFilter::builder().preset(Preset::Pii).build().unwrap();
+    /// let text = "SSN 536-22-1847, mail jo@example.com";
+    /// let found: Vec<(&str, &str)> = filter.find(text).iter().map(|m| (m.rule, &text[m.start..m.end])).collect();
+    /// assert_eq!(found, [("ssn", "SSN 536-22-1847"), ("email", "jo@example.com")]);
+    /// ```
+    pub fn find(&self, text: &str) -> Vec<RuleMatch<'_>> {
+        let mut out = Vec::new();
+        let _ = self.inner.engine.scan(text, 0, None, |found| {
+            out.push(RuleMatch {
+                rule: &self.inner.rules[found.rule].name,
+                start: found.start,
+                end: found.end,
+            });
+            Ok::<(), ()>(())
+        });
+        out
     }
 }
 

@@ -72,6 +72,21 @@ fn input_redaction_by_mask_hash_remove_and_placeholder_covers_every_occurrence()
 }
 
 #[test]
+fn the_default_redaction_is_the_reference_mask() {
+    let model = main_model();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(PiiDetector::builder(Judge::new(judge(finder))).build().unwrap())
+        .build()
+        .unwrap();
+    block_on(agent.generate(format!("mail {EMAIL} or call {PHONE}"))).unwrap();
+    assert_eq!(
+        model.requests()[0].prompt[0].text(),
+        "mail j***.**e@*******.com or call +X XXX XXX 0100"
+    );
+}
+
+#[test]
 fn input_block_names_the_kinds_never_the_values() {
     let model = main_model();
     let agent = Agent::builder()

@@ -93,6 +93,7 @@
 mod classifier;
 mod language;
 mod languages;
+mod linear;
 mod local;
 mod moderation;
 #[cfg(feature = "onnx")]
@@ -111,6 +112,7 @@ pub use language::{
     LanguageDetector, LanguageDetectorBuilder, LanguageDetectorState, LanguageStrategy,
     TranslationQuality,
 };
+pub use linear::{LinearClassifier, LinearClassifierBuilder, LinearModel, ModelHead};
 pub use local::{InjectionHeuristics, LanguageIdentifier, Local, LocalCheck};
 pub use moderation::{
     DEFAULT_CATEGORIES as MODERATION_CATEGORIES, Moderation, ModerationBuilder, ModerationState,

@@ -46,13 +46,14 @@ pub enum PiiStrategy {
     Warn,
     /// Drop what holds it: the message (input, final answer), or the held text (stream).
     Filter,
-    /// Replace each value (the default, with [`Redaction::Mask`]).
+    /// Replace each value (the default, with [`Redaction::PreserveFormat`], the reference's
+    /// mask: `t**t@*******.com`).
     Redact(Redaction),
 }
 
 impl Default for PiiStrategy {
     fn default() -> Self {
-        PiiStrategy::Redact(Redaction::Mask)
+        PiiStrategy::Redact(Redaction::PreserveFormat)
     }
 }
 
@@ -77,7 +78,8 @@ impl PiiDetectorBuilder {
         self
     }
 
-    /// What to do with what is found (default: redact with [`Redaction::Mask`]).
+    /// What to do with what is found (default: redact with [`Redaction::PreserveFormat`];
+    /// [`Redaction::Mask`] stars every letter and digit).
     pub fn strategy(mut self, strategy: PiiStrategy) -> Self {
         self.strategy = strategy;
         self

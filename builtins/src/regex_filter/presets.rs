@@ -13,14 +13,21 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// ```
 /// use processors::builtins::regex_filter::Preset;
 /// let names: Vec<String> = Preset::Pii.rules().iter().map(|r| r.name().to_owned()).collect();
-/// assert_eq!(names, ["email", "credit-card", "iban", "ip-address", "phone"]);
+/// assert_eq!(
+///     names,
+///     ["email", "ssn", "credit-card", "iban", "ip-address", "date-of-birth", "phone"]
+/// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// Personal data: `email`, `credit-card` (Luhn-checked, issuer digits 2–6),
+    /// Personal data: `email`, `ssn` (US Social Security numbers, `536-22-1847`,
+    /// `536 22 1847`, or nine digits after `SSN`, checked against the SSA's rules:
+    /// [`is_ssn`]), `credit-card` (Luhn-checked, issuer digits 2–6),
     /// `iban` (mod-97 checked), `ip-address` (IPv4, and IPv6 with at least three groups),
-    /// `phone` (international `+…`, North American `(415) 555-0100`, and national numbers
+    /// `date-of-birth` (a date after words that say it is one: `DOB: 04/12/1987`, `born on
+    /// 12 March 1987`, `Geburtsdatum 04.12.1987`, `né le 04/12/1987`, `fecha de nacimiento`,
+    /// `data di nascita`; the words are redacted with the date), `phone` (international `+…`, North American `(415) 555-0100`, and national numbers
     /// with a leading 0 and separators, such as `020 7946 0958` and `07700 900123`).
     Pii,
     /// Credentials: `anthropic-api-key`, `openai-api-key` (`sk-…`), `aws-access-key-id`
@@ -65,6 +72,15 @@ const PII: Table = &[
         None,
     ),
     (
+        "ssn",
+        concat!(
+            r"(?-u:\b)[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}(?-u:\b)",
+            r"|(?-u:\b)[0-8][0-9]{2} [0-9]{2} [0-9]{4}(?-u:\b)",
+            r"|(?i:ssn|social security(?: number| no\.?| #)?)[ \t]*(?:is|:|#|=)?[ \t]*[0-8][0-9]{8}(?-u:\b)",
+        ),
+        Some(is_ssn),
+    ),
+    (
         "credit-card",
         r"(?-u:\b)[2-6][0-9](?:[ -]?[0-9]){11,17}(?-u:\b)",
         Some(is_card_number),
@@ -82,6 +98,17 @@ const PII: Table = &[
             r"|(?-u:\b)(?:[0-9A-Fa-f]{1,4}:){1,6}(?::[0-9A-Fa-f]{1,4}){1,6}(?-u:\b)",
         ),
         Some(is_ip_address),
+    ),
+    (
+        "date-of-birth",
+        concat!(
+            r"(?i:date of birth|d\.o\.b\.?|(?-u:\b)dob|born(?: on)?|birth ?date|birthday",
+            r"|geburtsdatum|geboren(?: am)?|date de naissance|n[ée]e? le|fecha de nacimiento",
+            r"|nacid[oa] el|data di nascita|nat[oa] il)[ \t]*(?:is|:|-|=)?[ \t]*",
+            r"(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}-[0-9]{2}-[0-9]{2}",
+            r"|(?:[0-9]{1,2}(?:st|nd|rd|th)?\.? (?:of )?)?(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,? (?:[0-9]{1,2}(?:st|nd|rd|th)?,? )?[0-9]{4})(?-u:\b)",
+        ),
+        None,
     ),
     (
         "phone",
@@ -155,6 +182,32 @@ const URLS: Table = &[(
 /// The digits of `s`, as numbers.
 fn digits(s: &str) -> impl Iterator<Item = u32> + '_ {
     s.chars().filter_map(|c| c.to_digit(10))
+}
+
+/// Whether the last nine digits of `s` are a US Social Security number the SSA could issue:
+/// area 001 to 899 but 666, group 01 to 99, serial 0001 to 9999, and none of the numbers known
+/// never to be issued (`078-05-1120`, `219-09-9999`, `123-45-6789`, nine equal digits).
+///
+/// ```
+/// use processors::builtins::regex_filter::is_ssn;
+/// assert!(is_ssn("536-22-1847"));
+/// assert!(!is_ssn("666-22-1847"));
+/// assert!(!is_ssn("536-00-1847"));
+/// ```
+pub fn is_ssn(s: &str) -> bool {
+    let all: Vec<u32> = digits(s).collect();
+    let Some(d) = all.len().checked_sub(9).map(|at| &all[at..]) else {
+        return false;
+    };
+    let number = |ds: &[u32]| ds.iter().fold(0, |n, d| n * 10 + d);
+    let (area, group, serial) = (number(&d[..3]), number(&d[3..5]), number(&d[5..]));
+    let whole = number(d);
+    (1..900).contains(&area)
+        && area != 666
+        && group != 0
+        && serial != 0
+        && ![78_051_120, 219_099_999, 123_456_789].contains(&whole)
+        && !d.iter().all(|&x| x == d[0])
 }
 
 /// Whether `s` is a payment card number: 13 to 19 digits, issuer digit 2 to 6, and a valid
@@ -276,6 +329,80 @@ mod tests {
         ] {
             assert!(!is_iban(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn ssns_follow_the_ssa_rules() {
+        for ok in ["536-22-1847", "001-01-0001", "899 99 9999", "SSN: 536221847"] {
+            assert!(is_ssn(ok), "{ok}");
+        }
+        for bad in [
+            "000-22-1847",
+            "666-22-1847",
+            "900-22-1847",
+            "536-00-1847",
+            "536-22-0000",
+            "123-45-6789",
+            "078-05-1120",
+            "111-11-1111",
+            "53622184",
+        ] {
+            assert!(!is_ssn(bad), "{bad}");
+        }
+    }
+
+    /// The preset's rule `name` finds exactly `expected` in `text`.
+    fn finds(name: &str, text: &str, expected: &[&str]) {
+        use crate::regex_filter::{RegexFilter, Strategy};
+        let filter = RegexFilter::builder()
+            .preset(Preset::Pii)
+            .preset(Preset::Secrets)
+            .strategy(Strategy::Redact(crate::redact::Redaction::Hash))
+            .build()
+            .unwrap();
+        let found = filter.find(text);
+        let of_rule: Vec<&str> = found
+            .iter()
+            .filter(|m| m.rule == name)
+            .map(|m| &text[m.start..m.end])
+            .collect();
+        assert_eq!(of_rule, expected, "{name} in {text:?}: {found:?}");
+    }
+
+    #[test]
+    fn each_rule_finds_valid_values_and_leaves_invalid_ones() {
+        finds("ssn", "my SSN is 536-22-1847, hers 536 22 1848", &["536-22-1847", "536 22 1848"]);
+        finds("ssn", "ssn 536221847", &["ssn 536221847"]);
+        finds("ssn", "order 666-22-1847 and 123-45-6789 and 536-221-847", &[]);
+        finds("date-of-birth", "DOB: 04/12/1987.", &["DOB: 04/12/1987"]);
+        finds("date-of-birth", "she was born on 12 March 1987", &["born on 12 March 1987"]);
+        finds("date-of-birth", "Date of birth - 1987-03-12", &["Date of birth - 1987-03-12"]);
+        finds("date-of-birth", "Geburtsdatum: 04.12.1987", &["Geburtsdatum: 04.12.1987"]);
+        finds("date-of-birth", "the meeting is on 04/12/1987", &[]);
+        finds("email", "mail jane.doe+x@mail.example.co.uk now", &["jane.doe+x@mail.example.co.uk"]);
+        finds("email", "not@an-address and user@localhost", &[]);
+        finds("credit-card", "card 4111 1111 1111 1111 ok", &["4111 1111 1111 1111"]);
+        finds("credit-card", "card 4111 1111 1111 1112", &[]);
+        finds("iban", "IBAN DE89 3704 0044 0532 0130 00", &["DE89 3704 0044 0532 0130 00"]);
+        finds("iban", "IBAN DE88 3704 0044 0532 0130 00", &[]);
+        finds("phone", "call +44 20 7946 0958 or (415) 555-0100", &["+44 20 7946 0958", "(415) 555-0100"]);
+        finds("phone", "national 020 7946 0958, version 1.2.3", &["020 7946 0958"]);
+        finds("ip-address", "from 203.0.113.7 and 2001:db8::1", &["203.0.113.7", "2001:db8::1"]);
+        finds("ip-address", "version 999.1.1.1 and a::b", &[]);
+        finds("aws-access-key-id", "key AKIAIOSFODNN7EXAMPLE", &["AKIAIOSFODNN7EXAMPLE"]);
+        finds("github-token", "t ghp_abcdefghijklmnopqrstuvwxyz0123456789", &["ghp_abcdefghijklmnopqrstuvwxyz0123456789"]);
+        finds("slack-token", "xoxb-1234567890-abcdefghij", &["xoxb-1234567890-abcdefghij"]);
+        finds("openai-api-key", "sk-proj-abcdefghijklmnopqrst1234", &["sk-proj-abcdefghijklmnopqrst1234"]);
+        finds("anthropic-api-key", "sk-ant-api03-abcdefghijklmnopqrstu", &["sk-ant-api03-abcdefghijklmnopqrstu"]);
+        finds("google-api-key", "AIzaSyA1234567890abcdefghijklmnopqrstuv", &["AIzaSyA1234567890abcdefghijklmnopqrstuv"]);
+        finds("stripe-secret-key", "sk_live_abcdefghijklmnop1234", &["sk_live_abcdefghijklmnop1234"]);
+        finds("jwt", "eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl", &["eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl"]);
+        finds("jwt", "eyJ.eyJ.x", &[]);
+        finds(
+            "private-key",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- after",
+            &["-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"],
+        );
     }
 
     #[test]

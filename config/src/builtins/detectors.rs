@@ -367,6 +367,7 @@ enum PiiStrategyName {
     Redact,
     Placeholder,
     Mask,
+    MaskAll,
     PreserveFormat,
     Hash,
     Remove,
@@ -382,9 +383,12 @@ fn pii(o: PiiOptions, cx: &Cx<'_>) -> Result<PiiDetector, Refusal> {
             PiiStrategyName::Block => PiiStrategy::Block,
             PiiStrategyName::Warn => PiiStrategy::Warn,
             PiiStrategyName::Filter => PiiStrategy::Filter,
-            PiiStrategyName::Redact | PiiStrategyName::Mask => redact(Redaction::Mask),
+            // `mask` is the reference's mask (`t**t@*******.com`); `mask-all` stars everything.
+            PiiStrategyName::Redact | PiiStrategyName::Mask | PiiStrategyName::PreserveFormat => {
+                redact(Redaction::PreserveFormat)
+            }
+            PiiStrategyName::MaskAll => redact(Redaction::Mask),
             PiiStrategyName::Placeholder => redact(Redaction::Placeholder),
-            PiiStrategyName::PreserveFormat => redact(Redaction::PreserveFormat),
             PiiStrategyName::Hash => redact(Redaction::Hash),
             PiiStrategyName::Remove => redact(Redaction::Remove),
         })

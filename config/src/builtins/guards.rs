@@ -48,6 +48,7 @@ enum FilterStrategy {
     Redact,
     Placeholder,
     Mask,
+    MaskAll,
     PreserveFormat,
     Hash,
     Remove,
@@ -60,8 +61,11 @@ impl From<FilterStrategy> for Strategy {
             FilterStrategy::Block => Strategy::Block,
             FilterStrategy::Warn => Strategy::Warn,
             FilterStrategy::Redact | FilterStrategy::Placeholder => redact(Redaction::Placeholder),
-            FilterStrategy::Mask => redact(Redaction::Mask),
-            FilterStrategy::PreserveFormat => redact(Redaction::PreserveFormat),
+            // `mask` is the reference's mask (`t**t@*******.com`); `mask-all` stars everything.
+            FilterStrategy::Mask | FilterStrategy::PreserveFormat => {
+                redact(Redaction::PreserveFormat)
+            }
+            FilterStrategy::MaskAll => redact(Redaction::Mask),
             FilterStrategy::Hash => redact(Redaction::Hash),
             FilterStrategy::Remove => redact(Redaction::Remove),
         }
