@@ -5,6 +5,7 @@
 //! | built-in | hooks | what it does |
 //! |---|---|---|
 //! | [`RegexFilter`] | input, output stream, output result | blocks, redacts or flags personal data, credentials, links and custom patterns, also when split across streamed deltas |
+//! | [`Anonymizer`] | LLM request, tool call, output stream, output result | replaces personal data and credentials with typed placeholders (`[EMAIL_1]`) in every model call's prompt and restores them in the answer, streamed too, and in tools' arguments |
 //! | [`UnicodeNormalizer`] | input | normalises the input's text: NFKC or NFC, control and invisible characters, emoji, whitespace |
 //! | [`SystemPromptScrubber`] | output stream, output result | blocks, redacts or flags answers that repeat the system prompt verbatim, also across deltas |
 //! | [`BatchParts`] | output stream | merges text deltas into fewer, larger ones (by count, size or wait), keeping the order of every chunk |
@@ -92,6 +93,7 @@
 mod stream_text;
 mod timer;
 
+pub mod anonymizer;
 pub mod at_file;
 pub mod batch_parts;
 pub mod chat_compression;
@@ -127,6 +129,7 @@ pub mod tools;
 pub mod unicode_normalizer;
 pub mod working_memory;
 
+pub use anonymizer::Anonymizer;
 pub use at_file::{AtFileExpansion, OnRefusal};
 pub use batch_parts::BatchParts;
 pub use chat_compression::{ChatCompression, ConversationCompactor};

@@ -157,6 +157,7 @@ const MINIMAL: &[(&str, &str, &str)] = &[
     ("output", "tool-approval", "tools = [\"refund\"]"),
     ("output", "tool-result-limiter", "max_tokens = 500"),
     ("input", "response-cache", "ttl_ms = 60000"),
+    ("input", "anonymizer", "presets = [\"pii\"]"),
     (
         "output",
         "tool-validation",
@@ -413,6 +414,34 @@ output = ["response-cache"]
     let second = block_on(agent.generate("Capital of France?")).unwrap();
     assert_eq!(first.text, "Paris.");
     assert_eq!(second.text, "Paris.");
+}
+
+/// `anonymizer` in `input` and in `output` is one processor: the model sees placeholders, the
+/// caller the values, and the local classifiers load by name.
+#[test]
+fn an_anonymizer_in_both_lists_restores_what_it_replaced() {
+    let file = r#"
+model = { scripted = ["Mail sent to [EMAIL_1]."] }
+input = [
+    { processor = "prompt-injection-detector", judge = "local/injection-classifier" },
+    { processor = "moderation", judge = "local/toxicity-classifier" },
+    { processor = "anonymizer", rules = [{ name = "ticket", pattern = "TCK-[0-9]+" }] },
+]
+output = ["anonymizer"]
+"#;
+    let agent = Loader::new().agent_str("agent.toml", file).unwrap();
+    let r = block_on(agent.generate("Mail jo@example.com about TCK-77")).unwrap();
+    assert_eq!(r.text, "Mail sent to jo@example.com.");
+    let bad = r#"
+model = { scripted = [] }
+input = [{ processor = "anonymizer", presets = ["pii"] }]
+output = [{ processor = "anonymizer", presets = ["secrets"] }]
+"#;
+    let Err(error) = Loader::new().agent_str("agent.toml", bad) else {
+        panic!("two anonymizers with different options loaded");
+    };
+    let error = error.to_string();
+    assert!(error.contains("one processor across the lists"), "{error}");
 }
 
 /// `model-selection` after a `classifier`: each request answered by the model of its class, or

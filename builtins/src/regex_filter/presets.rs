@@ -21,7 +21,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
-    /// Personal data: `email`, `ssn` (US Social Security numbers, `536-22-1847`,
+    /// Personal data: `email`, `ssn` (US Social Security numbers and ITINs, `536-22-1847`,
     /// `536 22 1847`, or nine digits after `SSN`, checked against the SSA's rules:
     /// [`is_ssn`]), `credit-card` (Luhn-checked, issuer digits 2–6),
     /// `iban` (mod-97 checked), `ip-address` (IPv4, and IPv6 with at least three groups),
@@ -74,9 +74,9 @@ const PII: Table = &[
     (
         "ssn",
         concat!(
-            r"(?-u:\b)[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}(?-u:\b)",
-            r"|(?-u:\b)[0-8][0-9]{2} [0-9]{2} [0-9]{4}(?-u:\b)",
-            r"|(?i:ssn|social security(?: number| no\.?| #)?)[ \t]*(?:is|:|#|=)?[ \t]*[0-8][0-9]{8}(?-u:\b)",
+            r"(?-u:\b)[0-9]{3}-[0-9]{2}-[0-9]{4}(?-u:\b)",
+            r"|(?-u:\b)[0-9]{3} [0-9]{2} [0-9]{4}(?-u:\b)",
+            r"|(?i:ssn|itin|social security(?: number| no\.?| #)?)[ \t]*(?:is|:|#|=)?[ \t]*[0-9]{9}(?-u:\b)",
         ),
         Some(is_ssn),
     ),
@@ -184,13 +184,16 @@ fn digits(s: &str) -> impl Iterator<Item = u32> + '_ {
     s.chars().filter_map(|c| c.to_digit(10))
 }
 
-/// Whether the last nine digits of `s` are a US Social Security number the SSA could issue:
-/// area 001 to 899 but 666, group 01 to 99, serial 0001 to 9999, and none of the numbers known
-/// never to be issued (`078-05-1120`, `219-09-9999`, `123-45-6789`, nine equal digits).
+/// Whether the last nine digits of `s` are a US taxpayer number in the shape of a Social
+/// Security number: area 001 to 999 but 666, group 01 to 99, serial 0001 to 9999, and none of
+/// the numbers known never to be issued (`078-05-1120`, `219-09-9999`, `123-45-6789`, nine
+/// equal digits). Areas 900 to 999 are never SSNs but are ITINs (taxpayer numbers given to
+/// those who cannot have an SSN) and numbers written like them, as sensitive: they are kept.
 ///
 /// ```
 /// use processors::builtins::regex_filter::is_ssn;
 /// assert!(is_ssn("536-22-1847"));
+/// assert!(is_ssn("935-26-7902")); // an ITIN's shape
 /// assert!(!is_ssn("666-22-1847"));
 /// assert!(!is_ssn("536-00-1847"));
 /// ```
@@ -202,7 +205,7 @@ pub fn is_ssn(s: &str) -> bool {
     let number = |ds: &[u32]| ds.iter().fold(0, |n, d| n * 10 + d);
     let (area, group, serial) = (number(&d[..3]), number(&d[3..5]), number(&d[5..]));
     let whole = number(d);
-    (1..900).contains(&area)
+    area != 0
         && area != 666
         && group != 0
         && serial != 0
@@ -333,13 +336,12 @@ mod tests {
 
     #[test]
     fn ssns_follow_the_ssa_rules() {
-        for ok in ["536-22-1847", "001-01-0001", "899 99 9999", "SSN: 536221847"] {
+        for ok in ["536-22-1847", "001-01-0001", "899 99 9999", "935-26-7902", "SSN: 536221847"] {
             assert!(is_ssn(ok), "{ok}");
         }
         for bad in [
             "000-22-1847",
             "666-22-1847",
-            "900-22-1847",
             "536-00-1847",
             "536-22-0000",
             "123-45-6789",

@@ -6,7 +6,7 @@ use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
-    CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
+    CircuitBreaker, InjectionHeuristics, LinearClassifier, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
     LeakStrategy, LocalCheck, OnJudgeError, PiiStrategy, Strategy, ToxicityWords,
     TranslationQuality,
 };
@@ -114,9 +114,11 @@ fn onnx_check(_: &OnnxSpec, _: &Cx<'_>) -> Result<Box<dyn LocalCheck>, Refusal> 
 
 /// The local checks a file can name (`judge = "local/NAME"`, `first = "NAME"`), each with
 /// the detector whose verdicts it gives.
-const LOCAL_CHECKS: [(&str, &str); 3] = [
+const LOCAL_CHECKS: [(&str, &str); 5] = [
+    ("injection-classifier", "prompt-injection-detector"),
     ("injection-heuristics", "prompt-injection-detector"),
     ("language-identifier", "language-detector"),
+    ("toxicity-classifier", "moderation"),
     ("toxicity-words", "moderation"),
 ];
 
@@ -150,7 +152,9 @@ fn local_check(
     }
     match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
         Some((_, fits)) if *fits == detector => Ok(match name {
+            "injection-classifier" => Box::new(LinearClassifier::injection()),
             "injection-heuristics" => Box::new(InjectionHeuristics::new()),
+            "toxicity-classifier" => Box::new(LinearClassifier::toxicity()),
             "toxicity-words" => Box::new(ToxicityWords::new()),
             _ => match local.among {
                 Some(languages) => Box::new(LanguageIdentifier::among(languages)?),

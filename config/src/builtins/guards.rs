@@ -1,4 +1,4 @@
-//! `regex-filter`, `unicode-normalizer`, `system-prompt-scrubber`.
+//! `regex-filter`, `anonymizer`, `unicode-normalizer`, `system-prompt-scrubber`.
 
 use super::{Site, set, sites};
 use crate::registry::{Cx, Refusal, Registry};
@@ -6,12 +6,13 @@ use processors_builtins::redact::Redaction;
 use processors_builtins::regex_filter::{Preset, Rule, Strategy};
 use processors_builtins::system_prompt_scrubber::Strategy as ScrubStrategy;
 use processors_builtins::unicode_normalizer::Form;
-use processors_builtins::{RegexFilter, SystemPromptScrubber, UnicodeNormalizer};
+use processors_builtins::{Anonymizer, RegexFilter, SystemPromptScrubber, UnicodeNormalizer};
 use serde::Deserialize;
 
 pub(super) fn register(registry: Registry) -> Registry {
     registry
         .builtin("regex-filter", regex_filter)
+        .builtin_shared("anonymizer", anonymizer)
         .builtin("unicode-normalizer", unicode_normalizer)
         .builtin("system-prompt-scrubber", system_prompt_scrubber)
 }
@@ -94,6 +95,41 @@ fn regex_filter(o: RegexFilterOptions, _: &Cx<'_>) -> Result<RegexFilter, Refusa
     b = set(b, o.strategy, |b, s| b.strategy(s.into()));
     b = set(b, o.sites, |b, s| b.sites(sites(&s)));
     b = set(b, o.max_hold, |b, n| b.max_hold(n));
+    Ok(b.build()?)
+}
+
+/// `anonymizer`: one processor for the file, whose entry in `input` replaces values in each
+/// call's prompt and whose entry in `output` restores them (they share the vault). The first
+/// entry's options build it; the other entry names it alone, or repeats them.
+#[derive(Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct AnonymizerOptions {
+    #[serde(default)]
+    presets: Vec<Preset>,
+    #[serde(default)]
+    rules: Vec<AnonymizerRule>,
+    #[serde(default)]
+    without: Vec<String>,
+}
+
+#[derive(Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct AnonymizerRule {
+    name: String,
+    pattern: String,
+}
+
+fn anonymizer(o: &AnonymizerOptions, _: &Cx<'_>) -> Result<Anonymizer, Refusal> {
+    let mut b = Anonymizer::builder();
+    for preset in &o.presets {
+        b = b.preset(*preset);
+    }
+    for r in &o.rules {
+        b = b.rule(Rule::new(r.name.clone(), r.pattern.clone()));
+    }
+    for name in &o.without {
+        b = b.without(name.clone());
+    }
     Ok(b.build()?)
 }
 

@@ -1,0 +1,568 @@
+//! [`Anonymizer`]: reversible anonymisation. Personal data and credentials in what the model
+//! is sent become typed placeholders (`[EMAIL_1]`, `[SSN_1]`), and the placeholders in what
+//! the model answers become the values again, for the caller, streamed too.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! use processors::builtins::Anonymizer;
+//! use processors::prelude::*;
+//!
+//! // The model echoes what it was sent, placeholder split across two deltas.
+//! let model = ScriptedModel::new([Turn::deltas(["I will write to [EMA", "IL_1] today."])]);
+//! let anonymizer = Anonymizer::builder().build()?;
+//! let agent = Agent::builder()
+//!     .model(model.clone())
+//!     .input(anonymizer.clone())
+//!     .output(anonymizer)
+//!     .build()?;
+//! let result = agent.generate("Please write to jane.doe@example.com, SSN 536-22-1847.").await?;
+//! // The model never saw the values...
+//! assert_eq!(model.requests()[0].prompt[0].text(), "Please write to [EMAIL_1], SSN [SSN_1].");
+//! // ...and the caller gets them back.
+//! assert_eq!(result.text, "I will write to jane.doe@example.com today.");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Where it works
+//!
+//! - `process_llm_request` (in `input`): every model call's prompt, as sent: the text and
+//!   reasoning of every message (system, user, assistant, remembered turns included), the
+//!   arguments of tool calls and the results of tools (their strings). The rewrite is for the
+//!   call only: the message list and memory keep what the caller sent.
+//! - `process_tool_call` (in `output`): a tool the model calls gets the values, not the
+//!   placeholders, in its arguments.
+//! - `process_output_stream` (in `output`): text and reasoning deltas, and the arguments of
+//!   `tool-call` chunks. A placeholder split across deltas is restored whole: the end of a
+//!   delta that may be the start of one (`[EMA`) is held until the next delta settles it, and
+//!   goes at the latest with the chunk that ends the text block.
+//! - `process_output_result` (in `output`): the answer's text, reasoning and tool calls, once
+//!   at the end (what did not stream through it: an answer replayed from a cache); this is what
+//!   `result.text` and memory get.
+//!
+//! Place it in both lists: its two halves share their per-request state (the vault) through
+//! its id, `anonymizer`.
+//!
+//! # The vault
+//!
+//! One per request, in the processor's per-request state: each value found gets a placeholder
+//! of its rule's kind, numbered from 1 in the order first seen (`[EMAIL_1]`, `[EMAIL_2]`); the
+//! same value gets the same placeholder in every call of the request, so a tool loop's prompts
+//! agree. Only placeholders of the vault are restored: `[EMAIL_9]` that no value had stays as
+//! it is. The vault is dropped with the request and never stored, logged or traced (its
+//! `Debug` shows counts only); memory keeps the conversation as the caller sent and received
+//! it, and each request's model calls see it anonymised again.
+//!
+//! # What is found
+//!
+//! The rules of a [`RegexFilter`]: by default the `pii` and `secrets` presets (e-mail, SSN,
+//! card and IBAN numbers checked by their check digits, IP addresses, dates of birth, phone
+//! numbers, the common providers' API keys, JWTs, private keys); add presets and rules of your
+//! own, or leave some out, as with the filter.
+
+use crate::config::ConfigError;
+use crate::regex_filter::{Preset, RegexFilter, RegexFilterBuilder, Rule};
+use crate::stream_text::{Blocks, Fed, Scan};
+use processors_macros::processor;
+use processors_runtime::ProcessorError;
+use processors_runtime::chunk::{Chunk, ChunkKind};
+use processors_runtime::message::{Message, Part, Role, ToolCall};
+use processors_runtime::model::ModelRequest;
+use processors_runtime::processor::{
+    LlmRequestAction, OutputOutcome, StreamAction, ToolCallAction,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// The longest placeholder the stream holds back for, in bytes: `[`, a label, `_`, a number,
+/// `]`.
+const MAX_PLACEHOLDER: usize = 64;
+
+/// Builds an [`Anonymizer`]: the rules that find what to replace.
+#[must_use]
+pub struct AnonymizerBuilder {
+    filter: RegexFilterBuilder,
+    presets: bool,
+}
+
+impl fmt::Debug for AnonymizerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnonymizerBuilder").finish_non_exhaustive()
+    }
+}
+
+impl AnonymizerBuilder {
+    /// Finds a preset's values too. Naming a preset replaces the default ones (`pii` and
+    /// `secrets`).
+    pub fn preset(mut self, preset: Preset) -> Self {
+        self.presets = false;
+        self.filter = self.filter.preset(preset);
+        self
+    }
+
+    /// Finds a rule's values too; its name gives the placeholders' kind (`ticket` →
+    /// `[TICKET_1]`). Its strategy and placeholder are not used.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.filter = self.filter.rule(rule);
+        self
+    }
+
+    /// Leaves a rule out (by name, as [`RegexFilterBuilder::without`]).
+    pub fn without(mut self, name: impl Into<String>) -> Self {
+        self.filter = self.filter.without(name);
+        self
+    }
+
+    /// The anonymizer; errors name a rule that does not compile, an unknown rule left out, or
+    /// no rule at all.
+    pub fn build(self) -> Result<Anonymizer, ConfigError> {
+        let mut filter = self.filter;
+        if self.presets {
+            filter = filter.preset(Preset::Pii).preset(Preset::Secrets);
+        }
+        let filter = filter.build()?;
+        let labels = filter
+            .rule_names()
+            .map(|name| (name.to_owned(), crate::redact::label(name)))
+            .collect();
+        Ok(Anonymizer {
+            inner: Arc::new(Inner { filter, labels }),
+        })
+    }
+}
+
+/// Replaces personal data and credentials with typed placeholders before the model sees them
+/// and restores them in its answer. See [the module](self) for the whole story.
+#[derive(Clone)]
+pub struct Anonymizer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    filter: RegexFilter,
+    /// Each rule's placeholder label (`credit-card` → `CREDIT_CARD`).
+    labels: HashMap<String, String>,
+}
+
+impl fmt::Debug for Anonymizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Anonymizer")
+            .field("rules", &self.inner.filter.rule_names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Anonymizer {
+    /// Starts an anonymizer with the `pii` and `secrets` presets.
+    pub fn builder() -> AnonymizerBuilder {
+        AnonymizerBuilder {
+            filter: RegexFilter::builder(),
+            presets: true,
+        }
+    }
+
+    /// The names of the rules that find what it replaces.
+    pub fn rule_names(&self) -> impl Iterator<Item = &str> {
+        self.inner.filter.rule_names()
+    }
+}
+
+/// The placeholders of one request and the values they stand for.
+#[derive(Default)]
+struct Vault {
+    /// Placeholder by value.
+    by_value: HashMap<String, String>,
+    /// Value by placeholder.
+    by_placeholder: HashMap<String, String>,
+    /// How many placeholders each label has given.
+    counts: HashMap<String, u32>,
+}
+
+impl Vault {
+    /// The placeholder of `value`, found by a rule labelled `label`.
+    fn placeholder(&mut self, label: &str, value: &str) -> &str {
+        if !self.by_value.contains_key(value) {
+            let n = self.counts.entry(label.to_owned()).or_insert(0);
+            *n += 1;
+            let placeholder = format!("[{label}_{n}]");
+            self.by_placeholder
+                .insert(placeholder.clone(), value.to_owned());
+            self.by_value.insert(value.to_owned(), placeholder);
+        }
+        &self.by_value[value]
+    }
+
+    /// `text` with the vault's placeholders replaced by their values: `None` when none is in
+    /// it.
+    fn restore(&self, text: &str) -> Option<String> {
+        if self.by_placeholder.is_empty() || !text.contains('[') {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        let mut changed = false;
+        while let Some(open) = rest.find('[') {
+            out.push_str(&rest[..open]);
+            let tail = &rest[open..];
+            let found = tail
+                .find(']')
+                .filter(|&close| close < MAX_PLACEHOLDER)
+                .and_then(|close| Some((close, self.by_placeholder.get(&tail[..=close])?)));
+            match found {
+                Some((close, value)) => {
+                    out.push_str(value);
+                    rest = &tail[close + 1..];
+                    changed = true;
+                }
+                None => {
+                    out.push('[');
+                    rest = &tail[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        changed.then_some(out)
+    }
+
+    /// `value` with the strings in it restored: `None` when none changes.
+    fn restore_json(&self, value: &Value) -> Option<Value> {
+        map_strings(value, &mut |s| self.restore(s))
+    }
+}
+
+/// `value` with `f` applied to every string in it (keys apart): `None` when `f` changes none.
+fn map_strings(value: &Value, f: &mut impl FnMut(&str) -> Option<String>) -> Option<Value> {
+    match value {
+        Value::String(s) => f(s).map(Value::String),
+        Value::Array(items) => {
+            let mut changed: Option<Vec<Value>> = None;
+            for (i, item) in items.iter().enumerate() {
+                if let Some(new) = map_strings(item, f) {
+                    changed.get_or_insert_with(|| items.clone())[i] = new;
+                }
+            }
+            changed.map(Value::Array)
+        }
+        Value::Object(map) => {
+            let mut changed: Option<serde_json::Map<String, Value>> = None;
+            for (k, v) in map {
+                if let Some(new) = map_strings(v, f) {
+                    changed.get_or_insert_with(|| map.clone()).insert(k.clone(), new);
+                }
+            }
+            changed.map(Value::Object)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the end of `text` from `at` could be the start of a placeholder: `[` and then
+/// only capitals, digits and `_`, shorter than the longest placeholder.
+fn may_open_placeholder(tail: &str) -> bool {
+    tail.len() < MAX_PLACEHOLDER
+        && tail[1..]
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The per-request state of an [`Anonymizer`]: the vault, and the text the stream holds
+/// back. Its `Debug` shows counts, never values.
+#[derive(Default)]
+pub struct AnonymizerState {
+    vault: Vault,
+    blocks: Blocks,
+    held: String,
+}
+
+impl fmt::Debug for AnonymizerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnonymizerState")
+            .field("placeholders", &self.vault.by_placeholder.len())
+            .field("held_bytes", &self.held.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnonymizerState {
+    /// How many values the request's vault holds.
+    pub fn len(&self) -> usize {
+        self.vault.by_placeholder.len()
+    }
+
+    /// Whether the vault is empty.
+    pub fn is_empty(&self) -> bool {
+        self.vault.by_placeholder.is_empty()
+    }
+}
+
+impl Inner {
+    /// `text` with every value found replaced by its placeholder: `None` when none is found.
+    fn anonymize(&self, text: &str, vault: &mut Vault) -> Option<String> {
+        let found = self.filter.find(text);
+        if found.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut pos = 0;
+        for m in found {
+            out.push_str(&text[pos..m.start]);
+            let label = self.labels.get(m.rule).map_or("VALUE", String::as_str);
+            out.push_str(vault.placeholder(label, &text[m.start..m.end]));
+            pos = m.end;
+        }
+        out.push_str(&text[pos..]);
+        Some(out)
+    }
+
+    /// A message with its text, reasoning, tool calls' arguments and tool results
+    /// anonymised, when any changes.
+    fn anonymize_message(&self, m: &Message, vault: &mut Vault) -> Option<Message> {
+        let mut changed: Option<Message> = None;
+        for (i, part) in m.content.parts.iter().enumerate() {
+            let new = match part {
+                Part::Text { text } => self
+                    .anonymize(text, vault)
+                    .map(|t| Part::Text { text: t.into() }),
+                Part::Reasoning { text } => self
+                    .anonymize(text, vault)
+                    .map(|t| Part::Reasoning { text: t.into() }),
+                Part::ToolCall(call) => map_strings(&call.args, &mut |s| self.anonymize(s, vault))
+                    .map(|args| Part::ToolCall(ToolCall { args, ..call.clone() })),
+                Part::ToolResult(result) => {
+                    let mut r = result.clone();
+                    let mut any = false;
+                    if let Some(v) = map_strings(&result.result, &mut |s| self.anonymize(s, vault)) {
+                        r.result = v;
+                        any = true;
+                    }
+                    if let Some(out) = &result.model_output
+                        && let Some(v) = map_strings(out, &mut |s| self.anonymize(s, vault))
+                    {
+                        r.model_output = Some(v);
+                        any = true;
+                    }
+                    any.then_some(Part::ToolResult(r))
+                }
+                Part::File { .. } | Part::Data { .. } => None,
+            };
+            if let Some(new) = new {
+                changed.get_or_insert_with(|| m.clone()).content.parts[i] = new;
+            }
+        }
+        changed
+    }
+}
+
+/// A message with its text, reasoning and tool calls' arguments restored, when any changes.
+fn restore_message(m: &Message, vault: &Vault) -> Option<Message> {
+    let mut changed: Option<Message> = None;
+    for (i, part) in m.content.parts.iter().enumerate() {
+        let new = match part {
+            Part::Text { text } => vault.restore(text).map(|t| Part::Text { text: t.into() }),
+            Part::Reasoning { text } => vault
+                .restore(text)
+                .map(|t| Part::Reasoning { text: t.into() }),
+            Part::ToolCall(call) => vault
+                .restore_json(&call.args)
+                .map(|args| Part::ToolCall(ToolCall { args, ..call.clone() })),
+            _ => None,
+        };
+        if let Some(new) = new {
+            changed.get_or_insert_with(|| m.clone()).content.parts[i] = new;
+        }
+    }
+    changed
+}
+
+/// The stream side: restores the placeholders of a text block, holding back a possible
+/// placeholder's start at the end of a delta.
+struct Restore<'a> {
+    vault: &'a Vault,
+    held: &'a mut String,
+}
+
+impl Scan for Restore<'_> {
+    fn feed(&mut self, text: &str, out: &mut String) -> Result<Fed, ProcessorError> {
+        if self.held.is_empty() && (self.vault.by_placeholder.is_empty() || !text.contains('[')) {
+            return Ok(Fed::Unchanged);
+        }
+        self.held.push_str(text);
+        let hold = match self.held.rfind('[') {
+            Some(at) if may_open_placeholder(&self.held[at..]) => at,
+            _ => self.held.len(),
+        };
+        let done = &self.held[..hold];
+        match self.vault.restore(done) {
+            Some(restored) => out.push_str(&restored),
+            None => out.push_str(done),
+        }
+        self.held.drain(..hold);
+        Ok(Fed::Emit)
+    }
+
+    fn finish(&mut self, out: &mut String) -> Result<(), ProcessorError> {
+        match self.vault.restore(self.held) {
+            Some(restored) => out.push_str(&restored),
+            None => out.push_str(self.held),
+        }
+        self.held.clear();
+        Ok(())
+    }
+}
+
+#[processor(crate = processors_runtime, id = "anonymizer")]
+impl Anonymizer {
+    /// Replaces the values in this call's prompt with their placeholders.
+    fn process_llm_request(
+        &self,
+        request: &ModelRequest,
+        state: &mut AnonymizerState,
+    ) -> LlmRequestAction {
+        let mut changed: Option<Vec<Message>> = None;
+        for (i, m) in request.prompt.iter().enumerate() {
+            if let Some(new) = self.inner.anonymize_message(m, &mut state.vault) {
+                changed.get_or_insert_with(|| request.prompt.clone())[i] = new;
+            }
+        }
+        match changed {
+            Some(prompt) => LlmRequestAction::Prompt(prompt),
+            None => LlmRequestAction::Continue,
+        }
+    }
+
+    /// Gives the tool the values, not the placeholders, in its arguments.
+    fn process_tool_call(&self, call: &ToolCall, state: &mut AnonymizerState) -> ToolCallAction {
+        match state.vault.restore_json(&call.args) {
+            Some(args) => ToolCallAction::Rewrite(args),
+            None => ToolCallAction::Continue,
+        }
+    }
+
+    /// Restores placeholders in text and reasoning deltas (whole, when split across deltas)
+    /// and in streamed tool calls' arguments.
+    fn process_output_stream(
+        &self,
+        chunk: &Chunk,
+        state: &mut AnonymizerState,
+    ) -> Result<StreamAction, ProcessorError> {
+        let AnonymizerState {
+            vault,
+            blocks,
+            held,
+        } = state;
+        let restored_call = match &chunk.kind {
+            ChunkKind::ToolCall(call) => vault.restore_json(&call.args).map(|args| Chunk {
+                kind: ChunkKind::ToolCall(ToolCall { args, ..call.clone() }),
+                ..chunk.clone()
+            }),
+            _ => None,
+        };
+        let mut scan = Restore { vault, held };
+        match restored_call {
+            None => blocks.on_chunk(&mut scan, chunk),
+            Some(call) => Ok(match blocks.on_chunk(&mut scan, &call)? {
+                StreamAction::Pass => StreamAction::Replace(call),
+                other => other,
+            }),
+        }
+    }
+
+    /// Restores placeholders in the answer's text, reasoning and tool calls.
+    fn process_output_result(
+        &self,
+        mut messages: Vec<Message>,
+        state: &mut AnonymizerState,
+    ) -> OutputOutcome {
+        let mut changed = false;
+        for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+            if let Some(new) = restore_message(m, &state.vault) {
+                *m = new;
+                changed = true;
+            }
+        }
+        match changed {
+            true => OutputOutcome::Messages(messages),
+            false => OutputOutcome::Unchanged,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vault_of(pairs: &[(&str, &str)]) -> Vault {
+        let mut v = Vault::default();
+        for (label, value) in pairs {
+            v.placeholder(label, value);
+        }
+        v
+    }
+
+    #[test]
+    fn equal_values_share_a_placeholder_numbered_by_kind() {
+        let mut v = Vault::default();
+        assert_eq!(v.placeholder("EMAIL", "a@example.com"), "[EMAIL_1]");
+        assert_eq!(v.placeholder("EMAIL", "b@example.com"), "[EMAIL_2]");
+        assert_eq!(v.placeholder("SSN", "536-22-1847"), "[SSN_1]");
+        assert_eq!(v.placeholder("EMAIL", "a@example.com"), "[EMAIL_1]");
+    }
+
+    #[test]
+    fn only_the_vaults_placeholders_are_restored() {
+        let v = vault_of(&[("EMAIL", "a@example.com")]);
+        assert_eq!(
+            v.restore("[EMAIL_1], [EMAIL_2], [x] [").as_deref(),
+            Some("a@example.com, [EMAIL_2], [x] [")
+        );
+        assert_eq!(v.restore("no placeholder [here]"), None);
+        assert_eq!(Vault::default().restore("[EMAIL_1]"), None);
+    }
+
+    #[test]
+    fn a_possible_placeholder_start_is_held_and_nothing_else() {
+        assert!(may_open_placeholder("["));
+        assert!(may_open_placeholder("[EMAIL_"));
+        assert!(!may_open_placeholder("[email"));
+        assert!(!may_open_placeholder("[EMAIL_1] "));
+        assert!(!may_open_placeholder(&format!("[{}", "A".repeat(70))));
+    }
+
+    #[test]
+    fn the_stream_restores_a_placeholder_split_anywhere() {
+        let v = vault_of(&[("EMAIL", "a@example.com"), ("SSN", "536-22-1847")]);
+        let text = "Mail [EMAIL_1] about [SSN_1] [not one] [EMAIL_7].";
+        let expected = "Mail a@example.com about 536-22-1847 [not one] [EMAIL_7].";
+        for cut in 0..=text.len() {
+            for cut2 in cut..=text.len() {
+                let mut held = String::new();
+                let mut all = String::new();
+                let mut scan = Restore { vault: &v, held: &mut held };
+                for piece in [&text[..cut], &text[cut..cut2], &text[cut2..]] {
+                    let mut out = String::new();
+                    match scan.feed(piece, &mut out).unwrap() {
+                        Fed::Unchanged => all.push_str(piece),
+                        Fed::Emit => all.push_str(&out),
+                    }
+                }
+                let mut out = String::new();
+                scan.finish(&mut out).unwrap();
+                all.push_str(&out);
+                assert_eq!(all, expected, "cut at {cut} and {cut2}");
+            }
+        }
+    }
+
+    #[test]
+    fn strings_inside_json_are_mapped_keys_apart() {
+        let v = vault_of(&[("EMAIL", "a@example.com")]);
+        let args = serde_json::json!({ "to": ["[EMAIL_1]", 3], "[EMAIL_1]": { "cc": "[EMAIL_1]" } });
+        assert_eq!(
+            v.restore_json(&args),
+            Some(serde_json::json!({ "to": ["a@example.com", 3], "[EMAIL_1]": { "cc": "a@example.com" } }))
+        );
+        assert_eq!(v.restore_json(&serde_json::json!({ "n": 1 })), None);
+    }
+}
