@@ -36,7 +36,7 @@ fn sent(model: &ScriptedModel) -> Vec<String> {
 }
 
 #[test]
-fn the_model_sees_placeholders_and_the_client_the_values_delta_by_delta() {
+fn bi_98_the_model_sees_placeholders_and_the_client_the_values_delta_by_delta() {
     let model = ScriptedModel::new([Turn::deltas([
         "Card [CREDIT_",
         "CARD_1] and ",
@@ -68,7 +68,7 @@ fn the_model_sees_placeholders_and_the_client_the_values_delta_by_delta() {
 }
 
 #[test]
-fn a_tool_gets_the_values_and_its_result_reaches_the_model_anonymised() {
+fn bi_98_a_tool_gets_the_values_and_its_result_reaches_the_model_anonymised() {
     let got = Arc::new(Mutex::new(Vec::new()));
     let seen = got.clone();
     let lookup = tool(
@@ -107,7 +107,7 @@ fn a_tool_gets_the_values_and_its_result_reaches_the_model_anonymised() {
 }
 
 #[test]
-fn memory_keeps_what_the_caller_sent_and_got_and_later_calls_see_it_anonymised() {
+fn bi_98_memory_keeps_what_the_caller_sent_and_got_and_later_calls_see_it_anonymised() {
     let store = InMemoryStore::new();
     let model = ScriptedModel::new([Turn::text("Saved [EMAIL_1]."), Turn::text("Yes.")]);
     let a = anonymizer();
@@ -130,7 +130,7 @@ fn memory_keeps_what_the_caller_sent_and_got_and_later_calls_see_it_anonymised()
 }
 
 #[test]
-fn a_request_without_values_is_left_alone_and_placeholders_of_no_value_stay() {
+fn bi_98_a_request_without_values_is_left_alone_and_placeholders_of_no_value_stay() {
     let model = ScriptedModel::new([Turn::deltas(["Write [EMAIL_1] ", "or [NAME_1]."])]);
     let a = anonymizer();
     let agent = Agent::builder()
@@ -146,7 +146,7 @@ fn a_request_without_values_is_left_alone_and_placeholders_of_no_value_stay() {
 }
 
 #[test]
-fn rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defaults() {
+fn bi_98_rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defaults() {
     let only_tickets = Anonymizer::builder()
         .preset(Preset::Urls)
         .rule(Rule::new("ticket", r"TCK-[0-9]{4}"))
@@ -168,4 +168,52 @@ fn rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defaults() 
     assert_eq!(r.text, "About TCK-1234 at https://example.com/t.");
     let error = Anonymizer::builder().without("no-such-rule").build().unwrap_err();
     assert!(error.to_string().contains("no-such-rule"), "{error}");
+}
+
+#[test]
+fn bi_98_a_model_with_processors_anonymizes_its_calls_and_restores_its_stream() {
+    use futures::StreamExt;
+    use processors_runtime::model::{LanguageModelExt, ModelRequest};
+    let inner = ScriptedModel::new([Turn::deltas(["Hi [EM", "AIL_1]"])]);
+    let a = anonymizer();
+    let model = inner.clone().with_processors().input(a.clone()).output(a).build().unwrap();
+    let request = ModelRequest {
+        prompt: vec![Message::user(format!("I am {EMAIL}"))],
+        ..Default::default()
+    };
+    let text = block_on(async {
+        let mut stream = model.stream(request).await.unwrap();
+        let mut text = String::new();
+        while let Some(chunk) = stream.next().await {
+            if let ChunkKind::TextDelta { text: t, .. } = chunk.unwrap() {
+                text.push_str(&t);
+            }
+        }
+        text
+    });
+    assert_eq!(inner.requests()[0].prompt[0].text(), "I am [EMAIL_1]");
+    assert_eq!(text, format!("Hi {EMAIL}"));
+}
+
+#[test]
+fn bi_98_an_answer_replayed_from_a_cache_is_restored_and_the_cache_keeps_no_value() {
+    use processors_builtins::ResponseCache;
+    use processors_builtins::response_cache::InMemoryCache;
+    let model = ScriptedModel::new([Turn::text("Reply sent to [EMAIL_1].")]);
+    let a = anonymizer();
+    let cache = ResponseCache::new(InMemoryCache::new());
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(a.clone())
+        .input(cache.clone())
+        .output(cache)
+        .output(a)
+        .build()
+        .unwrap();
+    let question = format!("Reply to {EMAIL}");
+    let first = block_on(agent.generate(question.as_str())).unwrap();
+    let second = block_on(agent.generate(question.as_str())).unwrap();
+    assert_eq!(model.calls(), 1, "the second answer came from the cache");
+    assert_eq!(first.text, format!("Reply sent to {EMAIL}."));
+    assert_eq!(second.text, first.text);
 }

@@ -72,7 +72,7 @@ fn input_redaction_by_mask_hash_remove_and_placeholder_covers_every_occurrence()
 }
 
 #[test]
-fn the_default_redaction_is_the_reference_mask() {
+fn bi_97_the_default_redaction_is_the_reference_mask() {
     let model = main_model();
     let agent = Agent::builder()
         .model(model.clone())

@@ -402,6 +402,8 @@ pub struct LinearClassifier {
     /// Each head's threshold, in the heads' order.
     thresholds: Vec<f64>,
     decision: f64,
+    /// A check asked beside the model, whose sure verdicts count too.
+    also: Option<Arc<dyn LocalCheck>>,
 }
 
 impl fmt::Debug for LinearClassifier {
@@ -417,49 +419,62 @@ impl fmt::Debug for LinearClassifier {
             .field("name", &self.name)
             .field("thresholds", &heads)
             .field("decision", &self.decision)
+            .field("also", &self.also.as_ref().map(|c| c.name().to_owned()))
             .finish_non_exhaustive()
     }
 }
 
 /// Builds a [`LinearClassifier`]: its model, the heads' thresholds, the decision score.
-#[derive(Debug)]
 #[must_use]
 pub struct LinearClassifierBuilder {
     name: String,
     model: Result<Arc<LinearModel>, ConfigError>,
     thresholds: Vec<(String, f64)>,
     decision: f64,
+    also: Option<Arc<dyn LocalCheck>>,
+}
+
+impl fmt::Debug for LinearClassifierBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LinearClassifierBuilder")
+            .field("name", &self.name)
+            .field("thresholds", &self.thresholds)
+            .field("decision", &self.decision)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LinearClassifier {
     /// The shipped injection model ([`LinearModel::injection`]), for
-    /// [`PromptInjectionDetector`](super::PromptInjectionDetector), its thresholds the file's.
+    /// [`PromptInjectionDetector`](super::PromptInjectionDetector), its thresholds the file's,
+    /// with [`InjectionHeuristics`](super::InjectionHeuristics) beside it
+    /// ([`also`](LinearClassifierBuilder::also)).
     pub fn injection() -> LinearClassifier {
-        Self::from_model("injection-classifier", LinearModel::injection(), 0.7)
+        Self::injection_builder()
+            .build()
+            .unwrap_or_else(|e| unreachable!("the shipped injection check builds: {e}"))
     }
 
     /// The shipped toxicity model ([`LinearModel::toxicity`]), for
-    /// [`Moderation`](super::Moderation), its thresholds the file's.
+    /// [`Moderation`](super::Moderation), its thresholds the file's, with
+    /// [`ToxicityWords`](super::ToxicityWords) beside it
+    /// ([`also`](LinearClassifierBuilder::also)).
     pub fn toxicity() -> LinearClassifier {
-        Self::from_model("toxicity-classifier", LinearModel::toxicity(), 0.5)
+        Self::toxicity_builder()
+            .build()
+            .unwrap_or_else(|e| unreachable!("the shipped toxicity check builds: {e}"))
     }
 
-    fn from_model(name: &str, model: LinearModel, decision: f64) -> LinearClassifier {
-        let thresholds = model.heads().iter().map(ModelHead::threshold).collect();
-        LinearClassifier {
-            name: name.to_owned(),
-            model: Arc::new(model),
-            thresholds,
-            decision,
-        }
-    }
-
-    /// Starts from the shipped injection model, to set its thresholds.
+    /// Starts from the shipped injection model with the heuristics beside it, to set its
+    /// thresholds ([`model_only`](LinearClassifierBuilder::model_only) leaves the
+    /// heuristics out).
     pub fn injection_builder() -> LinearClassifierBuilder {
         Self::builder_of("injection-classifier", Ok(LinearModel::injection()), 0.7)
+            .also(super::InjectionHeuristics::new())
     }
 
-    /// Starts from the shipped toxicity model, to set its thresholds.
+    /// Starts from the shipped toxicity model with the word list beside it, to set its
+    /// thresholds ([`model_only`](LinearClassifierBuilder::model_only) leaves the list out).
     ///
     /// ```
     /// use processors::builtins::detector::LinearClassifier;
@@ -471,6 +486,7 @@ impl LinearClassifier {
     /// ```
     pub fn toxicity_builder() -> LinearClassifierBuilder {
         Self::builder_of("toxicity-classifier", Ok(LinearModel::toxicity()), 0.5)
+            .also(super::ToxicityWords::new())
     }
 
     /// Starts from a model file of one's own (written as `scripts/train_guards.py` writes
@@ -499,6 +515,7 @@ impl LinearClassifier {
             model: model.map(Arc::new),
             thresholds: Vec::new(),
             decision,
+            also: None,
         }
     }
 
@@ -537,6 +554,21 @@ impl LinearClassifierBuilder {
         self
     }
 
+    /// Asks `check` beside the model: its sure verdicts flag too (its categories' scores
+    /// merged with the model's, the higher kept, and its other fields, such as the
+    /// heuristics' `signs`, in the verdict); when it is unsure with a score, the verdict is
+    /// unsure unless the model flags.
+    pub fn also(mut self, check: impl LocalCheck) -> Self {
+        self.also = Some(Arc::new(check));
+        self
+    }
+
+    /// The model alone, without the check the shipped models have beside them.
+    pub fn model_only(mut self) -> Self {
+        self.also = None;
+        self
+    }
+
     /// The check; errors name a model that cannot be read, an unknown head, a value out of
     /// range.
     pub fn build(self) -> Result<LinearClassifier, ConfigError> {
@@ -569,6 +601,7 @@ impl LinearClassifierBuilder {
             model,
             thresholds,
             decision: self.decision,
+            also: self.also,
         })
     }
 }
@@ -590,12 +623,48 @@ impl LocalCheck for LinearClassifier {
             scores.insert(head.name().to_owned(), json!(self.score(p, t)));
             raw.insert(head.name().to_owned(), json!(p));
         }
-        let verdict = json!({ "categories": Value::Object(scores), "probabilities": Value::Object(raw) });
+        let mut verdict = Map::new();
+        if let Some(also) = &self.also {
+            let other = also.check(text);
+            let Value::Object(fields) = other.verdict() else {
+                return Local::Failed(format!("`{}` gave no verdict", also.name()));
+            };
+            let scored = merge(&mut scores, fields.get("categories"));
+            match other {
+                Local::Sure(_) => flagged = true,
+                Local::Unsure(_) if scored => clean = false,
+                _ => {}
+            }
+            for (k, v) in fields.iter().filter(|(k, _)| *k != "categories") {
+                verdict.insert(k.clone(), v.clone());
+            }
+        }
+        verdict.insert("categories".to_owned(), Value::Object(scores));
+        verdict.insert("probabilities".to_owned(), Value::Object(raw));
+        let verdict = Value::Object(verdict);
         match flagged || clean {
             true => Local::Sure(verdict),
             false => Local::Unsure(verdict),
         }
     }
+}
+
+/// Merges another check's category scores into `scores`, the higher of two kept: whether any
+/// of them is over 0.
+fn merge(scores: &mut Map<String, Value>, other: Option<&Value>) -> bool {
+    let Some(Value::Object(other)) = other else {
+        return false;
+    };
+    let mut any = false;
+    for (name, v) in other {
+        let s = v.as_f64().unwrap_or(0.0);
+        any |= s > 0.0;
+        let at = scores.entry(name.clone()).or_insert(json!(0.0));
+        if at.as_f64().unwrap_or(0.0) < s {
+            *at = json!(s);
+        }
+    }
+    any
 }
 
 #[cfg(test)]

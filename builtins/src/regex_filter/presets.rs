@@ -335,7 +335,7 @@ mod tests {
     }
 
     #[test]
-    fn ssns_follow_the_ssa_rules() {
+    fn bi_97_ssns_follow_the_ssa_rules() {
         for ok in ["536-22-1847", "001-01-0001", "899 99 9999", "935-26-7902", "SSN: 536221847"] {
             assert!(is_ssn(ok), "{ok}");
         }
@@ -372,7 +372,7 @@ mod tests {
     }
 
     #[test]
-    fn each_rule_finds_valid_values_and_leaves_invalid_ones() {
+    fn bi_97_each_rule_finds_valid_values_and_leaves_invalid_ones() {
         finds("ssn", "my SSN is 536-22-1847, hers 536 22 1848", &["536-22-1847", "536 22 1848"]);
         finds("ssn", "ssn 536221847", &["ssn 536221847"]);
         finds("ssn", "order 666-22-1847 and 123-45-6789 and 536-221-847", &[]);
