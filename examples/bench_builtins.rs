@@ -136,8 +136,14 @@ fn local_checks() {
     let words = ToxicityWords::new();
     let injection = LinearClassifier::injection();
     let toxicity = LinearClassifier::toxicity();
-    let injection_model = LinearClassifier::injection_builder().model_only().build().expect("the shipped model");
-    let toxicity_model = LinearClassifier::toxicity_builder().model_only().build().expect("the shipped model");
+    let injection_model = LinearClassifier::injection_builder()
+        .model_only()
+        .build()
+        .expect("the shipped model");
+    let toxicity_model = LinearClassifier::toxicity_builder()
+        .model_only()
+        .build()
+        .expect("the shipped model");
     let threat = format!("{} I'm going to find you and kill you.", &message[..988]);
     // The repository's corpora: short messages of every kind.
     let corpora: [(&str, &dyn LocalCheck, &str); 4] = [
@@ -146,7 +152,11 @@ fn local_checks() {
             &heuristics,
             "eval/prompt_injection.jsonl",
         ),
-        ("injection-classifier", &injection, "eval/prompt_injection.jsonl"),
+        (
+            "injection-classifier",
+            &injection,
+            "eval/prompt_injection.jsonl",
+        ),
         ("toxicity-words", &words, "eval/toxicity.jsonl"),
         ("toxicity-classifier", &toxicity, "eval/toxicity.jsonl"),
     ];
@@ -179,14 +189,44 @@ fn local_checks() {
         ("injection-heuristics", &heuristics, "attack", &attack),
         ("toxicity-words", &words, "prose", &message),
         ("toxicity-words", &words, "threat", &threat),
-        ("injection-classifier (model alone)", &injection_model, "prose", &message),
-        ("injection-classifier (model alone)", &injection_model, "attack", &attack),
-        ("injection-classifier (model alone)", &injection_model, "prose, 64 KB", &long),
+        (
+            "injection-classifier (model alone)",
+            &injection_model,
+            "prose",
+            &message,
+        ),
+        (
+            "injection-classifier (model alone)",
+            &injection_model,
+            "attack",
+            &attack,
+        ),
+        (
+            "injection-classifier (model alone)",
+            &injection_model,
+            "prose, 64 KB",
+            &long,
+        ),
         ("injection-classifier", &injection, "prose", &message),
         ("injection-classifier", &injection, "prose, 64 KB", &long),
-        ("toxicity-classifier (model alone)", &toxicity_model, "prose", &message),
-        ("toxicity-classifier (model alone)", &toxicity_model, "threat", &threat),
-        ("toxicity-classifier (model alone)", &toxicity_model, "prose, 64 KB", &long),
+        (
+            "toxicity-classifier (model alone)",
+            &toxicity_model,
+            "prose",
+            &message,
+        ),
+        (
+            "toxicity-classifier (model alone)",
+            &toxicity_model,
+            "threat",
+            &threat,
+        ),
+        (
+            "toxicity-classifier (model alone)",
+            &toxicity_model,
+            "prose, 64 KB",
+            &long,
+        ),
         ("toxicity-classifier", &toxicity, "prose", &message),
         ("toxicity-classifier", &toxicity, "prose, 64 KB", &long),
     ];

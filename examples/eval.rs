@@ -23,6 +23,9 @@ use processors::builtins::regex_filter::Preset;
 use processors::eval::{Corpus, Counts, Evaluation, Sample, Site, evaluate};
 use serde_json::Value;
 
+/// What groups a corpus's samples: their source, or their language.
+type GroupKey = fn(&Sample) -> Option<&str>;
+
 /// The kinds of guard, by what they look for.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -69,7 +72,15 @@ async fn run(corpus: &Corpus, kind: Kind) -> Result<Vec<Evaluation>, Box<dyn std
             let pii = RegexFilter::builder().preset(Preset::Pii).build()?;
             out.push(evaluate("regex-filter (pii)", pii, corpus, Site::Input).await);
             let pii = RegexFilter::builder().preset(Preset::Pii).build()?;
-            out.push(evaluate("regex-filter (pii), on the answer", pii, corpus, Site::Output).await);
+            out.push(
+                evaluate(
+                    "regex-filter (pii), on the answer",
+                    pii,
+                    corpus,
+                    Site::Output,
+                )
+                .await,
+            );
         }
     }
     Ok(out)
@@ -128,7 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    let groups: [(&str, fn(&Sample) -> Option<&str>); 2] = [
+    let groups: [(&str, GroupKey); 2] = [
         ("source", |s| s.source.as_deref()),
         ("language", |s| s.language.as_deref()),
     ];

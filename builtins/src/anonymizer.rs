@@ -249,7 +249,9 @@ fn map_strings(value: &Value, f: &mut impl FnMut(&str) -> Option<String>) -> Opt
             let mut changed: Option<serde_json::Map<String, Value>> = None;
             for (k, v) in map {
                 if let Some(new) = map_strings(v, f) {
-                    changed.get_or_insert_with(|| map.clone()).insert(k.clone(), new);
+                    changed
+                        .get_or_insert_with(|| map.clone())
+                        .insert(k.clone(), new);
                 }
             }
             changed.map(Value::Object)
@@ -329,11 +331,17 @@ impl Inner {
                     .anonymize(text, vault)
                     .map(|t| Part::Reasoning { text: t.into() }),
                 Part::ToolCall(call) => map_strings(&call.args, &mut |s| self.anonymize(s, vault))
-                    .map(|args| Part::ToolCall(ToolCall { args, ..call.clone() })),
+                    .map(|args| {
+                        Part::ToolCall(ToolCall {
+                            args,
+                            ..call.clone()
+                        })
+                    }),
                 Part::ToolResult(result) => {
                     let mut r = result.clone();
                     let mut any = false;
-                    if let Some(v) = map_strings(&result.result, &mut |s| self.anonymize(s, vault)) {
+                    if let Some(v) = map_strings(&result.result, &mut |s| self.anonymize(s, vault))
+                    {
                         r.result = v;
                         any = true;
                     }
@@ -364,9 +372,12 @@ fn restore_message(m: &Message, vault: &Vault) -> Option<Message> {
             Part::Reasoning { text } => vault
                 .restore(text)
                 .map(|t| Part::Reasoning { text: t.into() }),
-            Part::ToolCall(call) => vault
-                .restore_json(&call.args)
-                .map(|args| Part::ToolCall(ToolCall { args, ..call.clone() })),
+            Part::ToolCall(call) => vault.restore_json(&call.args).map(|args| {
+                Part::ToolCall(ToolCall {
+                    args,
+                    ..call.clone()
+                })
+            }),
             _ => None,
         };
         if let Some(new) = new {
@@ -454,7 +465,10 @@ impl Anonymizer {
         } = state;
         let restored_call = match &chunk.kind {
             ChunkKind::ToolCall(call) => vault.restore_json(&call.args).map(|args| Chunk {
-                kind: ChunkKind::ToolCall(ToolCall { args, ..call.clone() }),
+                kind: ChunkKind::ToolCall(ToolCall {
+                    args,
+                    ..call.clone()
+                }),
                 ..chunk.clone()
             }),
             _ => None,
@@ -539,7 +553,10 @@ mod tests {
             for cut2 in cut..=text.len() {
                 let mut held = String::new();
                 let mut all = String::new();
-                let mut scan = Restore { vault: &v, held: &mut held };
+                let mut scan = Restore {
+                    vault: &v,
+                    held: &mut held,
+                };
                 for piece in [&text[..cut], &text[cut..cut2], &text[cut2..]] {
                     let mut out = String::new();
                     match scan.feed(piece, &mut out).unwrap() {
@@ -558,10 +575,13 @@ mod tests {
     #[test]
     fn strings_inside_json_are_mapped_keys_apart() {
         let v = vault_of(&[("EMAIL", "a@example.com")]);
-        let args = serde_json::json!({ "to": ["[EMAIL_1]", 3], "[EMAIL_1]": { "cc": "[EMAIL_1]" } });
+        let args =
+            serde_json::json!({ "to": ["[EMAIL_1]", 3], "[EMAIL_1]": { "cc": "[EMAIL_1]" } });
         assert_eq!(
             v.restore_json(&args),
-            Some(serde_json::json!({ "to": ["a@example.com", 3], "[EMAIL_1]": { "cc": "a@example.com" } }))
+            Some(
+                serde_json::json!({ "to": ["a@example.com", 3], "[EMAIL_1]": { "cc": "a@example.com" } })
+            )
         );
         assert_eq!(v.restore_json(&serde_json::json!({ "n": 1 })), None);
     }

@@ -242,24 +242,37 @@ pub struct Counts {
 impl Counts {
     /// `tp / (tp + fp)` (1 when nothing was flagged).
     pub fn precision(&self) -> f64 {
-        ratio(self.true_positives, self.true_positives + self.false_positives)
+        ratio(
+            self.true_positives,
+            self.true_positives + self.false_positives,
+        )
     }
 
     /// `tp / (tp + fn)` (1 when nothing should be flagged).
     pub fn recall(&self) -> f64 {
-        ratio(self.true_positives, self.true_positives + self.false_negatives)
+        ratio(
+            self.true_positives,
+            self.true_positives + self.false_negatives,
+        )
     }
 
     /// The harmonic mean of precision and recall.
     pub fn f1(&self) -> f64 {
         let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 { 0.0 } else { 2.0 * p * r / (p + r) }
+        if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        }
     }
 
     /// Of the samples that should pass, the share flagged: `fp / (fp + tn)` (0 when none
     /// should pass).
     pub fn false_positive_rate(&self) -> f64 {
-        1.0 - ratio(self.true_negatives, self.true_negatives + self.false_positives)
+        1.0 - ratio(
+            self.true_negatives,
+            self.true_negatives + self.false_positives,
+        )
     }
 
     /// How many samples should be flagged, and how many should pass.
@@ -368,7 +381,10 @@ impl Evaluation {
     /// Of the samples that should pass, the share flagged: `fp / (fp + tn)` (0 when none
     /// should pass).
     pub fn false_positive_rate(&self) -> f64 {
-        1.0 - ratio(self.true_negatives, self.true_negatives + self.false_positives)
+        1.0 - ratio(
+            self.true_negatives,
+            self.true_negatives + self.false_positives,
+        )
     }
 
     /// The confusion counts over the whole corpus.

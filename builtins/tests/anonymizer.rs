@@ -63,7 +63,11 @@ fn bi_98_the_model_sees_placeholders_and_the_client_the_values_delta_by_delta() 
     let expected = format!("Card {CARD} and {EMAIL} noted; [EMAIL_2] is not yours. [");
     assert_eq!(text, expected);
     // No delta carries a piece of a placeholder: each was held until it was whole.
-    assert!(deltas(&chunks).iter().all(|d| !d.contains("[CREDIT_") && !d.contains("CARD_1]")));
+    assert!(
+        deltas(&chunks)
+            .iter()
+            .all(|d| !d.contains("[CREDIT_") && !d.contains("CARD_1]"))
+    );
     assert_eq!(result.unwrap().text, expected);
 }
 
@@ -97,10 +101,19 @@ fn bi_98_a_tool_gets_the_values_and_its_result_reaches_the_model_anonymised() {
     let calls = sent(&model);
     assert_eq!(calls.len(), 2);
     for call in &calls {
-        assert!(!call.contains(EMAIL) && !call.contains(SSN) && !call.contains("ops@example.org"), "{call}");
+        assert!(
+            !call.contains(EMAIL) && !call.contains(SSN) && !call.contains("ops@example.org"),
+            "{call}"
+        );
     }
     // The second call: the same placeholder for the same value, new ones for new values.
-    assert!(calls[1].contains("[EMAIL_1]") && calls[1].contains("[SSN_1]") && calls[1].contains("[EMAIL_2]"), "{}", calls[1]);
+    assert!(
+        calls[1].contains("[EMAIL_1]")
+            && calls[1].contains("[SSN_1]")
+            && calls[1].contains("[EMAIL_2]"),
+        "{}",
+        calls[1]
+    );
     assert_eq!(result.text, format!("Found {SSN}; backup ops@example.org."));
     // The run's record of the call has the values, as the tool got them.
     assert_eq!(result.tool_calls[0].args, json!({ "email": EMAIL }));
@@ -126,7 +139,10 @@ fn bi_98_memory_keeps_what_the_caller_sent_and_got_and_later_calls_see_it_anonym
     block_on(agent.generate_with("Still there?", thread())).unwrap();
     let second = &sent(&model)[1];
     assert!(!second.contains(EMAIL), "{second}");
-    assert!(second.contains("Remember [EMAIL_1]") && second.contains("Saved [EMAIL_1]."), "{second}");
+    assert!(
+        second.contains("Remember [EMAIL_1]") && second.contains("Saved [EMAIL_1]."),
+        "{second}"
+    );
 }
 
 #[test]
@@ -152,7 +168,10 @@ fn bi_98_rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defau
         .rule(Rule::new("ticket", r"TCK-[0-9]{4}"))
         .build()
         .unwrap();
-    assert_eq!(only_tickets.rule_names().collect::<Vec<_>>(), ["url", "ticket"]);
+    assert_eq!(
+        only_tickets.rule_names().collect::<Vec<_>>(),
+        ["url", "ticket"]
+    );
     let model = ScriptedModel::new([Turn::text("About [TICKET_1] at [URL_1].")]);
     let agent = Agent::builder()
         .model(model.clone())
@@ -160,13 +179,17 @@ fn bi_98_rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defau
         .output(only_tickets)
         .build()
         .unwrap();
-    let r = block_on(agent.generate(format!("TCK-1234 at https://example.com/t, from {EMAIL}"))).unwrap();
+    let r = block_on(agent.generate(format!("TCK-1234 at https://example.com/t, from {EMAIL}")))
+        .unwrap();
     assert_eq!(
         model.requests()[0].prompt[0].text(),
         format!("[TICKET_1] at [URL_1], from {EMAIL}")
     );
     assert_eq!(r.text, "About TCK-1234 at https://example.com/t.");
-    let error = Anonymizer::builder().without("no-such-rule").build().unwrap_err();
+    let error = Anonymizer::builder()
+        .without("no-such-rule")
+        .build()
+        .unwrap_err();
     assert!(error.to_string().contains("no-such-rule"), "{error}");
 }
 
@@ -176,7 +199,13 @@ fn bi_98_a_model_with_processors_anonymizes_its_calls_and_restores_its_stream() 
     use processors_runtime::model::{LanguageModelExt, ModelRequest};
     let inner = ScriptedModel::new([Turn::deltas(["Hi [EM", "AIL_1]"])]);
     let a = anonymizer();
-    let model = inner.clone().with_processors().input(a.clone()).output(a).build().unwrap();
+    let model = inner
+        .clone()
+        .with_processors()
+        .input(a.clone())
+        .output(a)
+        .build()
+        .unwrap();
     let request = ModelRequest {
         prompt: vec![Message::user(format!("I am {EMAIL}"))],
         ..Default::default()

@@ -338,7 +338,7 @@ async fn bi_77_the_local_guards_hold_their_figures_on_the_repositorys_corpora() 
     let guard = RegexFilter::builder().preset(Preset::Pii).build().unwrap();
     let e = evaluate("regex pii", guard, &pii, Site::Input).await;
     assert!(e.precision() >= 0.95, "{}", e.to_json());
-    assert!(e.recall() >= 0.8, "{}", e.to_json());
+    assert!(e.recall() >= 0.88, "{}", e.to_json());
 }
 
 /// One check of `text` by `detector`, as a fresh request: its warnings and trip wire.

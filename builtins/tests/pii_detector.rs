@@ -76,7 +76,11 @@ fn bi_97_the_default_redaction_is_the_reference_mask() {
     let model = main_model();
     let agent = Agent::builder()
         .model(model.clone())
-        .input(PiiDetector::builder(Judge::new(judge(finder))).build().unwrap())
+        .input(
+            PiiDetector::builder(Judge::new(judge(finder)))
+                .build()
+                .unwrap(),
+        )
         .build()
         .unwrap();
     block_on(agent.generate(format!("mail {EMAIL} or call {PHONE}"))).unwrap();

@@ -158,10 +158,15 @@ impl LinearModel {
                     .to_owned(),
             );
         }
-        let mut r = Reader { bytes: body, at: MAGIC.len() };
+        let mut r = Reader {
+            bytes: body,
+            at: MAGIC.len(),
+        };
         let bits = r.u32("the table size")?;
         if !(1..=MAX_BITS).contains(&bits) {
-            return Err(format!("its table has 2^{bits} buckets; at most 2^{MAX_BITS} load"));
+            return Err(format!(
+                "its table has 2^{bits} buckets; at most 2^{MAX_BITS} load"
+            ));
         }
         let n = r.u32("the number of heads")?;
         if !(1..=MAX_HEADS).contains(&n) {
@@ -177,12 +182,19 @@ impl LinearModel {
             let scale = r.f32("a head's scale")?;
             let threshold = r.f32("a head's threshold")?;
             if !(0.0..=1.0).contains(&threshold) {
-                return Err(format!("the threshold of `{name}` is {threshold}, not from 0 to 1"));
+                return Err(format!(
+                    "the threshold of `{name}` is {threshold}, not from 0 to 1"
+                ));
             }
             if name.is_empty() || heads.iter().any(|h: &ModelHead| h.name == name) {
                 return Err(format!("head {i} has an empty or repeated name `{name}`"));
             }
-            heads.push(ModelHead { name, bias, scale, threshold });
+            heads.push(ModelHead {
+                name,
+                bias,
+                scale,
+                threshold,
+            });
         }
         let count = (n as usize) << bits;
         let weights: Box<[i8]> = r
@@ -196,7 +208,11 @@ impl LinearModel {
                 body.len() - r.at
             ));
         }
-        Ok(LinearModel { bits, heads, weights })
+        Ok(LinearModel {
+            bits,
+            heads,
+            weights,
+        })
     }
 
     /// The model's heads, in the file's order.
@@ -237,9 +253,7 @@ impl LinearModel {
         let sum: i64 = buckets.iter().map(|&b| i64::from(table[b as usize])).sum();
         let z = match buckets.len() {
             0 => f64::from(head.bias),
-            n => {
-                f64::from(head.bias) + sum as f64 * f64::from(head.scale) / (n as f64).sqrt()
-            }
+            n => f64::from(head.bias) + sum as f64 * f64::from(head.scale) / (n as f64).sqrt(),
         };
         1.0 / (1.0 + (-z).exp())
     }
@@ -586,8 +600,11 @@ impl LinearClassifierBuilder {
         for (head, t) in &self.thresholds {
             range("threshold", *t)?;
             let Some(i) = model.heads().iter().position(|h| h.name() == head) else {
-                let known: Vec<String> =
-                    model.heads().iter().map(|h| format!("`{}`", h.name())).collect();
+                let known: Vec<String> = model
+                    .heads()
+                    .iter()
+                    .map(|h| format!("`{}`", h.name()))
+                    .collect();
                 return Err(ConfigError::Unknown {
                     what: "head of the model",
                     name: head.clone(),
@@ -616,7 +633,12 @@ impl LocalCheck for LinearClassifier {
         let mut scores = Map::new();
         let mut raw = Map::new();
         let (mut flagged, mut clean) = (false, true);
-        for ((head, &t), &p) in self.model.heads().iter().zip(&self.thresholds).zip(&probabilities)
+        for ((head, &t), &p) in self
+            .model
+            .heads()
+            .iter()
+            .zip(&self.thresholds)
+            .zip(&probabilities)
         {
             flagged |= p >= t;
             clean &= p < t / 2.0;
@@ -691,7 +713,9 @@ mod tests {
 
     #[test]
     fn text_is_read_in_nfkc_lower_case_without_invisible_characters() {
-        let read: String = normalise("  Ｉgnore\u{200b} ALL\t\n “prior”  rules\u{2019} ").into_iter().collect();
+        let read: String = normalise("  Ｉgnore\u{200b} ALL\t\n “prior”  rules\u{2019} ")
+            .into_iter()
+            .collect();
         assert_eq!(read, "ignore all \"prior\" rules'");
         assert!(normalise(" \u{feff}\u{1c} ").is_empty());
     }
@@ -712,7 +736,9 @@ mod tests {
         features(&normalise("ab"), 20, &mut out);
         // One word, no pair, the grams " ab", "ab " (3) and " ab " (4).
         assert_eq!(out.len(), 4);
-        let word = "w\u{1}ab".bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+        let word = "w\u{1}ab".bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
         assert!(out.contains(&(word & 0xf_ffff)));
         features(&[], 20, &mut out);
         // The padded empty text, "  ", is shorter than a gram.
@@ -722,7 +748,8 @@ mod tests {
     #[test]
     fn a_head_scores_the_logistic_of_its_bias_and_weights() {
         // Two buckets (bits 1), every feature in one of them.
-        let model = LinearModel::from_bytes("t", &file(1, &[("x", -1.0, 0.5, 0.5)], &[4, 4])).unwrap();
+        let model =
+            LinearModel::from_bytes("t", &file(1, &[("x", -1.0, 0.5, 0.5)], &[4, 4])).unwrap();
         assert!((model.probabilities("")[0] - 1.0 / (1.0 + 1f64.exp())).abs() < 1e-9);
         // "ab": four features in at most two buckets; every weight 4 × 0.5 = 2.
         let p = model.probabilities("ab")[0];
@@ -739,10 +766,18 @@ mod tests {
     fn a_corrupt_or_foreign_file_is_refused_with_its_reason() {
         let good = file(2, &[("x", 0.0, 1.0, 0.5)], &[1, 2, 3, 4]);
         assert!(LinearModel::from_bytes("m", &good).is_ok());
-        let reason = |bytes: &[u8]| LinearModel::from_bytes("m.lgm", bytes).unwrap_err().to_string();
+        let reason = |bytes: &[u8]| {
+            LinearModel::from_bytes("m.lgm", bytes)
+                .unwrap_err()
+                .to_string()
+        };
         let mut flipped = good.clone();
         flipped[20] ^= 1;
-        assert!(reason(&flipped).contains("checksum"), "{}", reason(&flipped));
+        assert!(
+            reason(&flipped).contains("checksum"),
+            "{}",
+            reason(&flipped)
+        );
         assert!(reason(&good[..good.len() - 3]).contains("checksum"));
         assert!(reason(b"").contains("truncated"));
         assert!(reason(b"PK\x03\x04 an archive, not a model").contains("LGM1"));
@@ -750,16 +785,34 @@ mod tests {
         assert!(reason(&file(2, &[("x", 0.0, 1.0, 0.5)], &[1, 2, 3, 4, 5])).contains("follow"));
         assert!(reason(&file(2, &[("x", f32::NAN, 1.0, 0.5)], &[0; 4])).contains("finite"));
         assert!(reason(&file(2, &[("x", 0.0, 1.0, 1.5)], &[0; 4])).contains("threshold"));
-        assert!(reason(&file(1, &[("x", 0.0, 1.0, 0.5), ("x", 0.0, 1.0, 0.5)], &[0; 4])).contains("repeated"));
+        assert!(
+            reason(&file(
+                1,
+                &[("x", 0.0, 1.0, 0.5), ("x", 0.0, 1.0, 0.5)],
+                &[0; 4]
+            ))
+            .contains("repeated")
+        );
         assert!(reason(&file(40, &[("x", 0.0, 1.0, 0.5)], &[])).contains("2^40"));
-        let missing = LinearClassifier::builder("/nonexistent/model.lgm").build().unwrap_err();
-        assert!(missing.to_string().contains("/nonexistent/model.lgm cannot be used: it cannot be read"), "{missing}");
+        let missing = LinearClassifier::builder("/nonexistent/model.lgm")
+            .build()
+            .unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .contains("/nonexistent/model.lgm cannot be used: it cannot be read"),
+            "{missing}"
+        );
     }
 
     #[test]
     fn scores_put_the_threshold_at_the_decision() {
-        let model = LinearModel::from_bytes("t", &file(1, &[("x", 0.0, 1.0, 0.4)], &[0, 0])).unwrap();
-        let c = LinearClassifier::builder_from_model("t", model).decision(0.7).build().unwrap();
+        let model =
+            LinearModel::from_bytes("t", &file(1, &[("x", 0.0, 1.0, 0.4)], &[0, 0])).unwrap();
+        let c = LinearClassifier::builder_from_model("t", model)
+            .decision(0.7)
+            .build()
+            .unwrap();
         assert!((c.score(0.4, 0.4) - 0.7).abs() < 1e-12);
         assert!((c.score(0.2, 0.4) - 0.35).abs() < 1e-12);
         assert!((c.score(1.0, 0.4) - 1.0).abs() < 1e-12);
@@ -770,12 +823,21 @@ mod tests {
     fn a_flag_and_a_clear_pass_are_sure_the_band_between_is_not() {
         // Bias only: the probability is the same for every text.
         let at = |bias: f32| {
-            let model = LinearModel::from_bytes("t", &file(1, &[("x", bias, 0.0, 0.5)], &[0, 0])).unwrap();
-            LinearClassifier::builder_from_model("t", model).build().unwrap().check("any text")
+            let model =
+                LinearModel::from_bytes("t", &file(1, &[("x", bias, 0.0, 0.5)], &[0, 0])).unwrap();
+            LinearClassifier::builder_from_model("t", model)
+                .build()
+                .unwrap()
+                .check("any text")
         };
         assert!(at(0.5).is_sure()); // 0.62: flagged
         assert!(!at(-0.5).is_sure()); // 0.38: between 0.25 and 0.5
         assert!(at(-2.0).is_sure()); // 0.12: clean
-        assert_eq!(at(-2.0).verdict()["probabilities"]["x"].as_f64().map(|p| (p * 100.0).round()), Some(12.0));
+        assert_eq!(
+            at(-2.0).verdict()["probabilities"]["x"]
+                .as_f64()
+                .map(|p| (p * 100.0).round()),
+            Some(12.0)
+        );
     }
 }

@@ -6,8 +6,8 @@ use super::{Site, set, sites};
 use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
-    CircuitBreaker, InjectionHeuristics, LinearClassifier, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
-    LeakStrategy, LocalCheck, OnJudgeError, PiiStrategy, Strategy, ToxicityWords,
+    CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
+    LeakStrategy, LinearClassifier, LocalCheck, OnJudgeError, PiiStrategy, Strategy, ToxicityWords,
     TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
