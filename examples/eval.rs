@@ -4,7 +4,8 @@
 //! on each corpus of its kind (each sample on its own, as a fresh request), prints a table of
 //! the confusion counts, precision, recall, F1, the false-positive rate on the samples that
 //! should pass, and the latency of a check (per check, and per KB of text), then the same
-//! figures by source and by language for the corpora whose samples name them, and writes it
+//! figures by source, by language and by (first) category for the corpora whose samples
+//! name them, and writes it
 //! all, the misses included, to `target/eval.json`.
 //!
 //! The guards, by the corpus's name: `prompt_injection` and `injection-*`:
@@ -139,9 +140,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    let groups: [(&str, GroupKey); 2] = [
+    let groups: [(&str, GroupKey); 3] = [
         ("source", |s| s.source.as_deref()),
         ("language", |s| s.language.as_deref()),
+        ("category", |s| s.categories.first().map(String::as_str)),
     ];
     let mut header = false;
     for (corpus, evaluations) in &runs {

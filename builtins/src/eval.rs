@@ -68,6 +68,10 @@ pub struct Sample {
     /// Its language (ISO 639-1), for figures by language.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// The categories its source labels it with (`hate`, `violence`), for figures by
+    /// category.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<String>,
 }
 
 /// A labelled corpus: samples, with a name.

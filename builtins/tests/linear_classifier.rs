@@ -308,3 +308,63 @@ fn model_file(bias: f32) -> LinearModel {
     b.extend(sum.to_le_bytes());
     LinearModel::from_bytes("flat", &b).unwrap()
 }
+
+/// The classifiers' figures on published data held out of their training (eval/heldout; the
+/// figures in the README): a change that makes them worse fails here.
+#[test]
+fn bi_95_the_shipped_checks_hold_their_figures_on_held_out_sources() {
+    use processors_builtins::eval::{Corpus, Site, evaluate};
+    let heldout = |name: &str| {
+        Corpus::load(format!(
+            "{}/../eval/heldout/{name}.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    block_on(async {
+        let injection = || {
+            PromptInjectionDetector::builder(Judge::local(LinearClassifier::injection()))
+                .build()
+                .unwrap()
+        };
+        let e = evaluate(
+            "c",
+            injection(),
+            &heldout("injection-bastioncorpus-injections"),
+            Site::Input,
+        )
+        .await;
+        assert!(
+            e.recall() >= 0.74 && e.false_positive_rate() <= 0.08,
+            "{}",
+            e.to_json()
+        );
+        let e = evaluate(
+            "c",
+            injection(),
+            &heldout("injection-pyrit-templates"),
+            Site::Input,
+        )
+        .await;
+        assert!(e.recall() >= 0.9, "{}", e.to_json());
+        let e = evaluate(
+            "c",
+            injection(),
+            &heldout("injection-chatterbot-corpus-language"),
+            Site::Input,
+        )
+        .await;
+        assert!(e.false_positive_rate() <= 0.025, "{}", e.to_json());
+        let toxicity = Moderation::builder(Judge::local(LinearClassifier::toxicity()))
+            .build()
+            .unwrap();
+        let e = evaluate(
+            "c",
+            toxicity,
+            &heldout("toxicity-chatterbot-corpus-language"),
+            Site::Input,
+        )
+        .await;
+        assert!(e.false_positive_rate() <= 0.02, "{}", e.to_json());
+    });
+}
