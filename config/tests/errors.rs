@@ -68,7 +68,7 @@ fn an_unknown_option_suggests_the_closest_and_lists_the_options() {
 fn a_bad_value_is_reported_at_the_value_with_the_choices() {
     assert_eq!(
         with_model("output = [{ processor = \"regex-filter\", strategy = \"redcat\" }]\n"),
-        "agent.toml:2:52: `regex-filter`: unknown variant `redcat` (did you mean `redact`?), expected one of `block`, `warn`, `redact`, `placeholder`, `mask`, `preserve-format`, `hash`, `remove`"
+        "agent.toml:2:52: `regex-filter`: unknown variant `redcat` (did you mean `redact`?), expected one of `block`, `warn`, `redact`, `placeholder`, `mask`, `mask-all`, `preserve-format`, `hash`, `remove`"
     );
     assert_eq!(
         with_model("max_steps = -1\n"),
@@ -322,7 +322,7 @@ fn a_local_check_must_exist_and_fit_its_detector() {
         with_model(
             "input = [{ processor = \"prompt-injection-detector\", judge = \"local/injection-heuristic\" }]\n"
         ),
-        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-heuristics`, `language-identifier`, `toxicity-words`, `onnx`"
+        "agent.toml:2:61: `prompt-injection-detector`: there is no local check `injection-heuristic`; the local checks are: `injection-classifier`, `injection-heuristics`, `language-identifier`, `toxicity-classifier`, `toxicity-words`, `onnx`"
     );
     assert_eq!(
         with_model(
