@@ -238,9 +238,9 @@ impl LinearModel {
         for start in window_starts(chars.len()) {
             let window = &chars[start..(start + WINDOW).min(chars.len())];
             features(window, &mut buckets);
-            let buckets = &buckets.list;
+            let buckets = &buckets.list[..];
             for (h, head) in self.heads.iter().enumerate() {
-                let p = self.head_probability(h, head, &buckets);
+                let p = self.head_probability(h, head, buckets);
                 if p > best[h] {
                     best[h] = p;
                 }
