@@ -37,8 +37,7 @@
 //!   delta that may be the start of one (`[EMA`) is held until the next delta settles it, and
 //!   goes at the latest with the chunk that ends the text block.
 //! - `process_output_result` (in `output`): the answer's text, reasoning and tool calls, once
-//!   at the end (what did not stream through it: an answer replayed from a cache); this is what
-//!   `result.text` and memory get.
+//!   at the end (what did not stream through it); this is what `result.text` and memory get.
 //!
 //! Place it in both lists: its two halves share their per-request state (the vault) through
 //! its id, `anonymizer`.
@@ -51,7 +50,14 @@
 //! agree. Only placeholders of the vault are restored: `[EMAIL_9]` that no value had stays as
 //! it is. The vault is dropped with the request and never stored, logged or traced (its
 //! `Debug` shows counts only); memory keeps the conversation as the caller sent and received
-//! it, and each request's model calls see it anonymised again.
+//! it, and each request's model calls see it anonymised again. A value the vault holds is
+//! replaced wherever it appears in a later call's prompt, also where its rule no longer
+//! matches it (a digit the model wrote after a restored number).
+//!
+//! A [`ResponseCache`](crate::ResponseCache) after it in `input` sees prompts that read alike
+//! for different values (`Reply to [EMAIL_1]`), and keeps answers as the caller got them, with
+//! the values: the anonymizer adds a digest of its vault's values to the cache's key
+//! ([`KeyParts`]), so that an answer is replayed only to a request with the same values.
 //!
 //! # What is found
 //!
@@ -62,10 +68,12 @@
 
 use crate::config::ConfigError;
 use crate::regex_filter::{Preset, RegexFilter, RegexFilterBuilder, Rule};
+use crate::response_cache::KeyParts;
 use crate::stream_text::{Blocks, Fed, Scan};
 use processors_macros::processor;
 use processors_runtime::ProcessorError;
 use processors_runtime::chunk::{Chunk, ChunkKind};
+use processors_runtime::context::RequestContext;
 use processors_runtime::message::{Message, Part, Role, ToolCall};
 use processors_runtime::model::ModelRequest;
 use processors_runtime::processor::{
@@ -76,9 +84,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// The longest placeholder the stream holds back for, in bytes: `[`, a label, `_`, a number,
-/// `]`.
+/// The longest placeholder the stream holds back for with the presets' labels, in bytes: `[`,
+/// a label, `_`, a number, `]`; rules of one's own with longer names raise it.
 const MAX_PLACEHOLDER: usize = 64;
+/// The room a placeholder needs beside its label: the brackets, `_` and a `u32`.
+const PLACEHOLDER_ROOM: usize = 13;
 
 /// Builds an [`Anonymizer`]: the rules that find what to replace.
 #[must_use]
@@ -123,12 +133,17 @@ impl AnonymizerBuilder {
             filter = filter.preset(Preset::Pii).preset(Preset::Secrets);
         }
         let filter = filter.build()?;
-        let labels = filter
+        let labels: HashMap<String, String> = filter
             .rule_names()
             .map(|name| (name.to_owned(), crate::redact::label(name)))
             .collect();
+        let longest = labels.values().map(String::len).max().unwrap_or(0);
         Ok(Anonymizer {
-            inner: Arc::new(Inner { filter, labels }),
+            inner: Arc::new(Inner {
+                filter,
+                labels,
+                max_placeholder: MAX_PLACEHOLDER.max(longest + PLACEHOLDER_ROOM),
+            }),
         })
     }
 }
@@ -144,6 +159,8 @@ struct Inner {
     filter: RegexFilter,
     /// Each rule's placeholder label (`credit-card` → `CREDIT_CARD`).
     labels: HashMap<String, String>,
+    /// The longest placeholder its labels make, in bytes.
+    max_placeholder: usize,
 }
 
 impl fmt::Debug for Anonymizer {
@@ -170,7 +187,6 @@ impl Anonymizer {
 }
 
 /// The placeholders of one request and the values they stand for.
-#[derive(Default)]
 struct Vault {
     /// Placeholder by value.
     by_value: HashMap<String, String>,
@@ -178,6 +194,22 @@ struct Vault {
     by_placeholder: HashMap<String, String>,
     /// How many placeholders each label has given.
     counts: HashMap<String, u32>,
+    /// The values, longest first (for replacing them where no rule matches them again).
+    values: Vec<String>,
+    /// The longest placeholder, in bytes.
+    max: usize,
+}
+
+impl Default for Vault {
+    fn default() -> Self {
+        Vault {
+            by_value: HashMap::new(),
+            by_placeholder: HashMap::new(),
+            counts: HashMap::new(),
+            values: Vec::new(),
+            max: MAX_PLACEHOLDER,
+        }
+    }
 }
 
 impl Vault {
@@ -190,8 +222,26 @@ impl Vault {
             self.by_placeholder
                 .insert(placeholder.clone(), value.to_owned());
             self.by_value.insert(value.to_owned(), placeholder);
+            let at = self.values.partition_point(|v| v.len() >= value.len());
+            self.values.insert(at, value.to_owned());
         }
         &self.by_value[value]
+    }
+
+    /// A digest of the values (SipHash-2-4 of them in placeholder order), for the response
+    /// cache's key: equal for equal vaults, and no value in it.
+    fn digest(&self) -> String {
+        use std::hash::Hasher as _;
+        let mut pairs: Vec<(&String, &String)> = self.by_placeholder.iter().collect();
+        pairs.sort();
+        let mut h = siphasher::sip::SipHasher24::new();
+        for (placeholder, value) in pairs {
+            h.write(placeholder.as_bytes());
+            h.write_u8(0);
+            h.write(value.as_bytes());
+            h.write_u8(0);
+        }
+        format!("{:016x}", h.finish())
     }
 
     /// `text` with the vault's placeholders replaced by their values: `None` when none is in
@@ -206,9 +256,11 @@ impl Vault {
         while let Some(open) = rest.find('[') {
             out.push_str(&rest[..open]);
             let tail = &rest[open..];
-            let found = tail
-                .find(']')
-                .filter(|&close| close < MAX_PLACEHOLDER)
+            // Only as far as the longest placeholder: a text of `[` and no `]` is one pass.
+            let window = &tail.as_bytes()[..tail.len().min(self.max)];
+            let found = window
+                .iter()
+                .position(|&b| b == b']')
                 .and_then(|close| Some((close, self.by_placeholder.get(&tail[..=close])?)));
             match found {
                 Some((close, value)) => {
@@ -260,10 +312,10 @@ fn map_strings(value: &Value, f: &mut impl FnMut(&str) -> Option<String>) -> Opt
     }
 }
 
-/// Whether the end of `text` from `at` could be the start of a placeholder: `[` and then
-/// only capitals, digits and `_`, shorter than the longest placeholder.
-fn may_open_placeholder(tail: &str) -> bool {
-    tail.len() < MAX_PLACEHOLDER
+/// Whether `tail`, the end of a text from a `[`, could be the start of a placeholder: then
+/// only capitals, digits and `_`, shorter than the longest placeholder (`max` bytes).
+fn may_open_placeholder(tail: &str, max: usize) -> bool {
+    tail.len() < max
         && tail[1..]
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
@@ -301,21 +353,30 @@ impl AnonymizerState {
 
 impl Inner {
     /// `text` with every value found replaced by its placeholder: `None` when none is found.
+    /// A value the vault holds is replaced wherever it is, also where no rule matches it any
+    /// more (`536-22-18475`, an answer's digit after a restored SSN).
     fn anonymize(&self, text: &str, vault: &mut Vault) -> Option<String> {
         let found = self.filter.find(text);
-        if found.is_empty() {
-            return None;
+        let mut out: Option<String> = None;
+        if !found.is_empty() {
+            let mut o = String::with_capacity(text.len());
+            let mut pos = 0;
+            for m in found {
+                o.push_str(&text[pos..m.start]);
+                let label = self.labels.get(m.rule).map_or("VALUE", String::as_str);
+                o.push_str(vault.placeholder(label, &text[m.start..m.end]));
+                pos = m.end;
+            }
+            o.push_str(&text[pos..]);
+            out = Some(o);
         }
-        let mut out = String::with_capacity(text.len());
-        let mut pos = 0;
-        for m in found {
-            out.push_str(&text[pos..m.start]);
-            let label = self.labels.get(m.rule).map_or("VALUE", String::as_str);
-            out.push_str(vault.placeholder(label, &text[m.start..m.end]));
-            pos = m.end;
+        for value in &vault.values {
+            let current = out.as_deref().unwrap_or(text);
+            if current.contains(value.as_str()) {
+                out = Some(current.replace(value.as_str(), &vault.by_value[value]));
+            }
         }
-        out.push_str(&text[pos..]);
-        Some(out)
+        out
     }
 
     /// A message with its text, reasoning, tool calls' arguments and tool results
@@ -401,7 +462,7 @@ impl Scan for Restore<'_> {
         }
         self.held.push_str(text);
         let hold = match self.held.rfind('[') {
-            Some(at) if may_open_placeholder(&self.held[at..]) => at,
+            Some(at) if may_open_placeholder(&self.held[at..], self.vault.max) => at,
             _ => self.held.len(),
         };
         let done = &self.held[..hold];
@@ -429,13 +490,21 @@ impl Anonymizer {
     fn process_llm_request(
         &self,
         request: &ModelRequest,
+        cx: &mut RequestContext,
         state: &mut AnonymizerState,
     ) -> LlmRequestAction {
+        state.vault.max = self.inner.max_placeholder;
         let mut changed: Option<Vec<Message>> = None;
         for (i, m) in request.prompt.iter().enumerate() {
             if let Some(new) = self.inner.anonymize_message(m, &mut state.vault) {
                 changed.get_or_insert_with(|| request.prompt.clone())[i] = new;
             }
+        }
+        // A response cache after this processor keys the call by the prompt it sends, which
+        // reads alike for other values: its key gets the values' digest, so that an answer
+        // (which holds the values as the caller got them) is replayed for these values only.
+        if !state.is_empty() {
+            KeyParts::add(cx, Self::ID, state.vault.digest());
         }
         match changed {
             Some(prompt) => LlmRequestAction::Prompt(prompt),
@@ -537,11 +606,13 @@ mod tests {
 
     #[test]
     fn a_possible_placeholder_start_is_held_and_nothing_else() {
-        assert!(may_open_placeholder("["));
-        assert!(may_open_placeholder("[EMAIL_"));
-        assert!(!may_open_placeholder("[email"));
-        assert!(!may_open_placeholder("[EMAIL_1] "));
-        assert!(!may_open_placeholder(&format!("[{}", "A".repeat(70))));
+        assert!(may_open_placeholder("[", 64));
+        assert!(may_open_placeholder("[EMAIL_", 64));
+        assert!(!may_open_placeholder("[email", 64));
+        assert!(!may_open_placeholder("[EMAIL_1] ", 64));
+        let long = format!("[{}", "A".repeat(70));
+        assert!(!may_open_placeholder(&long, 64));
+        assert!(may_open_placeholder(&long, 90));
     }
 
     #[test]
@@ -570,6 +641,29 @@ mod tests {
                 assert_eq!(all, expected, "cut at {cut} and {cut2}");
             }
         }
+    }
+
+    #[test]
+    fn a_text_of_brackets_is_restored_in_one_pass_and_long_labels_still_restore() {
+        let v = vault_of(&[("EMAIL", "a@example.com")]);
+        let brackets = "[".repeat(200_000);
+        assert_eq!(v.restore(&brackets), None);
+        let mut v = vault_of(&[(&"LONG".repeat(20), "x-1")]);
+        v.max = 80 + PLACEHOLDER_ROOM;
+        let placeholder = format!("[{}_1]", "LONG".repeat(20));
+        assert_eq!(
+            v.restore(&format!("see {placeholder}")).as_deref(),
+            Some("see x-1")
+        );
+    }
+
+    #[test]
+    fn the_digest_tells_vaults_apart_and_holds_no_value() {
+        let a = vault_of(&[("EMAIL", "a@example.com")]);
+        let b = vault_of(&[("EMAIL", "b@example.com")]);
+        assert_eq!(a.digest(), vault_of(&[("EMAIL", "a@example.com")]).digest());
+        assert_ne!(a.digest(), b.digest());
+        assert!(!a.digest().contains('@'));
     }
 
     #[test]

@@ -476,9 +476,10 @@ pub struct RuleMatch<'f> {
 }
 
 impl RegexFilter {
-    /// Every match of the filter's rules in `text`, a complete text, in order, whatever the
-    /// rules' strategies (the rules' checks applied, and where two match at one place, the
-    /// one added first).
+    /// The matches of the filter's rules in `text`, a complete text, as the filter handles
+    /// them, whatever the rules' strategies: left to right, none overlapping another (a match
+    /// found, the scan goes on after it), the rules' checks applied, and where two match at one
+    /// place, the one added first.
     ///
     /// ```
     /// use processors::builtins::regex_filter::{Preset, RegexFilter};

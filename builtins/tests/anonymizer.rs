@@ -225,10 +225,11 @@ fn bi_98_a_model_with_processors_anonymizes_its_calls_and_restores_its_stream() 
 }
 
 #[test]
-fn bi_98_an_answer_replayed_from_a_cache_is_restored_and_the_cache_keeps_no_value() {
+fn bi_98_a_cached_answer_is_replayed_only_for_the_same_values() {
     use processors_builtins::ResponseCache;
     use processors_builtins::response_cache::InMemoryCache;
-    let model = ScriptedModel::new([Turn::text("Reply sent to [EMAIL_1].")]);
+    // The model echoes the placeholder: every prompt reads `Reply to [EMAIL_1]`.
+    let model = ScriptedModel::cycle([Turn::text("Reply sent to [EMAIL_1].")]);
     let a = anonymizer();
     let cache = ResponseCache::new(InMemoryCache::new());
     let agent = Agent::builder()
@@ -239,10 +240,43 @@ fn bi_98_an_answer_replayed_from_a_cache_is_restored_and_the_cache_keeps_no_valu
         .output(a)
         .build()
         .unwrap();
-    let question = format!("Reply to {EMAIL}");
-    let first = block_on(agent.generate(question.as_str())).unwrap();
-    let second = block_on(agent.generate(question.as_str())).unwrap();
-    assert_eq!(model.calls(), 1, "the second answer came from the cache");
-    assert_eq!(first.text, format!("Reply sent to {EMAIL}."));
-    assert_eq!(second.text, first.text);
+    let jane = block_on(agent.generate(format!("Reply to {EMAIL}"))).unwrap();
+    assert_eq!(jane.text, format!("Reply sent to {EMAIL}."));
+    // Another caller's prompt reads the same to the cache's eyes: not Jane's answer.
+    let bob = block_on(agent.generate("Reply to bob@example.org")).unwrap();
+    assert_eq!(bob.text, "Reply sent to bob@example.org.");
+    assert_eq!(model.calls(), 2);
+    // The same values again: from the cache.
+    let again = block_on(agent.generate(format!("Reply to {EMAIL}"))).unwrap();
+    assert_eq!(again.text, jane.text);
+    assert_eq!(model.calls(), 2, "the third answer came from the cache");
+}
+
+#[test]
+fn bi_98_a_value_the_model_ran_into_other_text_never_reaches_it_again() {
+    // The first answer writes a digit right after the restored SSN: no rule matches
+    // `536-22-18475`, but the vault's value inside it is replaced in the next call.
+    let lookup = tool(
+        "lookup",
+        "Looks up.",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!("done")) },
+    );
+    let model = ScriptedModel::new([
+        Turn::text("Noted [SSN_1]5.").tool_call("c1", "lookup", json!({})),
+        Turn::text("ok"),
+    ]);
+    let a = anonymizer();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(lookup)
+        .input(a.clone())
+        .output(a)
+        .build()
+        .unwrap();
+    block_on(agent.generate(format!("My SSN is {SSN}"))).unwrap();
+    let calls = sent(&model);
+    assert_eq!(calls.len(), 2);
+    assert!(!calls[1].contains(SSN), "{}", calls[1]);
+    assert!(calls[1].contains("[SSN_1]5"), "{}", calls[1]);
 }

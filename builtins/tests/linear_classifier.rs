@@ -4,8 +4,8 @@
 
 use futures::executor::block_on;
 use processors_builtins::detector::{
-    InjectionHeuristics, Judge, JudgeLedger, LinearClassifier, LinearModel, LocalCheck, Moderation,
-    PromptInjectionDetector, Tier,
+    InjectionHeuristics, Judge, JudgeLedger, LinearClassifier, LinearModel, Local, LocalCheck,
+    Moderation, PromptInjectionDetector, Tier,
 };
 use processors_runtime::prelude::*;
 use serde_json::Value;
@@ -290,8 +290,54 @@ fn bi_96_a_model_file_that_cannot_be_used_is_refused_at_build() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A one-head model (`x`, threshold 0.5) whose probability is the logistic of `bias` for
-/// every text.
+/// A rule check that always answers as it was made to.
+struct Fixed(Option<Local>);
+
+impl LocalCheck for Fixed {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn check(&self, _: &str) -> Local {
+        self.0
+            .clone()
+            .unwrap_or_else(|| Local::Failed("it broke".into()))
+    }
+}
+
+#[test]
+fn bi_95_a_check_beside_the_model_flags_only_with_a_score_and_its_failure_leaves_the_model_unsure()
+{
+    let beside = |check: Fixed| {
+        LinearClassifier::builder_from_model("flat", model_file(-0.5))
+            .also(check)
+            .build()
+            .unwrap()
+            .check("any text")
+    };
+    // The model alone: 0.38, unsure.
+    let clean = serde_json::json!({ "categories": { "injection": 0.0 } });
+    let sure_clean = beside(Fixed(Some(Local::Sure(clean))));
+    assert!(
+        !sure_clean.is_sure(),
+        "a check sure the text is clean flags nothing"
+    );
+    let sure_flag = beside(Fixed(Some(Local::Sure(
+        serde_json::json!({ "categories": { "jailbreak": 0.95 } }),
+    ))));
+    assert!(sure_flag.is_sure());
+    assert_eq!(sure_flag.verdict()["categories"]["jailbreak"], 0.95);
+    let failed = beside(Fixed(None));
+    assert!(!failed.is_sure());
+    assert_eq!(failed.verdict()["also_error"], "it broke");
+    assert!(
+        failed.verdict()["categories"]["injection"]
+            .as_f64()
+            .is_some()
+    );
+}
+
+/// A one-head model (`injection`, threshold 0.5) whose probability is the logistic of `bias`
+/// for every text.
 fn model_file(bias: f32) -> LinearModel {
     let mut b = b"LGM1".to_vec();
     b.extend(1u32.to_le_bytes());

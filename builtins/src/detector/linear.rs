@@ -181,9 +181,9 @@ impl LinearModel {
             let bias = r.f32("a head's bias")?;
             let scale = r.f32("a head's scale")?;
             let threshold = r.f32("a head's threshold")?;
-            if !(0.0..=1.0).contains(&threshold) {
+            if !(threshold > 0.0 && threshold <= 1.0) {
                 return Err(format!(
-                    "the threshold of `{name}` is {threshold}, not from 0 to 1"
+                    "the threshold of `{name}` is {threshold}, not over 0 and at most 1"
                 ));
             }
             if name.is_empty() || heads.iter().any(|h: &ModelHead| h.name == name) {
@@ -601,10 +601,11 @@ impl LinearClassifierBuilder {
         self
     }
 
-    /// Asks `check` beside the model: its sure verdicts flag too (its categories' scores
-    /// merged with the model's, the higher kept, and its other fields, such as the
-    /// heuristics' `signs`, in the verdict); when it is unsure with a score, the verdict is
-    /// unsure unless the model flags.
+    /// Asks `check` beside the model: its categories' scores are merged with the model's (the
+    /// higher kept) and its other fields (the heuristics' `signs`) join the verdict; a sure
+    /// verdict of it with a score at the decision flags, an unsure one with a score leaves the
+    /// verdict unsure unless the model flags, and a failure of it leaves the model's verdict
+    /// unsure, with the failure as `also_error`.
     pub fn also(mut self, check: impl LocalCheck) -> Self {
         self.also = Some(Arc::new(check));
         self
@@ -680,18 +681,29 @@ impl LocalCheck for LinearClassifier {
         }
         let mut verdict = Map::new();
         if let Some(also) = &self.also {
-            let other = also.check(text);
-            let Value::Object(fields) = other.verdict() else {
-                return Local::Failed(format!("`{}` gave no verdict", also.name()));
-            };
-            let scored = merge(&mut scores, fields.get("categories"));
-            match other {
-                Local::Sure(_) => flagged = true,
-                Local::Unsure(_) if scored => clean = false,
-                _ => {}
-            }
-            for (k, v) in fields.iter().filter(|(k, _)| *k != "categories") {
-                verdict.insert(k.clone(), v.clone());
+            match also.check(text) {
+                Local::Failed(message) => {
+                    // The model's verdict stands, unsure, with the check's failure beside it.
+                    clean = false;
+                    verdict.insert("also_error".to_owned(), json!(message));
+                }
+                other => {
+                    let fields = other.verdict().as_object();
+                    let highest = merge(&mut scores, fields.and_then(|f| f.get("categories")));
+                    // A sure verdict flags when a score reaches the decision; one sure the
+                    // text is clean decides nothing here; an unsure one with a score leaves
+                    // the verdict unsure unless the model flags.
+                    match other.is_sure() {
+                        true if highest >= self.decision => flagged = true,
+                        false if highest > 0.0 => clean = false,
+                        _ => {}
+                    }
+                    for (k, v) in fields.into_iter().flatten() {
+                        if k != "categories" {
+                            verdict.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
             }
         }
         verdict.insert("categories".to_owned(), Value::Object(scores));
@@ -704,22 +716,22 @@ impl LocalCheck for LinearClassifier {
     }
 }
 
-/// Merges another check's category scores into `scores`, the higher of two kept: whether any
-/// of them is over 0.
-fn merge(scores: &mut Map<String, Value>, other: Option<&Value>) -> bool {
+/// Merges another check's category scores into `scores`, the higher of two kept: the highest
+/// of them (0 when there is none).
+fn merge(scores: &mut Map<String, Value>, other: Option<&Value>) -> f64 {
     let Some(Value::Object(other)) = other else {
-        return false;
+        return 0.0;
     };
-    let mut any = false;
+    let mut highest: f64 = 0.0;
     for (name, v) in other {
-        let s = v.as_f64().unwrap_or(0.0);
-        any |= s > 0.0;
+        let s = v.as_f64().unwrap_or(0.0).clamp(0.0, 1.0);
+        highest = highest.max(s);
         let at = scores.entry(name.clone()).or_insert(json!(0.0));
         if at.as_f64().unwrap_or(0.0) < s {
             *at = json!(s);
         }
     }
-    any
+    highest
 }
 
 #[cfg(test)]
@@ -825,6 +837,7 @@ mod tests {
         assert!(reason(&file(2, &[("x", 0.0, 1.0, 0.5)], &[1, 2, 3, 4, 5])).contains("follow"));
         assert!(reason(&file(2, &[("x", f32::NAN, 1.0, 0.5)], &[0; 4])).contains("finite"));
         assert!(reason(&file(2, &[("x", 0.0, 1.0, 1.5)], &[0; 4])).contains("threshold"));
+        assert!(reason(&file(2, &[("x", 0.0, 1.0, 0.0)], &[0; 4])).contains("not over 0"));
         assert!(
             reason(&file(
                 1,

@@ -22,7 +22,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 #[serde(rename_all = "kebab-case")]
 pub enum Preset {
     /// Personal data: `email`, `ssn` (US Social Security numbers and ITINs, `536-22-1847`,
-    /// `536 22 1847`, or nine digits after `SSN`, checked against the SSA's rules:
+    /// or `536 22 1847` and nine digits after `SSN`, checked against the SSA's rules:
     /// [`is_ssn`]), `credit-card` (Luhn-checked, issuer digits 2–6),
     /// `iban` (mod-97 checked), `ip-address` (IPv4, and IPv6 with at least three groups),
     /// `date-of-birth` (a date after words that say it is one: `DOB: 04/12/1987`, `born on
@@ -75,8 +75,8 @@ const PII: Table = &[
         "ssn",
         concat!(
             r"(?-u:\b)[0-9]{3}-[0-9]{2}-[0-9]{4}(?-u:\b)",
-            r"|(?-u:\b)[0-9]{3} [0-9]{2} [0-9]{4}(?-u:\b)",
-            r"|(?i:ssn|itin|social security(?: number| no\.?| #)?)[ \t]*(?:is|:|#|=)?[ \t]*[0-9]{9}(?-u:\b)",
+            r"|(?-u:\b)(?i:ssn|itin|social security(?: number| no\.?| #)?)[ \t]*(?:is|:|#|=)?[ \t]*",
+            r"(?:[0-9]{3} [0-9]{2} [0-9]{4}|[0-9]{9})(?-u:\b)",
         ),
         Some(is_ssn),
     ),
@@ -102,11 +102,11 @@ const PII: Table = &[
     (
         "date-of-birth",
         concat!(
-            r"(?i:date of birth|d\.o\.b\.?|(?-u:\b)dob|born(?: on)?|birth ?date|birthday",
+            r"(?i:(?-u:\b)(?:date of birth|d\.o\.b\.?|dob|born(?: on)?|birth ?date|birthday",
             r"|geburtsdatum|geboren(?: am)?|date de naissance|n[ée]e? le|fecha de nacimiento",
             r"|nacid[oa] el|data di nascita|nat[oa] il)[ \t]*(?:is|:|-|=)?[ \t]*",
             r"(?:[0-9]{1,2}[./-][0-9]{1,2}[./-](?:[0-9]{4}|[0-9]{2})|[0-9]{4}-[0-9]{2}-[0-9]{2}",
-            r"|(?:[0-9]{1,2}(?:st|nd|rd|th)?\.? (?:of )?)?(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,? (?:[0-9]{1,2}(?:st|nd|rd|th)?,? )?[0-9]{4})(?-u:\b)",
+            r"|(?:[0-9]{1,2}(?:st|nd|rd|th)?\.? (?:of )?)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,? (?:[0-9]{1,2}(?:st|nd|rd|th)?,? )?[0-9]{4})(?-u:\b))",
         ),
         None,
     ),
@@ -381,9 +381,11 @@ mod tests {
     fn bi_97_each_rule_finds_valid_values_and_leaves_invalid_ones() {
         finds(
             "ssn",
-            "my SSN is 536-22-1847, hers 536 22 1848",
-            &["536-22-1847", "536 22 1848"],
+            "my SSN is 536-22-1847, and SSN 536 22 1848",
+            &["536-22-1847", "SSN 536 22 1848"],
         );
+        // Spaced digits and a word that ends in a keyword are not numbers of that kind.
+        finds("ssn", "sizes 512 64 1024, waitin 536221847", &[]);
         finds("ssn", "ssn 536221847", &["ssn 536221847"]);
         finds(
             "ssn",
@@ -407,6 +409,17 @@ mod tests {
             &["Geburtsdatum: 04.12.1987"],
         );
         finds("date-of-birth", "the meeting is on 04/12/1987", &[]);
+        finds(
+            "date-of-birth",
+            "BORN ON 12 MARCH 1987",
+            &["BORN ON 12 MARCH 1987"],
+        );
+        finds("date-of-birth", "né le 04/12/1987", &["né le 04/12/1987"]);
+        finds(
+            "date-of-birth",
+            "Contrat signé le 12/03/2024, ordinato il 12/03/2024, stubborn 12/03/2024",
+            &[],
+        );
         finds(
             "email",
             "mail jane.doe+x@mail.example.co.uk now",

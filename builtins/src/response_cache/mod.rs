@@ -36,8 +36,14 @@
 //! be sent (after memory and the input processors; each message's role and parts, not its id
 //! or time, which differ in every run), the tools offered, the tool choice, the
 //! sampling settings and the provider options, plus the scope and the cache's
-//! [`namespace`](ResponseCache::namespace). The scope is the request's resource id unless set:
-//! two tenants never share an entry.
+//! [`namespace`](ResponseCache::namespace), and the [`KeyParts`] processors before it put in
+//! the request context. The scope is the request's resource id unless set: two tenants never
+//! share an entry.
+//!
+//! A processor that changes the prompt in a way the key cannot see adds a part: the
+//! [`Anonymizer`](crate::Anonymizer) adds a digest of the values it replaced, so that two
+//! requests whose prompts read alike (`Reply to [EMAIL_1]`) but whose values differ never
+//! share an answer, which holds the values as their caller got them.
 //!
 //! # Per call
 //!
@@ -146,6 +152,34 @@ impl CacheControl {
     pub fn skip(mut self, skip: bool) -> Self {
         self.skip = skip;
         self
+    }
+}
+
+/// What processors add to the cache's key for a request, by processor id: what they changed
+/// in the prompt that the prompt no longer shows (see [the module](self#the-key)).
+///
+/// ```
+/// use processors::builtins::response_cache::KeyParts;
+/// use processors::prelude::*;
+///
+/// let mut cx = RequestContext::new();
+/// KeyParts::add(&mut cx, "my-processor", "v2");
+/// assert_eq!(cx.get::<KeyParts>().unwrap().get("my-processor"), Some("v2"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyParts(std::collections::BTreeMap<String, String>);
+
+impl KeyParts {
+    /// Sets the part of processor `id` in the request context `cx`.
+    pub fn add(cx: &mut RequestContext, id: &str, part: impl Into<String>) {
+        let mut parts = cx.get::<KeyParts>().cloned().unwrap_or_default();
+        parts.0.insert(id.to_owned(), part.into());
+        cx.insert(parts);
+    }
+
+    /// The part of processor `id`.
+    pub fn get(&self, id: &str) -> Option<&str> {
+        self.0.get(id).map(String::as_str)
     }
 }
 
@@ -269,8 +303,23 @@ impl ResponseCache {
             .and_then(|c| c.scope.as_deref())
             .or(cx.resource_id())
             .unwrap_or("");
+        // Without parts, the key is what it always was.
+        let parts = cx
+            .get::<KeyParts>()
+            .filter(|p| !p.0.is_empty())
+            .map(|p| &p.0);
         if let Some(key) = control.and_then(|c| c.key.as_deref()) {
-            return hashed(&json!(["key", self.inner.namespace, scope, key, step]));
+            return match parts {
+                None => hashed(&json!(["key", self.inner.namespace, scope, key, step])),
+                Some(parts) => hashed(&json!([
+                    "key",
+                    self.inner.namespace,
+                    scope,
+                    key,
+                    step,
+                    parts
+                ])),
+            };
         }
         // A message's id and time differ in every run: the prompt is keyed by what the model
         // reads of it, each message's role and parts.
@@ -279,7 +328,7 @@ impl ResponseCache {
             .iter()
             .map(|m| json!([m.role, m.content]))
             .collect();
-        hashed(&json!([
+        let mut key = json!([
             "request",
             self.inner.namespace,
             scope,
@@ -291,7 +340,11 @@ impl ResponseCache {
             request.tool_choice,
             request.settings,
             request.provider_options,
-        ]))
+        ]);
+        if let (Some(parts), Some(items)) = (parts, key.as_array_mut()) {
+            items.push(json!(parts));
+        }
+        hashed(&key)
     }
 }
 
