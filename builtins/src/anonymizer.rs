@@ -460,18 +460,28 @@ impl Scan for Restore<'_> {
         if self.held.is_empty() && (self.vault.by_placeholder.is_empty() || !text.contains('[')) {
             return Ok(Fed::Unchanged);
         }
+        let fresh = self.held.is_empty();
         self.held.push_str(text);
         let hold = match self.held.rfind('[') {
             Some(at) if may_open_placeholder(&self.held[at..], self.vault.max) => at,
             _ => self.held.len(),
         };
         let done = &self.held[..hold];
-        match self.vault.restore(done) {
-            Some(restored) => out.push_str(&restored),
-            None => out.push_str(done),
-        }
+        let fed = match self.vault.restore(done) {
+            Some(restored) => {
+                out.push_str(&restored);
+                Fed::Emit
+            }
+            // A delta with a `[` of no placeholder, nothing held before or after: it goes on
+            // as it came.
+            None if fresh && hold == self.held.len() => Fed::Unchanged,
+            None => {
+                out.push_str(done);
+                Fed::Emit
+            }
+        };
         self.held.drain(..hold);
-        Ok(Fed::Emit)
+        Ok(fed)
     }
 
     fn finish(&mut self, out: &mut String) -> Result<(), ProcessorError> {

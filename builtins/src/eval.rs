@@ -351,29 +351,18 @@ impl Evaluation {
     /// Of the flagged samples, the share that should be: `tp / (tp + fp)` (1 when nothing
     /// was flagged).
     pub fn precision(&self) -> f64 {
-        ratio(
-            self.true_positives,
-            self.true_positives + self.false_positives,
-        )
+        self.counts().precision()
     }
 
     /// Of the samples that should be flagged, the share that was: `tp / (tp + fn)` (1 when
     /// none should be).
     pub fn recall(&self) -> f64 {
-        ratio(
-            self.true_positives,
-            self.true_positives + self.false_negatives,
-        )
+        self.counts().recall()
     }
 
     /// The harmonic mean of precision and recall.
     pub fn f1(&self) -> f64 {
-        let (p, r) = (self.precision(), self.recall());
-        if p + r == 0.0 {
-            0.0
-        } else {
-            2.0 * p * r / (p + r)
-        }
+        self.counts().f1()
     }
 
     /// The share of decided samples decided right.
@@ -385,10 +374,7 @@ impl Evaluation {
     /// Of the samples that should pass, the share flagged: `fp / (fp + tn)` (0 when none
     /// should pass).
     pub fn false_positive_rate(&self) -> f64 {
-        1.0 - ratio(
-            self.true_negatives,
-            self.true_negatives + self.false_positives,
-        )
+        self.counts().false_positive_rate()
     }
 
     /// The confusion counts over the whole corpus.

@@ -84,7 +84,7 @@ use processors_runtime::processor::{LlmRequestAction, LlmResponse};
 use processors_runtime::step::RunSummary;
 use processors_runtime::{Abort, BoxError, ProcessorError};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -303,23 +303,16 @@ impl ResponseCache {
             .and_then(|c| c.scope.as_deref())
             .or(cx.resource_id())
             .unwrap_or("");
-        // Without parts, the key is what it always was.
-        let parts = cx
-            .get::<KeyParts>()
-            .filter(|p| !p.0.is_empty())
-            .map(|p| &p.0);
+        // The processors' parts come last; without any, the key is what it always was.
+        let parts = cx.get::<KeyParts>().filter(|p| !p.0.is_empty());
+        let with_parts = |mut key: Value| {
+            if let (Some(parts), Some(items)) = (parts, key.as_array_mut()) {
+                items.push(json!(parts.0));
+            }
+            hashed(&key)
+        };
         if let Some(key) = control.and_then(|c| c.key.as_deref()) {
-            return match parts {
-                None => hashed(&json!(["key", self.inner.namespace, scope, key, step])),
-                Some(parts) => hashed(&json!([
-                    "key",
-                    self.inner.namespace,
-                    scope,
-                    key,
-                    step,
-                    parts
-                ])),
-            };
+            return with_parts(json!(["key", self.inner.namespace, scope, key, step]));
         }
         // A message's id and time differ in every run: the prompt is keyed by what the model
         // reads of it, each message's role and parts.
@@ -328,7 +321,7 @@ impl ResponseCache {
             .iter()
             .map(|m| json!([m.role, m.content]))
             .collect();
-        let mut key = json!([
+        with_parts(json!([
             "request",
             self.inner.namespace,
             scope,
@@ -340,11 +333,7 @@ impl ResponseCache {
             request.tool_choice,
             request.settings,
             request.provider_options,
-        ]);
-        if let (Some(parts), Some(items)) = (parts, key.as_array_mut()) {
-            items.push(json!(parts));
-        }
-        hashed(&key)
+        ]))
     }
 }
 
