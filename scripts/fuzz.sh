@@ -4,12 +4,13 @@
 #   scripts/fuzz.sh                  every target, 60 seconds each
 #   scripts/fuzz.sh sse 600          one target for ten minutes
 #   scripts/fuzz.sh all 600          every target for ten minutes each
-#   scripts/fuzz.sh trim 64          before committing: keeps the smallest inputs of each
-#                                    (minimised) corpus, up to 64 KiB a target
+#   scripts/fuzz.sh seed 32          before committing: fuzz/seeds/<target> becomes 32 inputs of
+#                                    the (minimised) corpus, spread over its sizes
 #
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz --locked`). Each target's
-# corpus is fuzz/corpus/<target> (seeded from the committed files, grown by the run, then
-# minimised with `cargo fuzz cmin`); crashes are written to fuzz/artifacts/<target>/. Prints the
+# working corpus is fuzz/corpus/<target>, not committed: a run reads it and the committed seeds
+# fuzz/seeds/<target>, writes what it finds to the corpus, and minimises it with `cargo fuzz
+# cmin`; crashes are written to fuzz/artifacts/<target>/. Prints the
 # executions, the coverage (libFuzzer's `cov` and `ft`) and the corpus size of each run. Set
 # FUZZ_NICE to change the priority (default 15), FUZZ_ARGS to pass more libFuzzer options.
 set -euo pipefail
@@ -26,17 +27,20 @@ corpus_size() {
         awk '{ s += $1; n += 1 } END { printf "%d files, %.0f KiB", n, s / 1024 }'
 }
 
-if [[ "$target" == trim ]]; then
-    budget=$(( ${2:-64} * 1024 ))
+if [[ "$target" == seed ]]; then
+    keep="${2:-32}"
     for t in "${TARGETS[@]}"; do
         corpus="fuzz/corpus/$t"
         [[ -d "$corpus" ]] || continue
-        total=0
-        while read -r size file; do
-            total=$(( total + size ))
-            if (( total > budget )); then rm -- "$file"; fi
-        done < <(find "$corpus" -type f -printf '%s %p\n' | sort -n)
-        echo "$t: $(corpus_size "$corpus")"
+        seeds="fuzz/seeds/$t"
+        mkdir -p "$seeds"
+        find "$seeds" -type f -delete
+        # Every n/keep-th input in order of size: small and large ones, not only the smallest.
+        find "$corpus" -type f -printf '%s %p\n' | sort -n |
+            awk -v n="$(find "$corpus" -type f | wc -l)" -v k="$keep" \
+                'NR == 1 || int((NR - 1) * k / n) != int((NR - 2) * k / n) { print $2 }' |
+            head -n "$keep" | xargs -r cp -t "$seeds" --
+        echo "$t: $(corpus_size "$seeds") in $seeds"
     done
     exit 0
 elif [[ "$target" == all ]]; then
@@ -53,7 +57,7 @@ status=0
 for t in "${selected[@]}"; do
     corpus="fuzz/corpus/$t"
     log="fuzz/logs/$t.log"
-    mkdir -p "$corpus"
+    mkdir -p "$corpus" "fuzz/seeds/$t"
     args=(-max_total_time="$seconds" -print_final_stats=1)
     if [[ -f "fuzz/dict/$t.dict" ]]; then
         args+=(-dict="fuzz/dict/$t.dict")
@@ -61,7 +65,7 @@ for t in "${selected[@]}"; do
     echo "== $t: ${seconds}s, corpus $corpus"
     # One process, one job: the machine is shared.
     # shellcheck disable=SC2086
-    if ! nice -n "$nice_level" cargo +nightly fuzz run "$t" "$corpus" -- "${args[@]}" ${FUZZ_ARGS:-} \
+    if ! nice -n "$nice_level" cargo +nightly fuzz run "$t" "$corpus" "fuzz/seeds/$t" -- "${args[@]}" ${FUZZ_ARGS:-} \
         >"$log" 2>&1; then
         status=1
         echo "!! $t failed; the crash and its input:" >&2
