@@ -48,11 +48,9 @@ use processors_runtime::processor::ProcessorError;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Turns texts into vectors: an embedding model.
-pub trait Embedder: Send + Sync + 'static {
-    /// One vector per text, in order.
-    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, BoxError>>;
-}
+/// Turns texts into vectors: an embedding model (`processors_providers::OpenAiEmbeddings` is
+/// one, for OpenAI-compatible embeddings APIs; [`HashEmbedder`] another, for tests).
+pub use processors_runtime::model::Embedder;
 
 /// A deterministic embedder for tests and examples: a hashed bag of lower-case words,
 /// normalised to length 1. Texts that share words are similar; no model is called.
@@ -96,30 +94,6 @@ impl Embedder for HashEmbedder {
     fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, BoxError>> {
         let vectors = texts.iter().map(|t| self.vector(t)).collect();
         Box::pin(async move { Ok(vectors) })
-    }
-}
-
-/// A real embedding model: an OpenAI-compatible embeddings API (OpenAI, Ollama, vLLM,
-/// llama.cpp's server, LM Studio), with the providers' timeouts, retries and error classes.
-///
-/// ```no_run
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use processors::builtins::semantic_recall::Embedder;
-/// use processors_providers::OpenAiEmbeddings;
-/// let embedder: Box<dyn Embedder> = Box::new(
-///     OpenAiEmbeddings::builder("text-embedding-3-small")
-///         .api_key(std::env::var("OPENAI_API_KEY")?)
-///         .build()?,
-/// );
-/// # Ok(()) }
-/// ```
-impl Embedder for processors_providers::OpenAiEmbeddings {
-    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, BoxError>> {
-        Box::pin(async move {
-            let (vectors, _usage) =
-                processors_providers::OpenAiEmbeddings::embed(self, texts).await?;
-            Ok(vectors)
-        })
     }
 }
 

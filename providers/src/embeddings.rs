@@ -73,6 +73,32 @@ impl OpenAiEmbeddings {
     }
 }
 
+/// The vectors without the usage, for semantic recall and anything else that takes an
+/// [`Embedder`](processors_runtime::model::Embedder).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use processors_providers::OpenAiEmbeddings;
+/// use processors_runtime::model::Embedder;
+/// let embedder: Box<dyn Embedder> = Box::new(
+///     OpenAiEmbeddings::builder("text-embedding-3-small")
+///         .api_key(std::env::var("OPENAI_API_KEY")?)
+///         .build()?,
+/// );
+/// # Ok(()) }
+/// ```
+impl processors_runtime::model::Embedder for OpenAiEmbeddings {
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Vec<f32>>, processors_runtime::BoxError>> {
+        Box::pin(async move {
+            let (vectors, _usage) = OpenAiEmbeddings::embed(self, texts).await?;
+            Ok(vectors)
+        })
+    }
+}
+
 impl OpenAiEmbeddingsBuilder {
     http_builder_methods!();
 

@@ -60,7 +60,6 @@
 #[doc(hidden)]
 pub mod __fuzz;
 pub mod anthropic;
-mod backoff;
 pub mod embeddings;
 mod error;
 mod json;
@@ -72,9 +71,11 @@ pub mod sse;
 mod transport;
 
 pub use anthropic::{Anthropic, AnthropicBuilder};
-pub use backoff::{Backoff, Jitter};
 pub use embeddings::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
 pub use openai::{OpenAiCompatible, OpenAiCompatibleBuilder};
 pub use resolve::{KNOWN_PROVIDERS, KnownProvider, resolve, resolve_with_env};
 pub use retry::RetryPolicy;
 pub use transport::{ConfigError, Timeouts};
+
+/// The waits between retries, shared with the built-ins' `StreamErrorRetry`.
+pub use processors_runtime::model::{Backoff, Jitter};

@@ -1,6 +1,6 @@
 //! When and how long to wait before calling a provider again.
 
-use crate::backoff::Backoff;
+use crate::Backoff;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use std::time::{Duration, SystemTime};
 

@@ -425,7 +425,8 @@ impl Judge {
 
     /// Judges with the model named by its id (`openai/gpt-4o-mini`, `anthropic/…`,
     /// `ollama/llama3.2`), resolved as [`processors_providers::resolve`] does: its key and
-    /// base URL come from the environment.
+    /// base URL come from the environment. Needs the `providers` feature, which the
+    /// `processors` crate turns on.
     ///
     /// ```
     /// use processors::builtins::detector::Judge;
@@ -433,6 +434,7 @@ impl Judge {
     /// assert_eq!(judge.model().provider(), "ollama");
     /// assert!(Judge::from_id("llama3.2").is_err(), "the provider is missing");
     /// ```
+    #[cfg(feature = "providers")]
     pub fn from_id(id: &str) -> Result<Self, processors_providers::ConfigError> {
         processors_providers::resolve(id).map(Self::shared)
     }

@@ -1,9 +1,11 @@
 //! Language models: the [`LanguageModel`] trait, its request and errors, and the
 //! [`ScriptedModel`] used offline.
 
+mod backoff;
 mod processed;
 mod scripted;
 
+pub use backoff::{Backoff, Jitter};
 pub use processed::{AROUND_A_MODEL_CALL, LanguageModelExt, Processed, ProcessedBuilder};
 pub use scripted::{ScriptedModel, Turn};
 
@@ -15,6 +17,16 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::Duration;
+
+/// Turns texts into vectors: an embedding model, as semantic recall uses one.
+/// `processors_providers::OpenAiEmbeddings` implements it for OpenAI-compatible APIs.
+pub trait Embedder: Send + Sync + 'static {
+    /// One vector per text, in order.
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<Vec<f32>>, crate::BoxError>>;
+}
 
 /// A provider's error, classified.
 ///

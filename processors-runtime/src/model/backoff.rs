@@ -1,5 +1,5 @@
-//! [`Backoff`]: exponential waits with jitter, the one implementation the providers' retries
-//! ([`RetryPolicy`](crate::RetryPolicy)) and the built-ins' `StreamErrorRetry` share.
+//! [`Backoff`]: exponential waits with jitter, the one implementation that the providers'
+//! retries (`RetryPolicy`) and the built-ins' `StreamErrorRetry` share.
 
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub enum Jitter {
 /// with [`Jitter`] applied.
 ///
 /// ```
-/// use processors_providers::{Backoff, Jitter};
+/// use processors_runtime::model::{Backoff, Jitter};
 /// use std::time::Duration;
 ///
 /// let backoff = Backoff::exponential(Duration::from_millis(100), Duration::from_millis(300))
@@ -103,7 +103,7 @@ impl Backoff {
     /// the shortest wait the jitter allows, 1 the longest; values outside are clamped).
     ///
     /// ```
-    /// use processors_providers::{Backoff, Jitter};
+    /// use processors_runtime::model::{Backoff, Jitter};
     /// use std::time::Duration;
     /// let b = Backoff::exponential(Duration::from_secs(1), Duration::from_secs(8));
     /// assert_eq!(b.delay_with(1, 0.0), Duration::from_secs(1));
