@@ -93,41 +93,41 @@
 mod stream_text;
 mod timer;
 
-pub mod anonymizer;
-pub mod at_file;
-pub mod batch_parts;
-pub mod chat_compression;
-pub mod chat_recording;
-pub mod config;
-pub mod cost_guard;
+// The families, by the stage each runs at (`order`); the shared core (`config`, `redact`,
+// `tokenizer`, `timer`, `stream_text`, `order`, and the detectors' `Judge`) beside them.
+pub mod commands;
+pub mod compression;
+pub mod context;
 pub mod detector;
-pub mod directory_context;
-pub mod editor_context;
-pub mod ensure_final_response;
-pub mod environment;
 pub mod eval;
-pub mod history_window;
-pub mod loop_detection;
-pub mod memory_import;
-pub mod memory_input_filter;
-pub mod order;
+pub mod files;
+pub mod guards;
+pub mod limits;
+pub mod memory;
 pub mod recovery;
-pub mod redact;
-pub mod regex_filter;
 pub mod response_cache;
-pub mod semantic_recall;
-pub mod shell_injection;
-pub mod slash_commands;
+pub mod shape;
 pub mod storage;
-pub mod system_prompt;
-pub mod system_prompt_scrubber;
-pub mod token_limiter;
-pub mod tokenizer;
-pub mod tool_call_filter;
-pub mod tool_search;
 pub mod tools;
-pub mod unicode_normalizer;
-pub mod working_memory;
+
+pub mod config;
+pub mod order;
+pub mod redact;
+pub mod tokenizer;
+
+// Each built-in's module at the crate's root too, where it has always been.
+pub use commands::{shell_injection, slash_commands};
+pub use compression::chat_compression;
+pub use context::{directory_context, editor_context, environment, system_prompt};
+pub use files::at_file;
+pub use guards::{anonymizer, regex_filter, system_prompt_scrubber, unicode_normalizer};
+pub use limits::{cost_guard, ensure_final_response, loop_detection, token_limiter};
+pub use memory::{
+    chat_recording, history_window, memory_import, memory_input_filter, semantic_recall,
+    working_memory,
+};
+pub use shape::batch_parts;
+pub use tools::{tool_call_filter, tool_search};
 
 pub use anonymizer::Anonymizer;
 pub use at_file::{AtFileExpansion, OnRefusal};

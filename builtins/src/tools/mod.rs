@@ -55,6 +55,8 @@ mod approval;
 mod injection;
 mod parameters;
 mod result_limiter;
+pub mod tool_call_filter;
+pub mod tool_search;
 mod validation;
 
 pub use approval::{ToolApproval, ToolApprovalBuilder};

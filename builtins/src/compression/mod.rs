@@ -1,0 +1,3 @@
+//! A long conversation compressed before the model sees it (`chat_compression`).
+
+pub mod chat_compression;

@@ -1,0 +1,3 @@
+//! Files named in the input: `@path` references expanded into their contents (`at_file`).
+
+pub mod at_file;

@@ -1,0 +1,3 @@
+//! The shape of a streamed answer: text deltas merged into fewer, larger ones (`batch_parts`).
+
+pub mod batch_parts;
