@@ -18,7 +18,7 @@ pub mod memory;
 pub mod message;
 pub mod model;
 pub mod processor;
-pub mod runner;
+pub(crate) mod runner;
 pub mod step;
 pub mod testing;
 pub mod tool;

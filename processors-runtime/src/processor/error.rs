@@ -2,6 +2,8 @@
 //! it becomes), a warning, or a failure.
 
 use crate::error::BoxError;
+use crate::processor::Hook;
+use crate::processor::state::StateConflict;
 use crate::tripwire::TripWire;
 use serde::Serialize;
 use serde_json::Value;
@@ -126,6 +128,85 @@ impl From<TripWire> for Abort {
             retry: tw.retry,
             metadata: tw.metadata,
             raised_by: Some(tw.processor_id),
+        }
+    }
+}
+
+/// Why a hook call failed (an abort is not a failure: it is a [`TripWire`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookError {
+    /// A hook returned an error.
+    #[error("processor `{id}` failed in {hook}: {source}")]
+    Failed {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// Its error.
+        #[source]
+        source: BoxError,
+    },
+    /// A hook panicked; the run stopped and saved nothing.
+    #[error(
+        "processor `{id}` panicked in {hook}: {message}; the run was stopped and nothing was saved"
+    )]
+    Panicked {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// The panic message.
+        message: String,
+    },
+    /// A hook returned a result the run cannot use.
+    #[error("processor `{id}` returned an invalid result from {hook}: {reason}")]
+    InvalidResult {
+        /// The processor's id.
+        id: String,
+        /// The hook.
+        hook: Hook,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two processors share an id (and so their state) but not a state type.
+    #[error(
+        "processors share the id `{id}` but not a state type (`{first}` and `{second}`); give one of them another id"
+    )]
+    StateConflict {
+        /// The shared id.
+        id: String,
+        /// The first state type.
+        first: &'static str,
+        /// The second.
+        second: &'static str,
+    },
+}
+
+impl From<StateConflict> for HookError {
+    fn from(c: StateConflict) -> Self {
+        HookError::StateConflict {
+            id: c.id,
+            first: c.first,
+            second: c.second,
+        }
+    }
+}
+
+impl HookError {
+    pub(crate) fn invalid(id: &str, hook: Hook, reason: impl ToString) -> Self {
+        HookError::InvalidResult {
+            id: id.to_owned(),
+            hook,
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn panicked(id: &str, hook: Hook, payload: &(dyn std::any::Any + Send)) -> Self {
+        HookError::Panicked {
+            id: id.to_owned(),
+            hook,
+            message: panic_message(payload),
         }
     }
 }

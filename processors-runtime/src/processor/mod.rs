@@ -29,7 +29,7 @@ pub(crate) mod table;
 pub use crate::chunk::DataWriter;
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
-pub use error::{Abort, ProcessorError};
+pub use error::{Abort, HookError, ProcessorError};
 pub use from_fn::{
     ApiErrorFn, InputFn, InputStepFn, LlmRequestFn, LlmResponseFn, OutputResultFn, OutputStepFn,
     OutputStreamFn, ToolCallFn, ToolResultFn, api_error_fn, input_fn, input_step_fn,

@@ -12,97 +12,19 @@ pub(crate) mod dispatch;
 pub(crate) mod hooks;
 pub(crate) mod stream;
 
+pub use crate::processor::HookError;
+
 use crate::context::RequestContext;
-use crate::error::BoxError;
 use crate::message::{Message, MessageList};
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
-use crate::processor::state::{StateConflict, StateMap};
+use crate::processor::state::StateMap;
 use crate::processor::{
     ApiErrorAction, DynProcessor, Hook, Hooks, InputOutcome, LlmRequestAction, OutputOutcome,
     ProcessorError, StepOverrides, StreamAction, ToolCallAction, ToolResultAction,
 };
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
-
-/// Why a hook call failed (an abort is not a failure: it is a [`TripWire`]).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HookError {
-    /// A hook returned an error.
-    #[error("processor `{id}` failed in {hook}: {source}")]
-    Failed {
-        /// The processor's id.
-        id: String,
-        /// The hook.
-        hook: Hook,
-        /// Its error.
-        #[source]
-        source: BoxError,
-    },
-    /// A hook panicked; the run stopped and saved nothing.
-    #[error(
-        "processor `{id}` panicked in {hook}: {message}; the run was stopped and nothing was saved"
-    )]
-    Panicked {
-        /// The processor's id.
-        id: String,
-        /// The hook.
-        hook: Hook,
-        /// The panic message.
-        message: String,
-    },
-    /// A hook returned a result the run cannot use.
-    #[error("processor `{id}` returned an invalid result from {hook}: {reason}")]
-    InvalidResult {
-        /// The processor's id.
-        id: String,
-        /// The hook.
-        hook: Hook,
-        /// What is wrong.
-        reason: String,
-    },
-    /// Two processors share an id (and so their state) but not a state type.
-    #[error(
-        "processors share the id `{id}` but not a state type (`{first}` and `{second}`); give one of them another id"
-    )]
-    StateConflict {
-        /// The shared id.
-        id: String,
-        /// The first state type.
-        first: &'static str,
-        /// The second.
-        second: &'static str,
-    },
-}
-
-impl From<StateConflict> for HookError {
-    fn from(c: StateConflict) -> Self {
-        HookError::StateConflict {
-            id: c.id,
-            first: c.first,
-            second: c.second,
-        }
-    }
-}
-
-impl HookError {
-    pub(crate) fn invalid(id: &str, hook: Hook, reason: impl ToString) -> Self {
-        HookError::InvalidResult {
-            id: id.to_owned(),
-            hook,
-            reason: reason.to_string(),
-        }
-    }
-
-    pub(crate) fn panicked(id: &str, hook: Hook, payload: &(dyn std::any::Any + Send)) -> Self {
-        HookError::Panicked {
-            id: id.to_owned(),
-            hook,
-            message: panic_message(payload),
-        }
-    }
-}
 
 /// Why a chain stopped: a processor aborted, or a hook failed.
 #[derive(Debug)]

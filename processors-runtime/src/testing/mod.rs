@@ -210,7 +210,7 @@
 //! ```
 //! # futures::executor::block_on(async {
 //! use processors_runtime::prelude::*;
-//! use processors_runtime::runner::HookError;
+//! use processors_runtime::processor::HookError;
 //! use processors_runtime::testing::Harness;
 //!
 //! let count = output_step_fn("count", |a: &mut OutputStepArgs<'_, u32>| {

@@ -11,7 +11,7 @@ use crate::tripwire::TripWire;
 /// when it aborted, the warnings it reported, and the message list after it.
 ///
 /// A hook that failed or panicked is not a report but the call's error
-/// ([`HookError`](crate::runner::HookError)), with the processor's id, the hook and the
+/// ([`HookError`](crate::processor::HookError)), with the processor's id, the hook and the
 /// message.
 ///
 /// ```
