@@ -162,6 +162,30 @@ fn bi_98_a_request_without_values_is_left_alone_and_placeholders_of_no_value_sta
 }
 
 #[test]
+fn bi_98_a_placeholder_the_user_wrote_is_never_given_to_a_value() {
+    // The user writes `[EMAIL_1]` of themselves: the address gets `[EMAIL_2]`, and the model's
+    // echo of both comes back with the address restored and the literal text as it was.
+    let model = ScriptedModel::new([Turn::deltas(["Sent [EMAIL_2]", " the form [EMAIL_1]."])]);
+    let a = anonymizer();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .input(a.clone())
+        .output(a)
+        .build()
+        .unwrap();
+    let input = format!("Fill in the form [EMAIL_1] for {EMAIL}");
+    let (_chunks, result) = stream(&agent, &input, GenerateOptions::new());
+    assert_eq!(
+        model.requests()[0].prompt[0].text(),
+        "Fill in the form [EMAIL_1] for [EMAIL_2]"
+    );
+    assert_eq!(
+        result.unwrap().text,
+        format!("Sent {EMAIL} the form [EMAIL_1].")
+    );
+}
+
+#[test]
 fn bi_98_rules_of_ones_own_name_their_placeholders_and_presets_replace_the_defaults() {
     let only_tickets = Anonymizer::builder()
         .preset(Preset::Urls)

@@ -48,7 +48,8 @@
 //! of its rule's kind, numbered from 1 in the order first seen (`[EMAIL_1]`, `[EMAIL_2]`); the
 //! same value gets the same placeholder in every call of the request, so a tool loop's prompts
 //! agree. Only placeholders of the vault are restored: `[EMAIL_9]` that no value had stays as
-//! it is. The vault is dropped with the request and never stored, logged or traced (its
+//! it is, and a placeholder-shaped text the prompt already holds (`[EMAIL_1]` written by the
+//! user) is never given to a value, so the numbering skips it. The vault is dropped with the request and never stored, logged or traced (its
 //! `Debug` shows counts only); memory keeps the conversation as the caller sent and received
 //! it, and each request's model calls see it anonymised again. A value the vault holds is
 //! replaced wherever it appears in a later call's prompt, also where its rule no longer
@@ -80,7 +81,7 @@ use processors_runtime::processor::{
     LlmRequestAction, OutputOutcome, StreamAction, ToolCallAction,
 };
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -198,6 +199,9 @@ struct Vault {
     values: Vec<String>,
     /// The longest placeholder, in bytes.
     max: usize,
+    /// Placeholder-shaped text the prompt holds of itself (`[EMAIL_1]` written by the user):
+    /// never given to a value, so that restoring leaves it as it was.
+    taken: HashSet<String>,
 }
 
 impl Default for Vault {
@@ -208,6 +212,7 @@ impl Default for Vault {
             counts: HashMap::new(),
             values: Vec::new(),
             max: MAX_PLACEHOLDER,
+            taken: HashSet::new(),
         }
     }
 }
@@ -217,8 +222,13 @@ impl Vault {
     fn placeholder(&mut self, label: &str, value: &str) -> &str {
         if !self.by_value.contains_key(value) {
             let n = self.counts.entry(label.to_owned()).or_insert(0);
-            *n += 1;
-            let placeholder = format!("[{label}_{n}]");
+            let placeholder = loop {
+                *n += 1;
+                let candidate = format!("[{label}_{n}]");
+                if !self.taken.contains(&candidate) {
+                    break candidate;
+                }
+            };
             self.by_placeholder
                 .insert(placeholder.clone(), value.to_owned());
             self.by_value.insert(value.to_owned(), placeholder);
@@ -226,6 +236,25 @@ impl Vault {
             self.values.insert(at, value.to_owned());
         }
         &self.by_value[value]
+    }
+
+    /// Keeps the placeholder-shaped pieces of `text` (`[` capitals, digits or `_` `]`) that
+    /// are not the vault's from being given to a value.
+    fn reserve_literals(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(open) = rest.find('[') {
+            let tail = &rest[open..];
+            let inner = tail[1..]
+                .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .map_or(tail.len() - 1, |n| n);
+            if inner > 0 && tail[1 + inner..].starts_with(']') {
+                let token = &tail[..inner + 2];
+                if !self.by_placeholder.contains_key(token) {
+                    self.taken.insert(token.to_owned());
+                }
+            }
+            rest = &tail[1..];
+        }
     }
 
     /// A digest of the values (SipHash-2-4 of them in placeholder order), for the response
@@ -281,6 +310,32 @@ impl Vault {
     /// `value` with the strings in it restored: `None` when none changes.
     fn restore_json(&self, value: &Value) -> Option<Value> {
         map_strings(value, &mut |s| self.restore(s))
+    }
+}
+
+/// Calls `f` on every text of `m` that is anonymised: text, reasoning, and the strings of tool
+/// calls' arguments and tool results.
+fn for_each_text(m: &Message, f: &mut impl FnMut(&str)) {
+    let mut visit = |s: &str| -> Option<String> {
+        f(s);
+        None
+    };
+    for part in &m.content.parts {
+        match part {
+            Part::Text { text } | Part::Reasoning { text } => {
+                visit(text);
+            }
+            Part::ToolCall(call) => {
+                map_strings(&call.args, &mut visit);
+            }
+            Part::ToolResult(result) => {
+                map_strings(&result.result, &mut visit);
+                if let Some(out) = &result.model_output {
+                    map_strings(out, &mut visit);
+                }
+            }
+            Part::File { .. } | Part::Data { .. } => {}
+        }
     }
 }
 
@@ -504,6 +559,9 @@ impl Anonymizer {
         state: &mut AnonymizerState,
     ) -> LlmRequestAction {
         state.vault.max = self.inner.max_placeholder;
+        for m in &request.prompt {
+            for_each_text(m, &mut |t| state.vault.reserve_literals(t));
+        }
         let mut changed: Option<Vec<Message>> = None;
         for (i, m) in request.prompt.iter().enumerate() {
             if let Some(new) = self.inner.anonymize_message(m, &mut state.vault) {
