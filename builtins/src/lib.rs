@@ -94,7 +94,7 @@ mod stream_text;
 mod timer;
 
 // The families, by the stage each runs at (`order`); the shared core (`config`, `redact`,
-// `tokenizer`, `timer`, `stream_text`, `order`, and the detectors' `Judge`) beside them.
+// `tokenizer`, `order`, and the private `timer` and `stream_text`) beside them.
 pub mod commands;
 pub mod compression;
 pub mod context;

@@ -49,9 +49,10 @@
 //! same value gets the same placeholder in every call of the request, so a tool loop's prompts
 //! agree. Only placeholders of the vault are restored: `[EMAIL_9]` that no value had stays as
 //! it is, and a placeholder-shaped text the prompt already holds (`[EMAIL_1]` written by the
-//! user) is never given to a value, so the numbering skips it. The vault is dropped with the request and never stored, logged or traced (its
-//! `Debug` shows counts only); memory keeps the conversation as the caller sent and received
-//! it, and each request's model calls see it anonymised again. A value the vault holds is
+//! user) is never given to a value, so the numbering skips it. The vault is dropped with the
+//! request and never stored, logged or traced (its `Debug` shows counts only); memory keeps
+//! the conversation as the caller sent and received it, and each request's model calls see it
+//! anonymised again. A value the vault holds is
 //! replaced wherever it appears in a later call's prompt, also where its rule no longer
 //! matches it (a digit the model wrote after a restored number).
 //!
@@ -313,30 +314,41 @@ impl Vault {
     }
 }
 
-/// Calls `f` on every text of `m` that is anonymised: text, reasoning, and the strings of tool
-/// calls' arguments and tool results.
-fn for_each_text(m: &Message, f: &mut impl FnMut(&str)) {
-    let mut visit = |s: &str| -> Option<String> {
-        f(s);
-        None
-    };
-    for part in &m.content.parts {
-        match part {
-            Part::Text { text } | Part::Reasoning { text } => {
-                visit(text);
-            }
-            Part::ToolCall(call) => {
-                map_strings(&call.args, &mut visit);
-            }
+/// `m` with `f` applied to every text that is anonymised (text, reasoning, and the strings of
+/// tool calls' arguments and tool results): `None` when `f` changes none.
+fn map_texts(m: &Message, f: &mut impl FnMut(&str) -> Option<String>) -> Option<Message> {
+    let mut changed: Option<Message> = None;
+    for (i, part) in m.content.parts.iter().enumerate() {
+        let new = match part {
+            Part::Text { text } => f(text).map(|t| Part::Text { text: t.into() }),
+            Part::Reasoning { text } => f(text).map(|t| Part::Reasoning { text: t.into() }),
+            Part::ToolCall(call) => map_strings(&call.args, f).map(|args| {
+                Part::ToolCall(ToolCall {
+                    args,
+                    ..call.clone()
+                })
+            }),
             Part::ToolResult(result) => {
-                map_strings(&result.result, &mut visit);
-                if let Some(out) = &result.model_output {
-                    map_strings(out, &mut visit);
-                }
+                let value = map_strings(&result.result, f);
+                let output = result.model_output.as_ref().and_then(|o| map_strings(o, f));
+                (value.is_some() || output.is_some()).then(|| {
+                    let mut r = result.clone();
+                    if let Some(v) = value {
+                        r.result = v;
+                    }
+                    if output.is_some() {
+                        r.model_output = output;
+                    }
+                    Part::ToolResult(r)
+                })
             }
-            Part::File { .. } | Part::Data { .. } => {}
+            Part::File { .. } | Part::Data { .. } => None,
+        };
+        if let Some(new) = new {
+            changed.get_or_insert_with(|| m.clone()).content.parts[i] = new;
         }
     }
+    changed
 }
 
 /// `value` with `f` applied to every string in it (keys apart): `None` when `f` changes none.
@@ -437,45 +449,7 @@ impl Inner {
     /// A message with its text, reasoning, tool calls' arguments and tool results
     /// anonymised, when any changes.
     fn anonymize_message(&self, m: &Message, vault: &mut Vault) -> Option<Message> {
-        let mut changed: Option<Message> = None;
-        for (i, part) in m.content.parts.iter().enumerate() {
-            let new = match part {
-                Part::Text { text } => self
-                    .anonymize(text, vault)
-                    .map(|t| Part::Text { text: t.into() }),
-                Part::Reasoning { text } => self
-                    .anonymize(text, vault)
-                    .map(|t| Part::Reasoning { text: t.into() }),
-                Part::ToolCall(call) => map_strings(&call.args, &mut |s| self.anonymize(s, vault))
-                    .map(|args| {
-                        Part::ToolCall(ToolCall {
-                            args,
-                            ..call.clone()
-                        })
-                    }),
-                Part::ToolResult(result) => {
-                    let mut r = result.clone();
-                    let mut any = false;
-                    if let Some(v) = map_strings(&result.result, &mut |s| self.anonymize(s, vault))
-                    {
-                        r.result = v;
-                        any = true;
-                    }
-                    if let Some(out) = &result.model_output
-                        && let Some(v) = map_strings(out, &mut |s| self.anonymize(s, vault))
-                    {
-                        r.model_output = Some(v);
-                        any = true;
-                    }
-                    any.then_some(Part::ToolResult(r))
-                }
-                Part::File { .. } | Part::Data { .. } => None,
-            };
-            if let Some(new) = new {
-                changed.get_or_insert_with(|| m.clone()).content.parts[i] = new;
-            }
-        }
-        changed
+        map_texts(m, &mut |s| self.anonymize(s, vault))
     }
 }
 
@@ -560,7 +534,10 @@ impl Anonymizer {
     ) -> LlmRequestAction {
         state.vault.max = self.inner.max_placeholder;
         for m in &request.prompt {
-            for_each_text(m, &mut |t| state.vault.reserve_literals(t));
+            map_texts(m, &mut |t| {
+                state.vault.reserve_literals(t);
+                None
+            });
         }
         let mut changed: Option<Vec<Message>> = None;
         for (i, m) in request.prompt.iter().enumerate() {
