@@ -3,9 +3,10 @@
 
 use crate::error::{Errors, LoadError};
 use crate::memory::{MemorySpec, Store};
+use crate::model::Env;
 use crate::model::ModelSpec;
 use crate::names::did_you_mean;
-use crate::registry::{Cx, Env, Refusal, Registry};
+use crate::registry::{Cx, Refusal, Registry};
 use processors_runtime::agent::Agent;
 use processors_runtime::memory::{InMemoryStore, Memory, MemoryStore};
 use processors_runtime::model::LanguageModel;

@@ -1,12 +1,14 @@
 //! The `model` of a file: a provider's model by id (`"openai/gpt-4o-mini"`, its key read from
 //! the environment), or a scripted model for offline runs.
 
-use crate::registry::Env;
 use processors_runtime::model::{LanguageModel, ScriptedModel, Turn};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 use std::sync::Arc;
+
+/// Reads an environment variable (the providers' API keys and base URLs).
+pub(crate) type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// A model as a file names it: `"provider/model"`, or `{ scripted = [turns], cycle = false }`
 /// where each turn is a text, or a list of the deltas it streams.

@@ -1,7 +1,7 @@
 //! Processors by name: the built-ins, and the user's processors registered by type or with a
 //! factory, each with its options deserialised from the file.
 
-use crate::model::ModelSpec;
+use crate::model::{Env, ModelSpec};
 use processors_runtime::memory::Memory;
 use processors_runtime::model::LanguageModel;
 use processors_runtime::processor::{Hooks, Processor, ProcessorRef, Shadow, boxed};
@@ -12,9 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toml::Spanned;
 use toml::de::DeValue;
-
-/// Reads an environment variable (the providers' API keys and base URLs).
-pub(crate) type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// What a built-in's factory has at hand besides its options: the agent's memory, the
 /// environment (for judges named by model id) and the file's directory.
@@ -164,24 +161,7 @@ impl fmt::Debug for Registry {
     }
 }
 
-impl Default for Registry {
-    fn default() -> Self {
-        Registry::new()
-    }
-}
-
 impl Registry {
-    /// Every built-in processor, by its name in `docs/config.md`.
-    ///
-    /// ```
-    /// use processors_config::Registry;
-    /// let registry = Registry::new();
-    /// assert!(registry.names().any(|n| n == "regex-filter"));
-    /// ```
-    pub fn new() -> Self {
-        crate::builtins::register(Registry::empty())
-    }
-
     /// A registry without the built-ins.
     ///
     /// ```

@@ -10,6 +10,7 @@ pub use crate::memory::{IntoMemory, Memory};
 pub use crate::model::LanguageModel;
 pub use crate::processor::ProcessorError;
 pub use crate::processor::extract::*;
+pub use crate::processor::known::{AsksForRetry, Known, NoRetryAsked, Retries};
 pub use crate::processor::placement::*;
 pub use crate::processor::{
     ApiErrorAction, ApiErrorArgs, ErrorProcessor, Hooks, InputArgs, InputOutcome, InputProcessor,
@@ -242,22 +243,6 @@ impl<T: Send + Sync + 'static> SharedByConcurrentRuns for T {}
 #[inline(always)]
 pub fn processor_is_shared_by_concurrent_runs<P: SharedByConcurrentRuns>() {}
 
-/// A processor type whose hooks and static id `agent!` can read while the program
-/// type-checks: every type `#[processor]` writes, the runtime's own processors, and pointers
-/// and wrappers of such types. It repeats [`Processor::HOOKS`] and [`Processor::STATIC_ID`]
-/// in constants of its own, which never depend on where-clauses of the code `agent!` is in
-/// (a function's `where Filter<T>: OutputProcessor` would hide the impl's `Processor`
-/// constants from a check made while type-checking it). A type parameter is not known (its
-/// bounds say nothing of its hooks), so an `agent!` inside a generic function checks its
-/// processors when the function is instantiated (by `cargo build`, not `cargo check`),
-/// through [`Probe`].
-pub trait Known {
-    /// [`Processor::HOOKS`], or for a workflow's steps the union of theirs.
-    const HOOKS: Hooks;
-    /// [`Processor::STATIC_ID`].
-    const STATIC_ID: Option<&'static str>;
-}
-
 /// A list entry's processor, asked whether its type is [`Known`]: `(&&Probe(&p)).__facts()`
 /// is the type when it is, and [`NotAProcessor`] (a hook of every list, no id: nothing to
 /// report) when it is not.
@@ -288,20 +273,6 @@ impl<T> ViaUnknown for Probe<'_, T> {
         PhantomData
     }
 }
-
-/// Whether a processor type asks for a retry as written: `#[processor]` implements it, with
-/// [`AsksForRetry`], for a type with a step or tool-call hook that calls `.retry(true)`.
-/// `agent!` warns when such a processor is in an agent with no `max_processor_retries`.
-pub trait Retries {
-    /// [`AsksForRetry`] or [`NoRetryAsked`].
-    type Asks;
-}
-
-/// A processor that asks for a retry as written.
-pub struct AsksForRetry;
-
-/// A processor not known to ask for a retry.
-pub struct NoRetryAsked;
 
 /// Whether a processor of a [`Retries`] type asks for a retry.
 pub trait ViaRetries<A> {

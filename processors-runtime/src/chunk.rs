@@ -222,7 +222,7 @@ pub enum ChunkKind {
     Tripwire(TripWire),
     /// A tool call waits for a person's approval: the run pauses after this (its `finish`
     /// says `awaiting-approval`) until `Agent::resume` continues it.
-    ToolApprovalRequest(Box<crate::agent::ApprovalRequest>),
+    ToolApprovalRequest(Box<ApprovalRequest>),
     /// A custom `data-<name>` chunk.
     Data {
         /// The name after `data-`.
@@ -543,6 +543,25 @@ impl DataWriter<'_> {
             transient: true,
         });
     }
+}
+
+/// A tool call that waits for a person's approval: the payload of a `tool-approval-request`
+/// chunk and an entry of [`GenerateResult::pending_approvals`](crate::GenerateResult).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    /// The paused run, to resume with [`Approval::new`](crate::agent::Approval::new).
+    pub run_id: String,
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool it calls.
+    pub tool_name: String,
+    /// Its arguments, as the processors left them.
+    pub args: Value,
+    /// The processor that asked for the approval.
+    pub processor_id: String,
+    /// Why it asked.
+    pub reason: String,
 }
 
 #[cfg(test)]

@@ -3,3 +3,7 @@
 
 pub mod shell_injection;
 pub mod slash_commands;
+
+/// Where a slash command's template takes the command's arguments (`{{args}}`), in its text
+/// and in the words of its shell commands.
+pub const ARGS: &str = "{{args}}";

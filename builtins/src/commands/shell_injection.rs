@@ -1,8 +1,8 @@
 //! [`ShellInjection`]: `!{command}` in a [`SlashCommands`](crate::SlashCommands) template runs
 //! an allow-listed program and puts its output in the prompt.
 
+use super::ARGS;
 use crate::config::ConfigError;
-use crate::slash_commands::ARGS;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -10,8 +10,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Where a template takes the command's arguments.
-pub const ARGS: &str = "{{args}}";
+pub use super::ARGS;
 
 /// The largest command file [`SlashCommandsBuilder::dir`] reads (64 KiB).
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;

@@ -1,8 +1,9 @@
 //! [`Classifier`]: asks a judge which of your classes the request belongs to, for the
 //! processors after it; [`ModelSelection`]: picks each step's model by that class.
 
+use super::options::{DetectorOptions, detector_setters};
 use super::{ConfigError, Judge, JudgeLog, Reporting, Where, judged_text, verdict};
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use processors_macros::processor;
 use processors_runtime::ProcessorError;
 use processors_runtime::context::RequestContext;

@@ -2,11 +2,12 @@
 //! translates, blocks or flags messages outside the target languages.
 
 use super::languages::LANGUAGES;
+use super::options::{DetectorOptions, detector_setters};
 use super::{
     ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, judged_text, verdict,
     warning,
 };
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use processors_macros::processor;
 use processors_runtime::context::RequestContext;
 use processors_runtime::message::{Message, MessageList};

@@ -98,6 +98,7 @@ mod local;
 mod moderation;
 #[cfg(feature = "onnx")]
 mod onnx;
+pub(crate) mod options;
 mod pii;
 mod prompt_injection;
 mod prompt_leak;

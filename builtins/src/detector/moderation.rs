@@ -1,11 +1,12 @@
 //! [`Moderation`]: asks a judge whether the input, the streamed answer or the final answer
 //! falls into harmful categories, and blocks, flags or drops what does.
 
+use super::options::{DetectorOptions, detector_setters};
 use super::{
     ConfigError, Judge, JudgeLog, JudgeRecord, Reporting, Strategy, StreamWindow, Where,
     bullet_list, flag, flagged_reason, judged_text, verdict, warning,
 };
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};
 use processors_runtime::context::RequestContext;

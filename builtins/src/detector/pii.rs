@@ -1,11 +1,12 @@
 //! [`PiiDetector`]: asks a judge for the personal data in the input, the streamed answer and
 //! the final answer, and redacts, blocks, flags or drops it.
 
+use super::options::{DetectorOptions, detector_setters};
 use super::{
     ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list,
     judged_text, verdict, warning,
 };
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use crate::redact::{Redacted, label};
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};

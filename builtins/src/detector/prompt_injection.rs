@@ -2,11 +2,12 @@
 //! override the agent's instructions, jailbreak it or exfiltrate data, and blocks, flags,
 //! drops or neutralises it.
 
+use super::options::{DetectorOptions, detector_setters};
 use super::{
     ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Reporting, Where, bullet_list, flag,
     flagged_reason, judged_text, verdict, warning,
 };
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use processors_macros::processor;
 use processors_runtime::context::RequestContext;
 use processors_runtime::message::{MessageList, ToolCall};

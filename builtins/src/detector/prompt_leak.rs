@@ -2,11 +2,12 @@
 //! agent's system prompt (repeated, paraphrased, summarised or translated), and blocks,
 //! flags, drops, redacts or retries what does.
 
+use super::options::{DetectorOptions, detector_setters};
 use super::{
     ConfigError, Judge, JudgeError, JudgeLog, JudgeRecord, Redaction, Reporting, StreamWindow,
     Where, flagged_reason, judged_text, warning,
 };
-use crate::config::{DetectorOptions, Sites, detector_setters};
+use crate::config::Sites;
 use crate::redact::Redacted;
 use processors_macros::processor;
 use processors_runtime::chunk::{Chunk, ChunkKind};

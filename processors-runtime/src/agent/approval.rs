@@ -11,6 +11,7 @@
 //! process or another.
 
 use crate::agent::tools::Gate;
+pub use crate::chunk::ApprovalRequest;
 use crate::chunk::{FinishReason, Usage};
 use crate::memory::{MemoryError, PausedRunRecord};
 use crate::message::{Message, MessageList, Part, Text, ToolCall};
@@ -18,25 +19,6 @@ use crate::step::StepResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// A tool call that waits for a person's approval: the payload of a `tool-approval-request`
-/// chunk and an entry of [`GenerateResult::pending_approvals`](crate::GenerateResult).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalRequest {
-    /// The paused run, to resume with [`Approval::new`].
-    pub run_id: String,
-    /// The call's id.
-    pub tool_call_id: String,
-    /// The tool it calls.
-    pub tool_name: String,
-    /// Its arguments, as the processors left them.
-    pub args: Value,
-    /// The processor that asked for the approval.
-    pub processor_id: String,
-    /// Why it asked.
-    pub reason: String,
-}
 
 /// What a person decided about one waiting call.
 #[derive(Debug, Clone, PartialEq)]

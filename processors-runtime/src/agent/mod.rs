@@ -4,13 +4,14 @@ mod answer;
 mod approval;
 mod call;
 mod options;
+pub(crate) mod processed;
 mod result;
 mod run;
 mod stream;
 mod tools;
 
+pub use crate::processor::HookError;
 pub use crate::processor::{Violation, ViolationKind};
-pub use crate::runner::HookError;
 pub use crate::step::{RunSummary, StepResult};
 pub use answer::{AnswerText, TextChange};
 pub use approval::{Approval, ApprovalError, ApprovalRequest, Decision};

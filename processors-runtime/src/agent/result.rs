@@ -2,7 +2,7 @@ use super::BuildError;
 use crate::chunk::{FinishReason, Usage};
 use crate::message::{Message, Text, ToolCall, ToolResult};
 use crate::model::ApiError;
-use crate::runner::HookError;
+use crate::processor::HookError;
 use crate::step::StepResult;
 use crate::tripwire::TripWire;
 use std::collections::BTreeMap;

@@ -664,7 +664,7 @@ impl InputProcessor for Memory {}
 #[diagnostic::do_not_recommend]
 impl OutputProcessor for Memory {}
 
-impl crate::__private::Known for Memory {
+impl crate::processor::known::Known for Memory {
     const HOOKS: Hooks = <Memory as Processor>::HOOKS;
     const STATIC_ID: Option<&'static str> = <Memory as Processor>::STATIC_ID;
 }

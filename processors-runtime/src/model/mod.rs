@@ -2,11 +2,12 @@
 //! [`ScriptedModel`] used offline.
 
 mod backoff;
-mod processed;
 mod scripted;
 
+pub use crate::agent::processed::{
+    AROUND_A_MODEL_CALL, LanguageModelExt, Processed, ProcessedBuilder,
+};
 pub use backoff::{Backoff, Jitter};
-pub use processed::{AROUND_A_MODEL_CALL, LanguageModelExt, Processed, ProcessedBuilder};
 pub use scripted::{ScriptedModel, Turn};
 
 use crate::chunk::ChunkKind;

@@ -2,8 +2,10 @@
 //! besides its hooks (the hooks themselves are called through `erased`).
 
 use super::erased::Erased;
+use super::state::{SlotOwner, StateConflict, StateMap};
 use super::*;
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A processor behind a pointer, for lists built at run time and per-call overrides.
@@ -114,5 +116,44 @@ impl<P: Processor> DynProcessor for P {
     }
     fn dyn_type_id(&self) -> TypeId {
         self.__type_id()
+    }
+}
+
+/// A processor's state slot in a request's [`StateMap`]: found by its id, made from the
+/// processor on first use.
+impl StateMap {
+    /// The slot of `p`'s id, created on first use. Processors with one id share one slot.
+    pub(crate) fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
+        let id = p.dyn_id();
+        let (ty, ty_name) = p.dyn_state_type();
+        if let Some((i, owner)) = self.find(id) {
+            let (first, first_name) = owner.state_type();
+            if first != ty {
+                return Err(StateConflict {
+                    id: id.to_owned(),
+                    first: first_name,
+                    second: ty_name,
+                });
+            }
+            return Ok(i);
+        }
+        let id = match p.dyn_static_id() {
+            Some(fixed) if fixed == id => Cow::Borrowed(fixed),
+            _ => Cow::Owned(id.to_owned()),
+        };
+        self.create_for(&SlotOwner::new(id, ty, ty_name), p);
+        Ok(self.len() - 1)
+    }
+
+    /// A new slot for `owner`, whom [`owners`](Self::owners) gave for `p`, with a fresh state
+    /// (from `p`, or the unit for a unit state): what [`slot_for`](Self::slot_for) makes,
+    /// without asking `p` for its id and type.
+    pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
+        // A unit state (a processor without one) is the unit: not asked of the processor.
+        let value: Box<dyn Any + Send> = match owner.state_type().0 == TypeId::of::<()>() {
+            true => Box::new(()),
+            false => p.dyn_new_state(),
+        };
+        self.push(owner.clone(), value);
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::error::BoxError;
 use crate::processor::Hook;
-use crate::processor::state::StateConflict;
 use crate::tripwire::TripWire;
 use serde::Serialize;
 use serde_json::Value;
@@ -181,16 +180,6 @@ pub enum HookError {
         /// The second.
         second: &'static str,
     },
-}
-
-impl From<StateConflict> for HookError {
-    fn from(c: StateConflict) -> Self {
-        HookError::StateConflict {
-            id: c.id,
-            first: c.first,
-            second: c.second,
-        }
-    }
 }
 
 impl HookError {

@@ -63,7 +63,7 @@ macro_rules! hook_fn {
         {
         }
 
-        impl<S, F> crate::__private::Known for $ty<S, F> {
+        impl<S, F> crate::processor::known::Known for $ty<S, F> {
             const HOOKS: Hooks = Hooks::$hooks;
             const STATIC_ID: Option<&'static str> = None;
         }
@@ -169,7 +169,7 @@ where
     }
 }
 
-impl<S, F> crate::__private::Known for OutputStreamFn<S, F> {
+impl<S, F> crate::processor::known::Known for OutputStreamFn<S, F> {
     const HOOKS: Hooks = Hooks::OUTPUT_STREAM;
     const STATIC_ID: Option<&'static str> = None;
 }

@@ -8,6 +8,8 @@
 //! through one runner (`crate::runner`).
 
 mod args;
+pub(crate) mod call;
+pub(crate) mod chain;
 mod dynamic;
 pub(crate) mod erased;
 pub(crate) mod error;
@@ -19,12 +21,14 @@ mod from_fn;
 #[allow(unsafe_code)]
 pub(crate) mod future_slot;
 mod hooks;
+pub(crate) mod known;
 pub(crate) mod pipeline;
 pub(crate) mod report;
 pub(crate) mod shadow;
 mod shared;
 pub(crate) mod state;
 pub(crate) mod table;
+pub(crate) mod tuples;
 
 pub use crate::chunk::DataWriter;
 pub use args::*;
@@ -38,8 +42,8 @@ pub use from_fn::{
 };
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
-pub use report::{Violation, ViolationKind};
-pub use shadow::{Shadow, ShadowAction, ShadowDecision, ShadowState, shadow};
+pub use report::{ShadowAction, ShadowDecision, Violation, ViolationKind};
+pub use shadow::{Shadow, ShadowState, shadow};
 
 use std::future::Future;
 

@@ -10,12 +10,12 @@
 //! rules.
 
 use super::error::panic_message;
+use super::report::UnsettledStream;
 use super::*;
 use crate::chunk::{Chunk, ChunkKind};
 use crate::context::RequestContext;
 use crate::message::Message;
 use futures::FutureExt;
-use serde::Serialize;
 use serde_json::{Value, json};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -119,58 +119,6 @@ impl<P: Processor> Shadow<P> {
     /// The processor, out of shadow.
     pub fn into_inner(self) -> P {
         self.inner
-    }
-}
-
-/// What a processor in shadow would have done at one hook call (for a stream, at one step).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct ShadowDecision {
-    /// The processor's id.
-    pub processor_id: String,
-    /// The hook that decided.
-    #[serde(serialize_with = "hook_name")]
-    pub hook: Hook,
-    /// What kind of decision.
-    pub action: ShadowAction,
-    /// What it would have done, in a sentence: "would have aborted the run: …".
-    pub reason: String,
-    /// What it decided, as JSON: the messages it would have left, the chunks' text it would
-    /// have let out, the trip wire's reason, retry flag and metadata, the error.
-    pub details: Value,
-}
-
-fn hook_name<S: serde::Serializer>(hook: &Hook, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(hook.name())
-}
-
-/// The kind of a [`ShadowDecision`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum ShadowAction {
-    /// It would have stopped something: aborted the run, refused a tool call, held one for
-    /// approval.
-    Block,
-    /// It would have rejected the step and asked the model again with feedback.
-    Retry,
-    /// It would have changed what passes: messages, the prompt, a tool call or result,
-    /// streamed chunks, the step's settings, or answered in the model's place.
-    Change,
-    /// It failed or panicked, which would have ended the run with an error.
-    Fail,
-}
-
-impl ShadowAction {
-    /// The action's name: `block`, `retry`, `change` or `fail`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ShadowAction::Block => "block",
-            ShadowAction::Retry => "retry",
-            ShadowAction::Change => "change",
-            ShadowAction::Fail => "fail",
-        }
     }
 }
 
@@ -299,19 +247,20 @@ impl StreamDiff {
     }
 }
 
-/// The decision of a stream diff the run ended before settling, if any.
-pub(crate) fn settle_cut(processor_id: &str, diff: &Mutex<StreamDiff>) -> Option<ShadowDecision> {
-    let v = diff
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .settle(true)?;
-    Some(ShadowDecision {
-        processor_id: processor_id.to_owned(),
-        hook: Hook::OutputStream,
-        action: v.action,
-        reason: v.reason,
-        details: v.details,
-    })
+impl UnsettledStream for Mutex<StreamDiff> {
+    fn settle_cut(&self, processor_id: &str) -> Option<ShadowDecision> {
+        let v = self
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .settle(true)?;
+        Some(ShadowDecision {
+            processor_id: processor_id.to_owned(),
+            hook: Hook::OutputStream,
+            action: v.action,
+            reason: v.reason,
+            details: v.details,
+        })
+    }
 }
 
 /// A text in a reason, quoted and cut to 80 characters.
@@ -810,7 +759,8 @@ impl<P: Processor> Processor for Shadow<P> {
         drop(diff);
         if !state.registered {
             state.registered = true;
-            request_context.watch_shadow_stream(self.id(), Arc::clone(&state.stream));
+            let diff: Arc<dyn UnsettledStream> = state.stream.clone();
+            request_context.watch_shadow_stream(self.id(), diff);
         }
         passed_on
     }
@@ -1084,7 +1034,7 @@ const _: () = assert!(Hook::ALL.len() == 10);
 impl<P: InputProcessor> InputProcessor for Shadow<P> {}
 impl<P: OutputProcessor> OutputProcessor for Shadow<P> {}
 impl<P: ErrorProcessor> ErrorProcessor for Shadow<P> {}
-impl<P: crate::__private::Known> crate::__private::Known for Shadow<P> {
-    const HOOKS: Hooks = <P as crate::__private::Known>::HOOKS;
+impl<P: crate::processor::known::Known> crate::processor::known::Known for Shadow<P> {
+    const HOOKS: Hooks = <P as crate::processor::known::Known>::HOOKS;
     const STATIC_ID: Option<&'static str> = None;
 }

@@ -67,11 +67,11 @@ macro_rules! shared_processor {
         impl<P: InputProcessor> InputProcessor for $pointer {}
         impl<P: OutputProcessor> OutputProcessor for $pointer {}
         impl<P: ErrorProcessor> ErrorProcessor for $pointer {}
-        impl<P: crate::__private::Known> crate::__private::Known for $pointer {
-            const HOOKS: Hooks = <P as crate::__private::Known>::HOOKS;
-            const STATIC_ID: Option<&'static str> = <P as crate::__private::Known>::STATIC_ID;
+        impl<P: crate::processor::known::Known> crate::processor::known::Known for $pointer {
+            const HOOKS: Hooks = <P as crate::processor::known::Known>::HOOKS;
+            const STATIC_ID: Option<&'static str> = <P as crate::processor::known::Known>::STATIC_ID;
         }
-        impl<P: crate::__private::Retries> crate::__private::Retries for $pointer {
+        impl<P: crate::processor::known::Retries> crate::processor::known::Retries for $pointer {
             type Asks = P::Asks;
         }
     )* };

@@ -1,6 +1,6 @@
 //! Per-request processor state, keyed by processor id.
 
-use super::DynProcessor;
+use super::HookError;
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 
@@ -11,6 +11,18 @@ pub(crate) struct SlotOwner {
     id: Cow<'static, str>,
     ty: TypeId,
     ty_name: &'static str,
+}
+
+impl SlotOwner {
+    /// The owner of a state of type `ty` (named `ty_name`) for the id `id`.
+    pub(crate) fn new(id: Cow<'static, str>, ty: TypeId, ty_name: &'static str) -> Self {
+        SlotOwner { id, ty, ty_name }
+    }
+
+    /// The state's type, and its name.
+    pub(crate) fn state_type(&self) -> (TypeId, &'static str) {
+        (self.ty, self.ty_name)
+    }
 }
 
 struct StateEntry {
@@ -33,33 +45,20 @@ pub(crate) struct StateConflict {
     pub second: &'static str,
 }
 
+impl From<StateConflict> for HookError {
+    fn from(c: StateConflict) -> Self {
+        HookError::StateConflict {
+            id: c.id,
+            first: c.first,
+            second: c.second,
+        }
+    }
+}
+
 impl StateMap {
     /// Room for `n` more processors' states.
     pub(crate) fn reserve(&mut self, n: usize) {
         self.slots.reserve(n);
-    }
-
-    /// The slot of `p`'s id, created on first use. Processors with one id share one slot.
-    pub(crate) fn slot_for(&mut self, p: &dyn DynProcessor) -> Result<usize, StateConflict> {
-        let id = p.dyn_id();
-        let (ty, ty_name) = p.dyn_state_type();
-        if let Some(i) = self.slots.iter().position(|s| s.owner.id == id) {
-            let s = &self.slots[i].owner;
-            if s.ty != ty {
-                return Err(StateConflict {
-                    id: id.to_owned(),
-                    first: s.ty_name,
-                    second: ty_name,
-                });
-            }
-            return Ok(i);
-        }
-        let id = match p.dyn_static_id() {
-            Some(fixed) if fixed == id => Cow::Borrowed(fixed),
-            _ => Cow::Owned(id.to_owned()),
-        };
-        self.create_for(&SlotOwner { id, ty, ty_name }, p);
-        Ok(self.slots.len() - 1)
     }
 
     /// Whose each slot is, in order.
@@ -67,19 +66,15 @@ impl StateMap {
         self.slots.iter().map(|s| &s.owner)
     }
 
-    /// A new slot for `owner`, whom [`owners`](Self::owners) gave for `p`, with a fresh state
-    /// (from `p`, or the unit for a unit state): what [`slot_for`](Self::slot_for) makes,
-    /// without asking `p` for its id and type.
-    pub(crate) fn create_for(&mut self, owner: &SlotOwner, p: &dyn DynProcessor) {
-        // A unit state (a processor without one) is the unit: not asked of the processor.
-        let value: Box<dyn Any + Send> = match owner.ty == TypeId::of::<()>() {
-            true => Box::new(()),
-            false => p.dyn_new_state(),
-        };
-        self.slots.push(StateEntry {
-            owner: owner.clone(),
-            value,
-        });
+    /// The slot of the id `id`, and whose it is.
+    pub(crate) fn find(&self, id: &str) -> Option<(usize, &SlotOwner)> {
+        let i = self.slots.iter().position(|s| s.owner.id == id)?;
+        Some((i, &self.slots[i].owner))
+    }
+
+    /// A new slot for `owner`, holding `value`.
+    pub(crate) fn push(&mut self, owner: SlotOwner, value: Box<dyn Any + Send>) {
+        self.slots.push(StateEntry { owner, value });
     }
 
     /// The value of `slot`, if there is such a slot.

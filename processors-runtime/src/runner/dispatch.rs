@@ -19,13 +19,12 @@ use super::{Halt, HookEntry, HookOutcome, settle};
 use crate::chunk::Chunk;
 use crate::message::{Message, MessageList, ToolCall};
 use crate::model::{ApiError, ModelRequest};
-use crate::processor::erased::Called;
+use crate::processor::HookError;
+use crate::processor::call::Called;
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
 use crate::processor::state::StateMap;
-use crate::processor::table::for_each_hook;
 use crate::processor::*;
-use crate::runner::HookError;
 use futures::FutureExt;
 use serde_json::Value;
 use std::any::Any;
@@ -55,37 +54,6 @@ pub(crate) trait Dispatch: Send {
     where
         Self: 'a;
 }
-
-/// Implements [`Dispatch`] for each hook's context, from the hook table.
-macro_rules! dispatch_impls {
-    ($a:lifetime; $(
-        $hook:ident {
-            method: $method:ident, dyn_method: $dyn_method:ident,
-            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
-            outcome: $outcome:ty, context: $context:ident,
-            $($rest:tt)*
-        }
-    )*) => { $(
-        impl Dispatch for super::hooks::$context<'_> {
-            const HOOK: Hook = Hook::$hook;
-            type Outcome = $outcome;
-            type Args<'a> = $args<'a, dyn Any + Send> where Self: 'a;
-            #[inline]
-            fn call<'a>(
-                p: &'a dyn DynProcessor,
-                args: Self::Args<'a>,
-                slot: Option<&'a mut FutureSlot>,
-            ) -> Called<'a, $outcome>
-            where
-                Self: 'a,
-            {
-                p.$dyn_method(args, slot)
-            }
-        }
-    )* };
-}
-
-for_each_hook!(dispatch_impls);
 
 /// What a hook runs on, besides the processor and its state: builds each processor's
 /// arguments and applies what it returns. Written once per hook (`runner::hooks`); lists and

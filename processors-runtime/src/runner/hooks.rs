@@ -4,7 +4,7 @@
 //! context from its run and hands it to the dispatcher, a workflow builds one from the
 //! arguments of the hook that called it.
 
-use super::dispatch::{HookCx, MapFn, Place, WorkflowInput, run};
+use super::dispatch::{Dispatch, HookCx, MapFn, Place, WorkflowInput, run};
 pub(crate) use super::stream::StreamCx;
 use super::{Chain, Halt, HookEntry, HookError, Scope, ids};
 use crate::chunk::{FinishReason, Usage};
@@ -12,15 +12,48 @@ use crate::context::RequestContext;
 use crate::message::{Message, MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
 use crate::processor::report::Reporter;
+use crate::processor::table::for_each_hook;
 use crate::processor::{
     ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
     LlmRequestArgs, LlmResponse, LlmResponseArgs, OutputOutcome, OutputResultArgs, OutputStepArgs,
-    StepConfig, StepOverrides, ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
+    OutputStreamArgs, StepConfig, StepOverrides, StreamAction, ToolCallAction, ToolCallArgs,
+    ToolResultAction, ToolResultArgs,
 };
 use crate::step::{RunSummary, StepResult};
 use crate::tool::Tool;
 use serde_json::Value;
 use std::any::Any;
+
+/// Implements [`Dispatch`] for each hook's context, from the hook table.
+macro_rules! dispatch_impls {
+    ($a:lifetime; $(
+        $hook:ident {
+            method: $method:ident, dyn_method: $dyn_method:ident,
+            args: $args:ident, parts: $parts:ident, extractor: $extractor:ident,
+            outcome: $outcome:ty, context: $context:ident,
+            $($rest:tt)*
+        }
+    )*) => { $(
+        impl Dispatch for $context<'_> {
+            const HOOK: Hook = Hook::$hook;
+            type Outcome = $outcome;
+            type Args<'a> = $args<'a, dyn Any + Send> where Self: 'a;
+            #[inline]
+            fn call<'a>(
+                p: &'a dyn crate::processor::DynProcessor,
+                args: Self::Args<'a>,
+                slot: Option<&'a mut crate::processor::future_slot::FutureSlot>,
+            ) -> crate::processor::call::Called<'a, $outcome>
+            where
+                Self: 'a,
+            {
+                p.$dyn_method(args, slot)
+            }
+        }
+    )* };
+}
+
+for_each_hook!(dispatch_impls);
 
 /// The messages `copy` gives, for a processor that reads them (see
 /// [`Processor::READS_MESSAGES`](crate::processor::Processor::READS_MESSAGES)); nothing for

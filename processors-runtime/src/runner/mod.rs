@@ -2,7 +2,7 @@
 //!
 //! Every hook but the stream hook goes through the dispatcher (`dispatch`), on a context
 //! written once per hook (`hooks`): the agent's lists and workflows alike. The stream hook
-//! runs per chunk in the stream chain (`stream::chain`), which the stream driver (`stream`)
+//! runs per chunk in the stream chain (`processor::chain`), which the stream driver (`stream`)
 //! feeds with the model's chunks and drains into the run's outbox. Each call runs in a tracing
 //! span with its panic caught; a warning is reported and an abort or a failure becomes a
 //! `Halt`, which the agent loop (`agent::run`) turns into what it means for the run. The

@@ -4,8 +4,8 @@
 use super::{Answer, Harness};
 use crate::model::ModelRequest;
 use crate::prelude::*;
+use crate::processor::HookError;
 use crate::processor::boxed;
-use crate::runner::HookError;
 use futures::executor::block_on;
 use serde_json::json;
 use std::future::Future;

@@ -6,10 +6,10 @@ mod run;
 
 pub use crate::runner::dispatch::WorkflowInput;
 
-use crate::__private::Known;
 use crate::chunk::Chunk;
 use crate::message::Message;
 use crate::processor::future_slot::FutureSlot;
+use crate::processor::known::Known;
 use crate::processor::state::StateMap;
 use crate::processor::{
     ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Processor, ProcessorRef, boxed,

@@ -1,4 +1,4 @@
-//! The stream driver: runs each chunk through the output stream chain (`chain`) and hands what
+//! The stream driver: runs each chunk through the output stream chain (`processor::chain`) and hands what
 //! passes to the consumer through the run's outbox (`outbox`), accounting what the step
 //! produced.
 //!
@@ -6,12 +6,11 @@
 //! pulled from the model and processed without suspending the run ([`pump`]); the rest take
 //! the general path ([`StreamDriver::emit`]).
 
-pub(crate) mod chain;
 pub(crate) mod outbox;
 
-pub use chain::{BoundStream, StreamChain};
-pub(crate) use chain::{
-    BoundTo, CHUNK_TARGET, Flow, StreamCx, StreamStats, is_sync, step_now, stream_one,
+pub use crate::processor::chain::{BoundStream, StreamChain};
+pub(crate) use crate::processor::chain::{
+    CHUNK_TARGET, Flow, StreamCx, StreamStats, is_sync, stream_one,
 };
 
 use super::{Halt, HookError, Scope};

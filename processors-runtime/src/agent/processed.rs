@@ -1,10 +1,11 @@
-//! A model wrapped with processors: [`Processed`], itself a [`LanguageModel`].
+//! A model wrapped with processors: [`Processed`], itself a [`LanguageModel`]. It lives with
+//! the agent, whose loop it runs for one model call; `model` re-exports it beside the models.
 
-use super::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolSpec};
-use crate::agent::{Agent, AgentBuilder, AgentError, BuildError, Violation};
+use super::{Agent, AgentBuilder, AgentError, BuildError, Violation};
 use crate::chunk::{Chunk, ChunkKind};
 use crate::context::RequestContext;
 use crate::error::BoxError;
+use crate::model::{ApiError, LanguageModel, ModelRequest, ModelStream, ToolSpec};
 use crate::processor::{
     DynPipeline, ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Pipeline, ProcessorRef,
 };
