@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs a headless browser for tests/trace_page.rs (Debian's chromium), unless one is there.
+# Installs a headless browser for tests/integration/trace_page.rs (Debian's chromium), unless one is there.
 set -euo pipefail
 for b in chromium chromium-browser google-chrome; do
     if command -v "$b" >/dev/null 2>&1; then
