@@ -45,7 +45,10 @@ impl fmt::Display for Diagnostic {
 /// assert_eq!(error.diagnostics().len(), 2);
 /// assert!(error.to_string().starts_with("agent.toml:2:10: unknown processor `regex-filtr`"));
 /// ```
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` is the same report, as a `main` that returns the error with `?` prints it
+/// (`Error: agent.toml:2:10: …`); `{:#?}` shows the structure.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
@@ -67,6 +70,20 @@ impl LoadError {
         match self {
             LoadError::Invalid(d) => d,
             LoadError::Read { .. } => &[],
+        }
+    }
+}
+
+impl fmt::Debug for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (f.alternate(), self) {
+            (false, _) => fmt::Display::fmt(self, f),
+            (true, LoadError::Read { path, source }) => f
+                .debug_struct("Read")
+                .field("path", path)
+                .field("source", source)
+                .finish(),
+            (true, LoadError::Invalid(d)) => f.debug_tuple("Invalid").field(d).finish(),
         }
     }
 }

@@ -418,3 +418,35 @@ fn the_history_and_recording_processors_refuse_what_cannot_work() {
         ]
     );
 }
+
+/// A `main` that returns the error with `?` prints its `Debug`: the report, one mistake a line,
+/// not the structs it is made of (those are `{:#?}`).
+#[test]
+fn a_main_returning_the_error_prints_the_report() {
+    use processors_config::FromConfig;
+    use processors_runtime::agent::Agent;
+    fn main_like() -> Result<Agent, Box<dyn std::error::Error>> {
+        Ok(Agent::from_config_str(
+            "model = { scripted = [\"Hi.\"] }\ninput = [\"regex-filtr\"]\nmax_steps = 0\n",
+        )?)
+    }
+    let error = main_like().err().expect("the file has mistakes");
+    let debug = format!("{error:?}");
+    assert_eq!(debug, error.to_string());
+    assert!(
+        debug.starts_with("<string>:2:10: unknown processor `regex-filtr`"),
+        "{debug}"
+    );
+    assert_eq!(debug.lines().count(), 2, "{debug}");
+    assert!(!debug.contains("Diagnostic {"), "{debug}");
+    let missing = Agent::from_config("no/such/agent.toml").err().unwrap();
+    assert!(
+        format!("{missing:?}").starts_with("cannot read no/such/agent.toml: "),
+        "{missing:?}"
+    );
+    let structured = format!(
+        "{:#?}",
+        Agent::from_config("no/such/agent.toml").err().unwrap()
+    );
+    assert!(structured.starts_with("Read {"), "{structured}");
+}
