@@ -317,6 +317,35 @@ fn among_names_languages_the_identifier_knows_and_needs_it_to_run() {
 }
 
 #[test]
+fn classifier_thresholds_name_a_head_of_a_classifier_that_runs() {
+    let moderation = |options: &str| {
+        with_model(&format!(
+            "input = [{{ processor = \"moderation\", {options} }}]\n"
+        ))
+    };
+    let unknown = moderation(
+        "judge = \"local/toxicity-classifier\", classifier_thresholds = { rudeness = 0.3 }",
+    );
+    // At the option's value (column 99), naming the heads there are.
+    assert_eq!(
+        unknown,
+        "agent.toml:2:99: `moderation`: `rudeness` is not a head of the model the processor knows; its heads are `harassment`, `hate`, `violence`, `sexual`, `self-harm`"
+    );
+    let out_of_range =
+        moderation("judge = \"local/toxicity-classifier\", classifier_thresholds = { hate = 1.5 }");
+    assert!(
+        out_of_range.contains("over 0 and at most 1"),
+        "{out_of_range}"
+    );
+    let unused =
+        moderation("judge = \"local/toxicity-words\", classifier_thresholds = { hate = 0.5 }");
+    assert!(
+        unused.ends_with("`classifier_thresholds` sets the heads' thresholds of the local check `injection-classifier` or `toxicity-classifier`, which neither `judge` nor `first` runs here"),
+        "{unused}"
+    );
+}
+
+#[test]
 fn a_local_check_must_exist_and_fit_its_detector() {
     assert_eq!(
         with_model(

@@ -568,3 +568,31 @@ fn slash_commands_from_a_file_expand_the_users_message() {
         "{empty}"
     );
 }
+
+/// `classifier_thresholds` sets a head's threshold of a shipped classifier: at 0.01 for
+/// `harassment`, a thank-you (scored about 0.08 by that head) is flagged; without it, it passes.
+#[test]
+fn classifier_thresholds_set_the_heads_of_a_shipped_classifier() {
+    let agent = |options: &str| {
+        let file = format!(
+            "model = {{ scripted = [\"You're welcome.\"] }}\n\
+             input = [{{ processor = \"moderation\", judge = \"local/toxicity-classifier\"{options} }}]\n"
+        );
+        Loader::new().agent_str("agent.toml", &file).unwrap()
+    };
+    let thanks = "Thank you, that was really helpful!";
+    let usual = block_on(agent("").generate(thanks)).unwrap();
+    assert!(usual.tripwire.is_none(), "{:?}", usual.tripwire);
+    assert_eq!(usual.text, "You're welcome.");
+    let strict =
+        block_on(agent(", classifier_thresholds = { harassment = 0.01 }").generate(thanks))
+            .unwrap();
+    let tripwire = strict.tripwire.expect("flagged at the lower threshold");
+    assert_eq!(tripwire.processor_id, "moderation");
+    // The injection classifier takes them too, for its one head.
+    let file = r#"
+model = { scripted = ["Sure."] }
+input = [{ processor = "prompt-injection-detector", judge = { scripted = [] }, first = "injection-classifier", classifier_thresholds = { injection = 0.5 } }]
+"#;
+    assert!(Loader::new().agent_str("agent.toml", file).is_ok());
+}

@@ -7,8 +7,8 @@ use crate::model::ModelSpec;
 use crate::registry::{Cx, Refusal, Registry};
 use processors_builtins::detector::{
     CircuitBreaker, InjectionHeuristics, InjectionStrategy, LanguageIdentifier, LanguageStrategy,
-    LeakStrategy, LinearClassifier, LocalCheck, OnJudgeError, PiiStrategy, Strategy, ToxicityWords,
-    TranslationQuality,
+    LeakStrategy, LinearClassifier, LinearClassifierBuilder, LocalCheck, OnJudgeError, PiiStrategy,
+    Strategy, ToxicityWords, TranslationQuality,
 };
 use processors_builtins::redact::Redaction;
 use processors_builtins::{
@@ -39,10 +39,14 @@ macro_rules! judge_of {
         judge_of!(@ $cx, $o, $detector, Local::default())
     };
     ($cx:expr, $o:expr, $detector:expr, onnx) => {
-        judge_of!(@ $cx, $o, $detector, Local { onnx: $o.onnx.as_ref(), among: None })
+        judge_of!(@ $cx, $o, $detector, Local {
+            onnx: $o.onnx.as_ref(),
+            thresholds: $o.classifier_thresholds.as_ref(),
+            ..Local::default()
+        })
     };
     ($cx:expr, $o:expr, $detector:expr, among) => {
-        judge_of!(@ $cx, $o, $detector, Local { onnx: None, among: $o.among.as_deref() })
+        judge_of!(@ $cx, $o, $detector, Local { among: $o.among.as_deref(), ..Local::default() })
     };
     (@ $cx:expr, $o:expr, $detector:expr, $local:expr) => {
         judge(
@@ -78,6 +82,9 @@ struct Local<'o> {
     onnx: Option<&'o OnnxSpec>,
     /// The `among` option: the languages `language-identifier` tells apart.
     among: Option<&'o [String]>,
+    /// The `classifier_thresholds` option: a probability per head of the trained classifier
+    /// (`injection-classifier`, `toxicity-classifier`).
+    thresholds: Option<&'o BTreeMap<String, f64>>,
 }
 
 /// `onnx = { path = "model.onnx", labels = [...], sure_above = 0.9, sure_below = 0.1 }`: the
@@ -126,7 +133,8 @@ const LOCAL_CHECKS: [(&str, &str); 5] = [
 const ONNX_DETECTORS: [&str; 2] = ["moderation", "prompt-injection-detector"];
 
 /// The local check `name`, for `detector`, with the detector's options for it (`onnx`, which
-/// the check `onnx` runs; `among`, the languages of `language-identifier`).
+/// the check `onnx` runs; `among`, the languages of `language-identifier`;
+/// `classifier_thresholds`, the heads' thresholds of the trained classifiers).
 fn local_check(
     name: &str,
     detector: &str,
@@ -152,9 +160,13 @@ fn local_check(
     }
     match LOCAL_CHECKS.iter().find(|(n, _)| *n == name) {
         Some((_, fits)) if *fits == detector => Ok(match name {
-            "injection-classifier" => Box::new(LinearClassifier::injection()),
+            "injection-classifier" => {
+                linear_classifier(LinearClassifier::injection_builder(), local.thresholds)?
+            }
             "injection-heuristics" => Box::new(InjectionHeuristics::new()),
-            "toxicity-classifier" => Box::new(LinearClassifier::toxicity()),
+            "toxicity-classifier" => {
+                linear_classifier(LinearClassifier::toxicity_builder(), local.thresholds)?
+            }
             "toxicity-words" => Box::new(ToxicityWords::new()),
             _ => match local.among {
                 Some(languages) => Box::new(LanguageIdentifier::among(languages)?),
@@ -173,6 +185,20 @@ fn local_check(
             ),
         )),
     }
+}
+
+/// A shipped classifier with the file's thresholds for its heads (an unknown head, or a
+/// probability out of range, refused at the option).
+fn linear_classifier(
+    mut b: LinearClassifierBuilder,
+    thresholds: Option<&BTreeMap<String, f64>>,
+) -> Result<Box<dyn LocalCheck>, Refusal> {
+    for (head, t) in thresholds.into_iter().flatten() {
+        b = b.threshold(head, *t);
+    }
+    b.build()
+        .map(|c| Box::new(c) as Box<dyn LocalCheck>)
+        .map_err(|e| Refusal::Option("classifier_thresholds", e.to_string()))
 }
 
 /// The judge of a detector, from its options: a model, or a local check
@@ -228,6 +254,12 @@ fn first(
         first == Some(check)
             || matches!(spec, ModelSpec::Id(id) if id.strip_prefix("local/") == Some(check))
     };
+    if local.thresholds.is_some() && !runs("injection-classifier") && !runs("toxicity-classifier") {
+        return Err(Refusal::Option(
+            "classifier_thresholds",
+            "`classifier_thresholds` sets the heads' thresholds of the local check `injection-classifier` or `toxicity-classifier`, which neither `judge` nor `first` runs here".to_owned(),
+        ));
+    }
     if local.among.is_some() && !runs("language-identifier") {
         return Err(Refusal::Option(
             "among",
@@ -272,6 +304,7 @@ struct ModerationOptions {
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     circuit_breaker: Option<BreakerSpec>,
+    classifier_thresholds: Option<BTreeMap<String, f64>>,
     categories: Option<Vec<String>>,
     strategy: Option<Strategy>,
     threshold: Option<f64>,
@@ -290,7 +323,8 @@ fn moderation(o: ModerationOptions, cx: &Cx<'_>) -> Result<Moderation, Refusal> 
         "moderation",
         Local {
             onnx: o.onnx.as_ref(),
-            among: None,
+            thresholds: o.classifier_thresholds.as_ref(),
+            ..Local::default()
         },
         cx,
     )?;
@@ -315,6 +349,7 @@ struct InjectionOptions {
     on_judge_error: Option<OnJudgeError>,
     concurrency: Option<usize>,
     circuit_breaker: Option<BreakerSpec>,
+    classifier_thresholds: Option<BTreeMap<String, f64>>,
     categories: Option<Vec<String>>,
     strategy: Option<InjectionStrategy>,
     threshold: Option<f64>,
@@ -331,7 +366,8 @@ fn prompt_injection(o: InjectionOptions, cx: &Cx<'_>) -> Result<PromptInjectionD
         "prompt-injection-detector",
         Local {
             onnx: o.onnx.as_ref(),
-            among: None,
+            thresholds: o.classifier_thresholds.as_ref(),
+            ..Local::default()
         },
         cx,
     )?;
@@ -493,8 +529,8 @@ fn language(o: LanguageOptions, cx: &Cx<'_>) -> Result<LanguageDetector, Refusal
         &o.judge,
         "language-detector",
         Local {
-            onnx: None,
             among: o.among.as_deref(),
+            ..Local::default()
         },
         cx,
     )?;
