@@ -277,6 +277,16 @@ impl Vault {
     /// `text` with the vault's placeholders replaced by their values: `None` when none is in
     /// it.
     fn restore(&self, text: &str) -> Option<String> {
+        self.restore_as(text, false)
+    }
+
+    /// [`restore`](Self::restore) in JSON text: each value written as the inside of a JSON
+    /// string (a placeholder only ever stands in a string of the arguments the model wrote).
+    fn restore_in_json(&self, text: &str) -> Option<String> {
+        self.restore_as(text, true)
+    }
+
+    fn restore_as(&self, text: &str, json: bool) -> Option<String> {
         if self.by_placeholder.is_empty() || !text.contains('[') {
             return None;
         }
@@ -294,7 +304,10 @@ impl Vault {
                 .and_then(|close| Some((close, self.by_placeholder.get(&tail[..=close])?)));
             match found {
                 Some((close, value)) => {
-                    out.push_str(value);
+                    match json {
+                        true => push_json_escaped(&mut out, value),
+                        false => out.push_str(value),
+                    }
                     rest = &tail[close + 1..];
                     changed = true;
                 }
@@ -381,11 +394,24 @@ fn map_strings(value: &Value, f: &mut impl FnMut(&str) -> Option<String>) -> Opt
 
 /// Whether `tail`, the end of a text from a `[`, could be the start of a placeholder: then
 /// only capitals, digits and `_`, shorter than the longest placeholder (`max` bytes).
+/// `value` as the inside of a JSON string.
+fn push_json_escaped(out: &mut String, value: &str) {
+    let quoted = serde_json::Value::String(value.to_owned()).to_string();
+    out.push_str(&quoted[1..quoted.len() - 1]);
+}
+
 fn may_open_placeholder(tail: &str, max: usize) -> bool {
     tail.len() < max
         && tail[1..]
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// What a streamed tool call holds of its arguments.
+struct HeldArgs {
+    tool_call_id: String,
+    tool_name: String,
+    text: String,
 }
 
 /// The per-request state of an [`Anonymizer`]: the vault, and the text the stream holds
@@ -395,6 +421,9 @@ pub struct AnonymizerState {
     vault: Vault,
     blocks: Blocks,
     held: String,
+    /// The end of a streamed tool call's arguments that may begin a placeholder, by call, until
+    /// the next delta of the call (or the call itself, or the step's end) settles it.
+    args_held: Vec<HeldArgs>,
 }
 
 impl fmt::Debug for AnonymizerState {
@@ -402,6 +431,10 @@ impl fmt::Debug for AnonymizerState {
         f.debug_struct("AnonymizerState")
             .field("placeholders", &self.vault.by_placeholder.len())
             .field("held_bytes", &self.held.len())
+            .field(
+                "held_argument_bytes",
+                &self.args_held.iter().map(|h| h.text.len()).sum::<usize>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -523,6 +556,96 @@ impl Scan for Restore<'_> {
     }
 }
 
+/// A tool call's argument delta with its placeholders restored: what goes on now (nothing
+/// when all of it may begin a placeholder and is held), or `None` when it goes on as it came.
+fn restore_args_delta(
+    vault: &Vault,
+    args_held: &mut Vec<HeldArgs>,
+    chunk: &Chunk,
+    id: &str,
+    delta: &str,
+) -> Option<Vec<Chunk>> {
+    let at = args_held.iter().position(|h| h.tool_call_id == id);
+    if at.is_none() && (vault.by_placeholder.is_empty() || !delta.contains('[')) {
+        return None;
+    }
+    let mut text = at
+        .map(|i| args_held.swap_remove(i).text)
+        .unwrap_or_default();
+    let fresh = text.is_empty();
+    text.push_str(delta);
+    let hold = match text.rfind('[') {
+        Some(at) if may_open_placeholder(&text[at..], vault.max) => at,
+        _ => text.len(),
+    };
+    let rest = text.split_off(hold);
+    if !rest.is_empty() {
+        let tool_name = match &chunk.kind {
+            ChunkKind::ToolCallDelta { tool_name, .. } => tool_name.clone(),
+            _ => String::new(),
+        };
+        args_held.push(HeldArgs {
+            tool_call_id: id.to_owned(),
+            tool_name,
+            text: rest,
+        });
+    }
+    let now = vault.restore_in_json(&text);
+    if now.is_none() && fresh && hold == delta.len() {
+        return None;
+    }
+    let now = now.unwrap_or(text);
+    Some(match now.is_empty() {
+        true => Vec::new(),
+        false => vec![args_delta(chunk, now)],
+    })
+}
+
+/// What the call `id` held of its arguments, restored, as a delta of that call to go before
+/// the chunk `at`.
+fn settle_args(
+    vault: &Vault,
+    args_held: &mut Vec<HeldArgs>,
+    at: &Chunk,
+    id: &str,
+) -> Option<Chunk> {
+    let i = args_held.iter().position(|h| h.tool_call_id == id)?;
+    let HeldArgs {
+        tool_call_id,
+        tool_name,
+        text,
+    } = args_held.swap_remove(i);
+    let text = vault.restore_in_json(&text).unwrap_or(text);
+    Some(Chunk {
+        kind: ChunkKind::ToolCallDelta {
+            tool_call_id,
+            tool_name,
+            args_text_delta: text,
+        },
+        ..at.clone()
+    })
+}
+
+/// The argument delta `from` with `text` in place of its own.
+fn args_delta(from: &Chunk, text: String) -> Chunk {
+    let kind = match &from.kind {
+        ChunkKind::ToolCallDelta {
+            tool_call_id,
+            tool_name,
+            ..
+        } => ChunkKind::ToolCallDelta {
+            tool_call_id: tool_call_id.clone(),
+            tool_name: tool_name.clone(),
+            args_text_delta: text,
+        },
+        other => other.clone(),
+    };
+    Chunk {
+        kind,
+        ..from.clone()
+    }
+}
+
 #[processor(crate = processors_runtime, id = "anonymizer")]
 impl Anonymizer {
     /// Replaces the values in this call's prompt with their placeholders.
@@ -565,8 +688,8 @@ impl Anonymizer {
         }
     }
 
-    /// Restores placeholders in text and reasoning deltas (whole, when split across deltas)
-    /// and in streamed tool calls' arguments.
+    /// Restores placeholders in text and reasoning deltas, and in streamed tool calls'
+    /// argument deltas (each whole, when split across deltas), and in tool calls.
     fn process_output_stream(
         &self,
         chunk: &Chunk,
@@ -576,25 +699,66 @@ impl Anonymizer {
             vault,
             blocks,
             held,
+            args_held,
         } = state;
-        let restored_call = match &chunk.kind {
-            ChunkKind::ToolCall(call) => vault.restore_json(&call.args).map(|args| Chunk {
-                kind: ChunkKind::ToolCall(ToolCall {
-                    args,
-                    ..call.clone()
-                }),
-                ..chunk.clone()
-            }),
+        // What stands for the chunk: its arguments restored, what a call held first.
+        let mine: Option<Vec<Chunk>> = match &chunk.kind {
+            ChunkKind::ToolCallDelta {
+                tool_call_id,
+                args_text_delta,
+                ..
+            } => restore_args_delta(vault, args_held, chunk, tool_call_id, args_text_delta),
+            ChunkKind::ToolCall(call) => {
+                let before = settle_args(vault, args_held, chunk, &call.tool_call_id);
+                let call = vault.restore_json(&call.args).map(|args| Chunk {
+                    kind: ChunkKind::ToolCall(ToolCall {
+                        args,
+                        ..call.clone()
+                    }),
+                    ..chunk.clone()
+                });
+                match (before, call) {
+                    (None, None) => None,
+                    (before, call) => Some(
+                        before
+                            .into_iter()
+                            .chain(Some(call.unwrap_or_else(|| chunk.clone())))
+                            .collect(),
+                    ),
+                }
+            }
+            // A step that ends before a call it streamed: what the call held goes first.
+            ChunkKind::StepFinish { .. } | ChunkKind::Finish { .. } | ChunkKind::Error { .. }
+                if !args_held.is_empty() =>
+            {
+                let ids: Vec<String> = args_held.iter().map(|h| h.tool_call_id.clone()).collect();
+                let settled = ids
+                    .iter()
+                    .filter_map(|id| settle_args(vault, args_held, chunk, id));
+                Some(settled.chain(Some(chunk.clone())).collect())
+            }
             _ => None,
         };
         let mut scan = Restore { vault, held };
-        match restored_call {
-            None => blocks.on_chunk(&mut scan, chunk),
-            Some(call) => Ok(match blocks.on_chunk(&mut scan, &call)? {
-                StreamAction::Pass => StreamAction::Replace(call),
-                other => other,
-            }),
-        }
+        let action = blocks.on_chunk(&mut scan, chunk)?;
+        let Some(mine) = mine else {
+            return Ok(action);
+        };
+        // The text block's held text (if any) goes first, then what stands for the chunk.
+        Ok(match action {
+            StreamAction::Many(mut v) => {
+                v.pop();
+                v.extend(mine);
+                StreamAction::Many(v)
+            }
+            _ => match mine.len() {
+                0 => StreamAction::Drop,
+                1 => {
+                    StreamAction::Replace(mine.into_iter().next().unwrap_or_else(|| chunk.clone()))
+                }
+                _ => StreamAction::Many(mine),
+            },
+        })
     }
 
     /// Restores placeholders in the answer's text, reasoning and tool calls.

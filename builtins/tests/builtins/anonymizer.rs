@@ -304,3 +304,122 @@ fn bi_98_a_value_the_model_ran_into_other_text_never_reaches_it_again() {
     assert!(!calls[1].contains(SSN), "{}", calls[1]);
     assert!(calls[1].contains("[SSN_1]5"), "{}", calls[1]);
 }
+
+/// A streamed tool call's argument deltas: a placeholder split across them comes out whole and
+/// restored, as JSON (a value with a quote escaped), and nothing is held past the call; an
+/// argument with no placeholder passes as it came.
+#[test]
+fn bi_98_streamed_tool_call_arguments_are_restored_delta_by_delta() {
+    let quoted = "Big \"Tony\"";
+    let delta = |text: &str| ChunkKind::ToolCallDelta {
+        tool_call_id: "c1".into(),
+        tool_name: "lookup".into(),
+        args_text_delta: text.into(),
+    };
+    let model = ScriptedModel::new([
+        Turn::empty()
+            .chunk(delta("{\"email\": \"[EMA"))
+            .chunk(delta("IL_1]\", \"cc\": \"[ALIAS_1]\", \"note\": \"[x] ["))
+            .chunk(delta("EMAIL_"))
+            .tool_call(
+                "c1",
+                "lookup",
+                json!({ "email": "[EMAIL_1]", "cc": "[ALIAS_1]", "note": "[x] [EMAIL_" }),
+            ),
+        Turn::text("Done."),
+    ]);
+    let lookup = tool(
+        "lookup",
+        "Looks a customer up.",
+        json!({ "type": "object" }),
+        |_| async { Ok(json!("found")) },
+    );
+    let a = Anonymizer::builder()
+        .preset(Preset::Pii)
+        .rule(Rule::new("alias", r#"Big "[A-Z][a-z]+""#))
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tool(lookup)
+        .input(a.clone())
+        .output(a)
+        .build()
+        .unwrap();
+    let (chunks, result) = stream(
+        &agent,
+        &format!("Find {EMAIL}, alias {quoted}"),
+        GenerateOptions::new(),
+    );
+    result.unwrap();
+    let pieces: Vec<String> = chunks
+        .iter()
+        .filter_map(|c| match &c.kind {
+            ChunkKind::ToolCallDelta {
+                tool_call_id,
+                args_text_delta,
+                ..
+            } if tool_call_id == "c1" => Some(args_text_delta.clone()),
+            _ => None,
+        })
+        .collect();
+    let args = pieces.concat();
+    let escaped = serde_json::to_string(quoted).unwrap();
+    assert_eq!(
+        args,
+        format!("{{\"email\": \"{EMAIL}\", \"cc\": {escaped}, \"note\": \"[x] [EMAIL_")
+    );
+    assert!(
+        pieces
+            .iter()
+            .all(|p| !p.contains("[EMA") || p.contains("[EMAIL_")),
+        "{pieces:?}"
+    );
+    assert!(pieces.iter().all(|p| !p.starts_with("IL_1]")), "{pieces:?}");
+    // The call itself, after its deltas, with the values.
+    let call = chunks
+        .iter()
+        .position(|c| matches!(&c.kind, ChunkKind::ToolCall(_)))
+        .unwrap();
+    let last_delta = chunks
+        .iter()
+        .rposition(|c| matches!(&c.kind, ChunkKind::ToolCallDelta { .. }))
+        .unwrap();
+    assert!(last_delta < call);
+}
+
+/// Arguments held back for a call the step never completes go out before the step's end:
+/// nothing is lost.
+#[test]
+fn bi_98_held_arguments_of_a_call_never_completed_go_out_before_the_step_ends() {
+    let model = ScriptedModel::new([Turn::text("ok").chunk(ChunkKind::ToolCallDelta {
+        tool_call_id: "c9".into(),
+        tool_name: "lookup".into(),
+        args_text_delta: "{\"a\": \"[EMAIL_1".into(),
+    })]);
+    let a = anonymizer();
+    let agent = Agent::builder()
+        .model(model)
+        .input(a.clone())
+        .output(a)
+        .build()
+        .unwrap();
+    let (chunks, result) = stream(&agent, &format!("Find {EMAIL}"), GenerateOptions::new());
+    result.unwrap();
+    let step_end = chunks
+        .iter()
+        .position(|c| matches!(&c.kind, ChunkKind::StepFinish { .. }))
+        .unwrap();
+    let before_the_end: String = chunks[..step_end]
+        .iter()
+        .filter_map(|c| match &c.kind {
+            ChunkKind::ToolCallDelta {
+                tool_call_id,
+                tool_name,
+                args_text_delta,
+            } if tool_call_id == "c9" && tool_name == "lookup" => Some(args_text_delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(before_the_end, "{\"a\": \"[EMAIL_1");
+}
