@@ -396,9 +396,15 @@ fn features(window: &[char], out: &mut Buckets) {
         .chain(window.iter().copied())
         .chain(std::iter::once(' '))
         .collect();
-    for n in 3..=5 {
-        for g in padded.windows(n) {
-            out.push(g.iter().fold(gram, |h, &c| fnv_char(h, c)));
+    // Each gram of 3, 4 and 5 characters from a start: the 4-gram's hash continues the
+    // 3-gram's, the 5-gram's the 4-gram's (the buckets are a set, so their order is free).
+    for start in 0..padded.len().saturating_sub(2) {
+        let g = &padded[start..padded.len().min(start + 5)];
+        let mut h = g[..3].iter().fold(gram, |h, &c| fnv_char(h, c));
+        out.push(h);
+        for &c in &g[3..] {
+            h = fnv_char(h, c);
+            out.push(h);
         }
     }
 }
