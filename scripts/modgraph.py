@@ -194,7 +194,7 @@ def use_paths(tree):
         aliases[key] = m.group(2)
         return m.group(1) + key
 
-    spaced = re.sub(r"([\w*])\s+as\s+(\w+)", lambda m: repl(m), tree)
+    spaced = re.sub(r"([\w*])\s+as\s+(\w+)", repl, tree)
     out = []
     for segs, name in parse_use_tree(spaced):
         fixed, local = [], name
@@ -205,8 +205,6 @@ def use_paths(tree):
                 local = aliases["__alias" + key]
             else:
                 fixed.append(s)
-        if local and "__alias" in local:
-            local = aliases[local]
         out.append((fixed, local))
     return out
 

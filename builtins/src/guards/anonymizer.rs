@@ -392,14 +392,14 @@ fn map_strings(value: &Value, f: &mut impl FnMut(&str) -> Option<String>) -> Opt
     }
 }
 
-/// Whether `tail`, the end of a text from a `[`, could be the start of a placeholder: then
-/// only capitals, digits and `_`, shorter than the longest placeholder (`max` bytes).
 /// `value` as the inside of a JSON string.
 fn push_json_escaped(out: &mut String, value: &str) {
     let quoted = serde_json::Value::String(value.to_owned()).to_string();
     out.push_str(&quoted[1..quoted.len() - 1]);
 }
 
+/// Whether `tail`, the end of a text from a `[`, could be the start of a placeholder: then
+/// only capitals, digits and `_`, shorter than the longest placeholder (`max` bytes).
 fn may_open_placeholder(tail: &str, max: usize) -> bool {
     tail.len() < max
         && tail[1..]
@@ -561,17 +561,16 @@ impl Scan for Restore<'_> {
 fn restore_args_delta(
     vault: &Vault,
     args_held: &mut Vec<HeldArgs>,
-    chunk: &Chunk,
-    id: &str,
-    delta: &str,
+    at: &Chunk,
+    (tool_call_id, tool_name, delta): (&str, &str, &str),
 ) -> Option<Vec<Chunk>> {
-    let at = args_held.iter().position(|h| h.tool_call_id == id);
-    if at.is_none() && (vault.by_placeholder.is_empty() || !delta.contains('[')) {
+    let i = args_held
+        .iter()
+        .position(|h| h.tool_call_id == tool_call_id);
+    if i.is_none() && (vault.by_placeholder.is_empty() || !delta.contains('[')) {
         return None;
     }
-    let mut text = at
-        .map(|i| args_held.swap_remove(i).text)
-        .unwrap_or_default();
+    let mut text = i.map(|i| args_held.swap_remove(i).text).unwrap_or_default();
     let fresh = text.is_empty();
     text.push_str(delta);
     let hold = match text.rfind('[') {
@@ -579,70 +578,43 @@ fn restore_args_delta(
         _ => text.len(),
     };
     let rest = text.split_off(hold);
-    if !rest.is_empty() {
-        let tool_name = match &chunk.kind {
-            ChunkKind::ToolCallDelta { tool_name, .. } => tool_name.clone(),
-            _ => String::new(),
-        };
-        args_held.push(HeldArgs {
-            tool_call_id: id.to_owned(),
-            tool_name,
-            text: rest,
-        });
+    let nothing_held = rest.is_empty();
+    let args = |text| HeldArgs {
+        tool_call_id: tool_call_id.to_owned(),
+        tool_name: tool_name.to_owned(),
+        text,
+    };
+    if !nothing_held {
+        args_held.push(args(rest));
     }
-    let now = vault.restore_in_json(&text);
-    if now.is_none() && fresh && hold == delta.len() {
+    let restored = vault.restore_in_json(&text);
+    if restored.is_none() && fresh && nothing_held {
         return None;
     }
-    let now = now.unwrap_or(text);
+    let now = restored.unwrap_or(text);
     Some(match now.is_empty() {
         true => Vec::new(),
-        false => vec![args_delta(chunk, now)],
+        false => vec![args_chunk(at, args(now))],
     })
 }
 
-/// What the call `id` held of its arguments, restored, as a delta of that call to go before
-/// the chunk `at`.
-fn settle_args(
-    vault: &Vault,
-    args_held: &mut Vec<HeldArgs>,
-    at: &Chunk,
-    id: &str,
-) -> Option<Chunk> {
-    let i = args_held.iter().position(|h| h.tool_call_id == id)?;
-    let HeldArgs {
-        tool_call_id,
-        tool_name,
-        text,
-    } = args_held.swap_remove(i);
-    let text = vault.restore_in_json(&text).unwrap_or(text);
-    Some(Chunk {
+/// What a call held of its arguments, restored, as a delta of that call before the chunk `at`.
+fn settle_args(vault: &Vault, mut held: HeldArgs, at: &Chunk) -> Chunk {
+    if let Some(restored) = vault.restore_in_json(&held.text) {
+        held.text = restored;
+    }
+    args_chunk(at, held)
+}
+
+/// A delta of the call's arguments carrying its `text`, from the run of `at`.
+fn args_chunk(at: &Chunk, args: HeldArgs) -> Chunk {
+    Chunk {
         kind: ChunkKind::ToolCallDelta {
-            tool_call_id,
-            tool_name,
-            args_text_delta: text,
+            tool_call_id: args.tool_call_id,
+            tool_name: args.tool_name,
+            args_text_delta: args.text,
         },
         ..at.clone()
-    })
-}
-
-/// The argument delta `from` with `text` in place of its own.
-fn args_delta(from: &Chunk, text: String) -> Chunk {
-    let kind = match &from.kind {
-        ChunkKind::ToolCallDelta {
-            tool_call_id,
-            tool_name,
-            ..
-        } => ChunkKind::ToolCallDelta {
-            tool_call_id: tool_call_id.clone(),
-            tool_name: tool_name.clone(),
-            args_text_delta: text,
-        },
-        other => other.clone(),
-    };
-    Chunk {
-        kind,
-        ..from.clone()
     }
 }
 
@@ -705,11 +677,19 @@ impl Anonymizer {
         let mine: Option<Vec<Chunk>> = match &chunk.kind {
             ChunkKind::ToolCallDelta {
                 tool_call_id,
+                tool_name,
                 args_text_delta,
-                ..
-            } => restore_args_delta(vault, args_held, chunk, tool_call_id, args_text_delta),
+            } => restore_args_delta(
+                vault,
+                args_held,
+                chunk,
+                (tool_call_id, tool_name, args_text_delta),
+            ),
             ChunkKind::ToolCall(call) => {
-                let before = settle_args(vault, args_held, chunk, &call.tool_call_id);
+                let before = args_held
+                    .iter()
+                    .position(|h| h.tool_call_id == call.tool_call_id)
+                    .map(|i| settle_args(vault, args_held.swap_remove(i), chunk));
                 let call = vault.restore_json(&call.args).map(|args| Chunk {
                     kind: ChunkKind::ToolCall(ToolCall {
                         args,
@@ -731,10 +711,9 @@ impl Anonymizer {
             ChunkKind::StepFinish { .. } | ChunkKind::Finish { .. } | ChunkKind::Error { .. }
                 if !args_held.is_empty() =>
             {
-                let ids: Vec<String> = args_held.iter().map(|h| h.tool_call_id.clone()).collect();
-                let settled = ids
-                    .iter()
-                    .filter_map(|id| settle_args(vault, args_held, chunk, id));
+                let settled = std::mem::take(args_held)
+                    .into_iter()
+                    .map(|held| settle_args(vault, held, chunk));
                 Some(settled.chain(Some(chunk.clone())).collect())
             }
             _ => None,
@@ -744,7 +723,8 @@ impl Anonymizer {
         let Some(mine) = mine else {
             return Ok(action);
         };
-        // The text block's held text (if any) goes first, then what stands for the chunk.
+        // The text block's held text (if any) goes first, then what stands for the chunk: for a
+        // chunk that is no text delta, the driver gives `Pass`, or the held text and the chunk.
         Ok(match action {
             StreamAction::Many(mut v) => {
                 v.pop();
