@@ -57,8 +57,9 @@ pub(crate) trait Dispatch: Send {
 
 /// What a hook runs on, besides the processor and its state: builds each processor's
 /// arguments and applies what it returns. Written once per hook (`runner::hooks`); lists and
-/// workflows use the same.
-pub(crate) trait HookCx: Dispatch + Sized {
+/// workflows use the same (`Sync`: a workflow's concurrent branches copy it from a shared
+/// borrow).
+pub(crate) trait HookCx: Dispatch + Sized + Sync {
     /// The arguments of one processor's call: its `state`, and copies of the messages when
     /// it `reads` them ([`Processor::READS_MESSAGES`]).
     fn args<'a>(

@@ -8,6 +8,7 @@
 //! `Halt`, which the agent loop (`agent::run`) turns into what it means for the run. The
 //! semantics are those of `docs/semantics.md`; `docs/architecture.md` draws the layers.
 
+pub(crate) mod compose;
 pub(crate) mod dispatch;
 pub(crate) mod hooks;
 pub(crate) mod stream;

@@ -1,24 +1,21 @@
-//! How a workflow runs: each hook through its steps, every processor called by the runner's
-//! dispatcher on the context of the hook that called the workflow (so its results apply to
-//! the run as they would in a list), the stream hook through the stream chain.
+//! How a workflow runs: a [`Composite`] whose every hook runs its steps, each processor called
+//! by the runner's dispatcher on the context of the hook that called the workflow (so its
+//! results apply to the run as they would in a list), the stream hook through the stream
+//! chain.
 
 use super::{Step, Workflow, WorkflowInput, WorkflowState};
 use crate::chunk::Chunk;
 use crate::processor::future_slot::FutureSlot;
 use crate::processor::report::Reporter;
+use crate::processor::table::for_each_hook;
 use crate::processor::{
-    Abort, ApiErrorAction, ApiErrorArgs, Hooks, InputArgs, InputOutcome, InputStepArgs,
-    LlmRequestAction, LlmRequestArgs, LlmResponseArgs, OutputOutcome, OutputResultArgs,
-    OutputStepArgs, OutputStreamArgs, Processor, ProcessorError, StepOverrides, StreamAction,
-    ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
+    Abort, ApiErrorAction, Hooks, InputOutcome, LlmRequestAction, OutputOutcome, OutputStreamArgs,
+    Processor, ProcessorError, StepOverrides, StreamAction, ToolCallAction, ToolResultAction,
 };
-use crate::runner::dispatch::{Callee, HookCx, Place, dispatch};
-use crate::runner::hooks::{
-    ApiErrorCx, InputCx, InputStepCx, LlmRequestCx, LlmResponseCx, Named, OutputResultCx,
-    OutputStepCx, ToolCallCx, ToolResultCx,
-};
+use crate::runner::compose::{Composite, composite_hooks};
+use crate::runner::dispatch::{Callee, HookCx, dispatch};
 use crate::runner::stream::{Flow, StreamCx, is_sync, stream_one};
-use crate::runner::{Halt, HookError, ids};
+use crate::runner::{Halt, HookError};
 use futures::StreamExt;
 use std::any::Any;
 
@@ -38,41 +35,6 @@ impl<W> Workflow<W> {
             state.futures = self.processors.iter().map(|_| FutureSlot::new()).collect();
         }
         Ok(())
-    }
-
-    /// Runs a hook through the steps, on `cx`. `Ok(true)`: a processor ended the hook's run
-    /// (an error processor asked for a retry).
-    async fn drive<H: HookCx>(
-        &self,
-        cx: &mut H,
-        ws: &mut WorkflowState,
-        report: &Reporter,
-    ) -> Result<bool, Halt> {
-        self.bind(ws)?;
-        for step in &self.steps {
-            let stop = match step {
-                Step::Then(i) => self.call_at(*i, cx, ws, report).await?,
-                Step::Branch(arms) => {
-                    let chosen =
-                        cx.with_input(|input| arms.iter().find(|(c, _)| c(input)).map(|&(_, i)| i));
-                    match chosen {
-                        Some(i) => self.call_at(i, cx, ws, report).await?,
-                        None => false,
-                    }
-                }
-                Step::Parallel { branches, select } => {
-                    self.run_parallel(branches, *select, cx, ws, report).await?
-                }
-                Step::Map(f) => {
-                    cx.map(&**f, &self.id)?;
-                    false
-                }
-            };
-            if stop {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     /// Calls the hook of the processor at `i`, if it has it.
@@ -181,8 +143,55 @@ impl<W> Workflow<W> {
 }
 
 impl<W> Workflow<W> {
+    /// Runs the processor at `i` on a chunk.
+    async fn stream_at(&self, i: usize, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
+        match self.processors.get(i) {
+            Some(p) => stream_one::<false, _>(&**p, cx, chunk, i).await,
+            None => Flow::Continue,
+        }
+    }
+}
+
+impl<W> Composite for Workflow<W> {
+    type State = WorkflowState;
+
+    /// Runs a hook through the steps, on `cx`. `Ok(true)`: a processor ended the hook's run
+    /// (an error processor asked for a retry).
+    async fn drive<H: HookCx>(
+        &self,
+        cx: &mut H,
+        ws: &mut WorkflowState,
+        report: &Reporter,
+    ) -> Result<bool, Halt> {
+        self.bind(ws)?;
+        for step in &self.steps {
+            let stop = match step {
+                Step::Then(i) => self.call_at(*i, cx, ws, report).await?,
+                Step::Branch(arms) => {
+                    let chosen =
+                        cx.with_input(|input| arms.iter().find(|(c, _)| c(input)).map(|&(_, i)| i));
+                    match chosen {
+                        Some(i) => self.call_at(i, cx, ws, report).await?,
+                        None => false,
+                    }
+                }
+                Step::Parallel { branches, select } => {
+                    self.run_parallel(branches, *select, cx, ws, report).await?
+                }
+                Step::Map(f) => {
+                    cx.map(&**f, &self.id)?;
+                    false
+                }
+            };
+            if stop {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Runs a chunk through the steps, with the stream chain's rules for each processor.
-    async fn run_stream(
+    async fn stream(
         &self,
         args: OutputStreamArgs<'_, WorkflowState>,
     ) -> Result<StreamAction, ProcessorError> {
@@ -260,14 +269,6 @@ impl<W> Workflow<W> {
         }
         Ok(StreamAction::Replace(chunk))
     }
-
-    /// Runs the processor at `i` on a chunk.
-    async fn stream_at(&self, i: usize, cx: &mut StreamCx<'_>, chunk: &mut Chunk) -> Flow {
-        match self.processors.get(i) {
-            Some(p) => stream_one::<false, _>(&**p, cx, chunk, i).await,
-            None => Flow::Continue,
-        }
-    }
 }
 
 impl<H: super::StepHooks> Processor for Workflow<H> {
@@ -291,210 +292,8 @@ impl<H: super::StepHooks> Processor for Workflow<H> {
         self.processors.iter().any(|p| p.dyn_process_data_parts())
     }
 
-    // Each hook runs the steps on the context of the run that called the workflow: what the
-    // processors inside return is applied to the run's list and request context as they
-    // return it. What the hook lends (the step's settings, the request, the tool result, the
-    // summary) is copied, and what the processors made of it is returned.
-
-    async fn process_input(
-        &self,
-        args: InputArgs<'_, WorkflowState>,
-    ) -> Result<InputOutcome, ProcessorError> {
-        let mut cx = InputCx {
-            list: Place::Run(args.message_list),
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-            changed: false,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        // Applied to the list already: returned as the input now is, which applies again as
-        // it stands, so that the workflow's own call reads as the change it made.
-        Ok(match cx.changed {
-            true => InputOutcome::Messages(cx.list.input().cloned().collect()),
-            false => InputOutcome::Unchanged,
-        })
-    }
-
-    async fn process_input_step(
-        &self,
-        args: InputStepArgs<'_, WorkflowState>,
-    ) -> Result<StepOverrides, ProcessorError> {
-        let mut cx = InputStepCx {
-            step_number: args.step_number,
-            steps: args.steps,
-            config: Place::copy(args.config.clone()),
-            list: Place::Run(args.message_list),
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-            named: Named::default(),
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        Ok(cx.named_overrides())
-    }
-
-    async fn process_llm_request(
-        &self,
-        args: LlmRequestArgs<'_, WorkflowState>,
-    ) -> Result<LlmRequestAction, ProcessorError> {
-        let mut cx = LlmRequestCx {
-            step_number: args.step_number,
-            request: Place::copy(args.request.clone()),
-            model: args.model,
-            cx: Place::Run(args.request_context),
-            answer: None,
-            prompt_changed: false,
-            request_changed: false,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        Ok(cx.action())
-    }
-
-    async fn process_llm_response(
-        &self,
-        args: LlmResponseArgs<'_, WorkflowState>,
-    ) -> Result<(), ProcessorError> {
-        let mut cx = LlmResponseCx {
-            step_number: args.step_number,
-            request: args.request,
-            response: args.response,
-            delivered: args.delivered,
-            from_cache: args.from_cache,
-            cx: Place::Run(args.request_context),
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        Ok(())
-    }
-
-    async fn process_output_stream(
-        &self,
-        args: OutputStreamArgs<'_, WorkflowState>,
-    ) -> Result<StreamAction, ProcessorError> {
-        self.run_stream(args).await
-    }
-
-    async fn process_output_step(
-        &self,
-        args: OutputStepArgs<'_, WorkflowState>,
-    ) -> Result<OutputOutcome, ProcessorError> {
-        let mut step_ids = ids(args.messages.iter());
-        let mut cx = OutputStepCx {
-            step_number: args.step_number,
-            text: args.text,
-            finish_reason: args.finish_reason,
-            usage: args.usage,
-            run_usage: args.run_usage,
-            tool_calls: args.tool_calls,
-            steps: args.steps,
-            step_ids: Place::Run(&mut step_ids),
-            list: Place::Run(args.message_list),
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-            changed: false,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        // Applied to the list already; returned as the step's messages now are (which
-        // applies again as it stands), so that the list around the workflow follows their ids.
-        Ok(match cx.changed {
-            true => OutputOutcome::Messages(cx.messages()),
-            false => OutputOutcome::Unchanged,
-        })
-    }
-
-    async fn process_tool_call(
-        &self,
-        args: ToolCallArgs<'_, WorkflowState>,
-    ) -> Result<ToolCallAction, ProcessorError> {
-        let mut cx = ToolCallCx {
-            call: Place::copy(args.tool_call.clone()),
-            tool: args.tool,
-            step_number: args.step_number,
-            steps: args.steps,
-            list: args.message_list,
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-            rewritten: false,
-            decided: None,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        // A decision inside the workflow is the workflow's; a rewrite is returned as the
-        // arguments now are.
-        Ok(match (cx.decided, cx.rewritten) {
-            // An approval names the processor inside that asked, as an abort does.
-            (Some((ToolCallAction::RequireApproval { reason, asked_by }, id)), _) => {
-                ToolCallAction::RequireApproval {
-                    reason,
-                    asked_by: Some(asked_by.unwrap_or(id)),
-                }
-            }
-            (Some((decided, _)), _) => decided,
-            (None, true) => ToolCallAction::Rewrite(cx.call.into_inner().args),
-            (None, false) => ToolCallAction::Continue,
-        })
-    }
-
-    async fn process_tool_result(
-        &self,
-        args: ToolResultArgs<'_, WorkflowState>,
-    ) -> Result<ToolResultAction, ProcessorError> {
-        let mut cx = ToolResultCx {
-            tool_call: args.tool_call,
-            result: Place::copy(args.result.clone()),
-            model_output: args.model_output.cloned(),
-            is_error: args.is_error,
-            cx: Place::Run(args.request_context),
-            changed: false,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        if !cx.changed {
-            return Ok(ToolResultAction::Keep);
-        }
-        let replaced = *cx.result != *args.result;
-        Ok(match (replaced, cx.model_output) {
-            (true, Some(for_model)) => ToolResultAction::ReplaceWithCopy {
-                result: cx.result.into_inner(),
-                for_model,
-            },
-            (true, None) => ToolResultAction::Replace(cx.result.into_inner()),
-            (false, Some(for_model)) => ToolResultAction::ForModel(for_model),
-            // A replacement by an equal value dropped the model's copy.
-            (false, None) => ToolResultAction::Replace(cx.result.into_inner()),
-        })
-    }
-
-    async fn process_output_result(
-        &self,
-        args: OutputResultArgs<'_, WorkflowState>,
-    ) -> Result<OutputOutcome, ProcessorError> {
-        let mut cx = OutputResultCx {
-            summary: Place::copy(args.result.clone()),
-            list: Place::Run(args.message_list),
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-            changed: false,
-        };
-        self.drive(&mut cx, args.state, args.report).await?;
-        // Applied to the list already; returned so that the summary's text follows.
-        Ok(match cx.changed {
-            true => OutputOutcome::Messages(cx.list.response().cloned().collect()),
-            false => OutputOutcome::Unchanged,
-        })
-    }
-
-    async fn process_api_error(
-        &self,
-        args: ApiErrorArgs<'_, WorkflowState>,
-    ) -> Result<ApiErrorAction, ProcessorError> {
-        let mut cx = ApiErrorCx {
-            error: args.error,
-            step_number: args.step_number,
-            steps: args.steps,
-            list: Place::Run(args.message_list),
-            cx: Place::Run(args.request_context),
-            retry_count: args.retry_count,
-        };
-        Ok(match self.drive(&mut cx, args.state, args.report).await? {
-            true => ApiErrorAction::Retry,
-            false => ApiErrorAction::Unhandled,
-        })
-    }
+    // Each hook runs the steps on the context of the run that called the workflow
+    // (`runner::compose`): what the processors inside return is applied to the run's list
+    // and request context as they return it.
+    for_each_hook!(composite_hooks);
 }
