@@ -1,5 +1,5 @@
 //! Processors declared with `#[processor]` and an agent declared with `agent!`, with memory,
-//! a tool, a stream redactor, a retrying guardrail and a provider-error handler; offline on
+//! a typed tool (`#[tool]`), a stream redactor, a retrying guardrail and a provider-error handler; offline on
 //! the scripted model.
 //!
 //! Run with `cargo run --example support_agent`; `-- --trace run.html` also writes the run's
@@ -67,18 +67,21 @@ fn shorten_on_overflow(error: &ApiError, list: &mut MessageList) -> ApiErrorActi
     ApiErrorAction::Retry
 }
 
+/// The status of an order.
+#[tool]
+async fn order_status(
+    /// The order's id, such as `A-17`.
+    id: String,
+) -> serde_json::Value {
+    json!({ "id": id, "status": "shipped" })
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let orders = tool(
-        "order_status",
-        "The status of an order",
-        json!({ "type": "object", "properties": { "id": { "type": "string" } } }),
-        |args| async move { Ok(json!({ "id": args["id"], "status": "shipped" })) },
-    );
     let model = ScriptedModel::new([
         Turn::error(ApiError::new(400, "prompt too long")),
         Turn::text("It has probably shipped."),
-        Turn::empty().tool_call("call-1", "order_status", json!({ "id": "A-17" })),
+        Turn::empty().tool_call("call-1", OrderStatusTool::NAME, json!({ "id": "A-17" })),
         Turn::deltas([
             "According to the order system, ",
             "A-17 has shipped; ",
@@ -92,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         name: "support",
         instructions: "You answer questions about orders.",
         model: model.clone(),
-        tools: [orders],
+        tools: [OrderStatusTool],
         memory: Memory::new(store.clone()),
         input: [memory, Normalize],
         output: [RedactEmails, CiteSources, memory],

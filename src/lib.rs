@@ -588,10 +588,11 @@ pub use processors_runtime::*;
 mod macros_doc;
 
 #[doc(inline)]
-pub use macros_doc::{agent, processor};
+pub use macros_doc::{agent, processor, tool};
 
 /// The names most programs need: `use processors::prelude::*;`.
 pub mod prelude {
+    pub use crate::macros_doc::tool;
     pub use crate::{agent, processor};
     /// `Memory::sqlite("agent.db")`.
     #[cfg(feature = "sqlite")]

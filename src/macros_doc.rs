@@ -520,3 +520,124 @@ pub use processors_macros::processor;
 /// macro's own mistakes and processors in the wrong list are reported together, in one
 /// build; the checks on types follow once those are fixed.
 pub use processors_macros::agent;
+
+/// Turns an `async fn` into a tool the model can call, with typed arguments.
+///
+/// The function's doc comment is the tool's description, its name the tool's name, and its
+/// parameters the tool's arguments: each parameter is an argument of that name, its type gives
+/// the argument's JSON Schema (through `schemars`), and its doc comment the argument's
+/// description. The macro keeps the function as written and adds a unit struct named after it
+/// in UpperCamelCase with `Tool` after (`weather` → `WeatherTool`), which implements
+/// [`Tool`](crate::tool::Tool) and goes in `agent!`'s `tools:` or the builder's
+/// [`tool`](crate::agent::AgentBuilder::tool).
+///
+/// - The arguments are read before the call. An argument of the wrong type, a missing one or
+///   one the tool does not take goes back to the model as the tool's error, naming it
+///   (``argument `days` of `forecast`: invalid type: string "three", expected u8``), and the
+///   function is not called. An `Option` parameter may be left out.
+/// - A parameter of type [`ToolContext`](crate::tool::ToolContext) gets the call's context
+///   (its id, the request context, a writer for `data-*` chunks); it is not an argument.
+/// - The function returns anything `Serialize`, or a `Result` of it whose error converts into
+///   a [`BoxError`](crate::BoxError) (a `String`, a `&str`, any `std::error::Error + Send +
+///   Sync`): an `Err` is the tool's error, shown to the model.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::prelude::*;
+/// use processors::tool::ToolContext;
+///
+/// /// The forecast for a city, by day.
+/// #[tool]
+/// async fn forecast(
+///     /// The city, as its people write it.
+///     city: String,
+///     /// How many days, from today; 1 when left out.
+///     days: Option<u8>,
+///     cx: ToolContext<'_>,
+/// ) -> Result<Vec<String>, String> {
+///     if city.is_empty() {
+///         return Err("name a city".into());
+///     }
+///     let days = days.unwrap_or(1);
+///     Ok((0..days).map(|d| format!("{city}, day {d} ({}): sunny", cx.tool_call_id)).collect())
+/// }
+///
+/// let model = ScriptedModel::new([
+///     Turn::empty().tool_call("call-1", ForecastTool::NAME, json!({ "city": "Lyon", "days": 2 })),
+///     Turn::text("Sunny for two days."),
+/// ]);
+/// let agent = agent! {
+///     model: model.clone(),
+///     tools: [ForecastTool],
+/// };
+/// let result = agent.generate("Weather in Lyon?").await.unwrap();
+/// assert_eq!(
+///     result.tool_results[0].result,
+///     json!(["Lyon, day 0 (call-1): sunny", "Lyon, day 1 (call-1): sunny"])
+/// );
+///
+/// // What the model was told.
+/// let spec = &model.requests()[0].tools[0];
+/// assert_eq!(spec.name, "forecast");
+/// assert_eq!(spec.description, "The forecast for a city, by day.");
+/// assert_eq!(spec.parameters["required"], json!(["city"]));
+/// assert_eq!(
+///     spec.parameters["properties"]["city"]["description"],
+///     "The city, as its people write it."
+/// );
+/// # });
+/// ```
+///
+/// # One type for all the arguments
+///
+/// Mark one parameter `#[args]` to read the whole arguments object into its type, which
+/// derives `serde::Deserialize` and `schemars::JsonSchema` (with both crates in your
+/// dependencies); its fields' doc comments describe them to the model, and serde's attributes
+/// (`rename`, `default`, …) apply.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::prelude::*;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Refund {
+///     /// The order to refund.
+///     order_id: String,
+///     /// In cents.
+///     amount: u64,
+/// }
+///
+/// /// Refunds part or all of an order.
+/// #[tool(name = "refund_order")]
+/// async fn refund(#[args] refund: Refund) -> serde_json::Value {
+///     json!({ "refunded": refund.amount, "order": refund.order_id })
+/// }
+///
+/// let model = ScriptedModel::new([
+///     Turn::empty().tool_call("c1", "refund_order", json!({ "order_id": "A7", "amount": "ten" })),
+///     Turn::text("That amount is not valid."),
+/// ]);
+/// let agent = Agent::builder().model(model).tool(RefundTool).build().unwrap();
+/// let result = agent.generate("Refund ten cents on A7").await.unwrap();
+/// // The model's mistake went back to it; the function did not run.
+/// assert!(result.tool_results[0].is_error);
+/// let error = result.tool_results[0].result.to_string();
+/// assert!(error.contains("argument `amount` of `refund_order`: invalid type: string"), "{error}");
+/// # });
+/// ```
+///
+/// # Options
+///
+/// - `name = "…"`: the name the model calls it by (1 to 64 ASCII letters, digits, `_`, `-`);
+///   the function's name by default. The generated type's `NAME` holds it.
+/// - `description = "…"`: the description, in place of the doc comment.
+/// - `crate = path`: the crate that provides the runtime, for a crate that depends on
+///   `processors_runtime` rather than `processors`.
+///
+/// # Compile errors
+///
+/// A function that is not `async`, is generic, is a method, has no doc comment (and no
+/// `description`), takes a borrowed parameter (`&str`), takes a parameter without a name, or a
+/// parameter type that has no `Deserialize` or no `JsonSchema`, or returns a type that has no
+/// `Serialize`, does not compile, with the error on the offending token.
+pub use processors_macros::tool;

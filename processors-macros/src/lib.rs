@@ -1,4 +1,4 @@
-//! Procedural macros of the processors framework: `#[processor]` and `agent!`.
+//! Procedural macros of the processors framework: `#[processor]`, `agent!` and `#[tool]`.
 //!
 //! Use them through the `processors` crate, which documents every option. Generated code names
 //! `::processors::__private`; a crate that depends on the runtime directly, not on the facade,
@@ -14,6 +14,7 @@ mod names;
 mod processor;
 #[cfg(test)]
 mod test_support;
+mod tool;
 
 use proc_macro::TokenStream;
 
@@ -31,6 +32,16 @@ pub fn processor(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn agent(input: TokenStream) -> TokenStream {
     debug("agent!", agent::expand(input.into())).into()
+}
+
+/// Turns an `async fn` into a tool: its doc comment is the description, its parameters give
+/// the JSON Schema, and a type named after it (`weather` → `WeatherTool`) goes in an agent's
+/// tools.
+///
+/// See `processors::tool` for the rules and examples.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    debug("#[tool]", tool::expand(attr.into(), item.into())).into()
 }
 
 /// Prints an expansion to stderr when `PROCESSORS_DEBUG_EXPANSION` is set.

@@ -20,6 +20,14 @@ pub use crate::processor::{
 };
 pub use serde_json::Value;
 
+pub use crate::error::BoxError;
+pub use crate::tool::typed::{
+    ParamSpec, ToolArgs, ToolParamRead, ToolParamSchema, args_schema, args_struct, param_schema,
+    params_schema, tool_output, tool_result,
+};
+pub use crate::tool::{Tool, ToolContext};
+pub use futures::future::BoxFuture;
+
 use crate::chunk::Chunk;
 use crate::message::{Message, MessageList};
 use crate::processor::DataWriter;

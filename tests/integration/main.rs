@@ -20,4 +20,5 @@ mod sync_stream;
 mod tools;
 mod trace_page;
 mod tracing;
+mod typed_tools;
 mod yardsticks;

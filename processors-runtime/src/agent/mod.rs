@@ -462,9 +462,10 @@ impl<I, O, E> AgentBuilder<I, O, E> {
         self
     }
 
-    /// Adds a tool.
-    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.settings.tools.push(tool);
+    /// Adds a tool: a `#[tool]` function's type, any [`Tool`], or a shared one
+    /// ([`IntoTool`](crate::tool::IntoTool)).
+    pub fn tool(mut self, tool: impl crate::tool::IntoTool) -> Self {
+        self.settings.tools.push(tool.into_tool());
         self
     }
 

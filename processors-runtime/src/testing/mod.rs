@@ -238,8 +238,10 @@ mod report;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod tool;
 
 pub use report::{Answer, Report, Requested, Streamed, ToolCalled};
+pub use tool::{ToolRun, run_tool, run_tool_with};
 
 use crate::agent::AgentInput;
 use crate::chunk::{Chunk, FinishReason, Usage};

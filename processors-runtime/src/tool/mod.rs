@@ -1,5 +1,9 @@
 //! Tools the model can call between steps.
 
+pub(crate) mod typed;
+
+pub use typed::{IntoTool, ToolError, ToolOutput};
+
 use crate::chunk::DataWriter;
 use crate::context::RequestContext;
 use crate::error::BoxError;
