@@ -49,7 +49,7 @@ LAYERS = {
         "processor": 1,
         "memory": 2,
         "runner": 3,
-        "workflow": 4,
+        "workflow": 4, "shadow": 4,
         "agent": 5, "trace": 5,
         "testing": 6,
         "__private": 7,

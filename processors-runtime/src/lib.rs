@@ -19,6 +19,7 @@ pub mod message;
 pub mod model;
 pub mod processor;
 pub(crate) mod runner;
+mod shadow;
 pub mod step;
 pub mod testing;
 pub mod tool;

@@ -597,7 +597,7 @@ async fn a_processor_and_its_shadow_need_two_ids() {
     };
     assert_eq!(
         error,
-        "processors share the id `guard` but not a state type (`serde_json::value::Value` and `processors_runtime::processor::shadow::ShadowState<serde_json::value::Value>`); give one of them another id"
+        "processors share the id `guard` but not a state type (`serde_json::value::Value` and `processors_runtime::shadow::ShadowState<serde_json::value::Value>`); give one of them another id"
     );
     let agent = Agent::builder()
         .model(ScriptedModel::new([Turn::text("ok")]))

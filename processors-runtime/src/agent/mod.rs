@@ -21,7 +21,7 @@ pub use run::FEEDBACK_TAG;
 pub use stream::AgentStream;
 
 use crate::context::RequestContext;
-use crate::memory::{IntoMemory, Memory, is_memory, is_shadowed_memory};
+use crate::memory::{IntoMemory, Memory, is_memory};
 use crate::message::Message;
 use crate::model::{LanguageModel, ModelSettings, ToolChoice};
 use crate::processor::report::ViolationHandler;
@@ -29,6 +29,7 @@ use crate::processor::{
     DynPipeline, DynProcessor, ErrorProcessor, Hooks, InputProcessor, OutputProcessor, Pipeline,
     ProcessorRef, boxed,
 };
+use crate::shadow::is_shadowed_memory;
 use crate::tool::Tool;
 use futures::future::BoxFuture;
 use std::sync::Arc;

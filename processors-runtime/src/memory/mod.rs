@@ -439,17 +439,6 @@ pub(crate) fn is_memory(p: &dyn crate::processor::DynProcessor) -> bool {
     p.dyn_type_id() == std::any::TypeId::of::<Memory>()
 }
 
-/// Whether `p` is memory in shadow, which cannot be: memory loads and saves the conversation,
-/// which is not a decision to record.
-pub(crate) fn is_shadowed_memory(p: &dyn crate::processor::DynProcessor) -> bool {
-    use crate::processor::Shadow;
-    use std::any::TypeId;
-    let t = p.dyn_type_id();
-    t == TypeId::of::<Shadow<Memory>>()
-        || t == TypeId::of::<Shadow<std::sync::Arc<Memory>>>()
-        || t == TypeId::of::<Shadow<&'static Memory>>()
-}
-
 /// Conversation memory: loads a thread's history before the user's input processors and saves
 /// the turn after the user's output processors.
 ///

@@ -24,13 +24,13 @@ mod hooks;
 pub(crate) mod known;
 pub(crate) mod pipeline;
 pub(crate) mod report;
-pub(crate) mod shadow;
 mod shared;
 pub(crate) mod state;
 pub(crate) mod table;
 pub(crate) mod tuples;
 
 pub use crate::chunk::DataWriter;
+pub use crate::shadow::{Shadow, ShadowState, shadow};
 pub use args::*;
 pub use dynamic::{DynProcessor, ProcessorRef, boxed};
 pub use error::{Abort, HookError, ProcessorError};
@@ -43,7 +43,6 @@ pub use from_fn::{
 pub use hooks::{Hook, Hooks};
 pub use pipeline::{DynPipeline, Pipeline};
 pub use report::{ShadowAction, ShadowDecision, Violation, ViolationKind};
-pub use shadow::{Shadow, ShadowState, shadow};
 
 use std::future::Future;
 

@@ -13,7 +13,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// What processors report to their run through the request context.
+/// What processors report to their run: usage and warnings through the request context,
+/// what processors in shadow would have done through the run's [`Reporter`].
 #[derive(Debug, Default)]
 pub(crate) struct RunReports {
     /// What processors' own model calls used, per processor id.
@@ -109,6 +110,50 @@ impl ShadowAction {
     }
 }
 
+/// What a processor in shadow would have done at one hook call, before it is given the
+/// processor's id and the hook: what a context judges of an outcome it does not apply
+/// (`HookCx::judge`).
+pub(crate) struct Verdict {
+    pub(crate) action: ShadowAction,
+    pub(crate) reason: String,
+    pub(crate) details: Value,
+}
+
+impl Verdict {
+    /// A change the processor would have made.
+    pub(crate) fn change(reason: impl Into<String>, details: Value) -> Option<Self> {
+        Some(Verdict {
+            action: ShadowAction::Change,
+            reason: reason.into(),
+            details,
+        })
+    }
+
+    /// The messages a hook would have left, when they differ from those it was given.
+    pub(crate) fn messages(
+        given: &[crate::message::Message],
+        returned: Vec<crate::message::Message>,
+        what: &str,
+    ) -> Option<Self> {
+        if returned == given {
+            return None;
+        }
+        Verdict::change(
+            format!("would have changed {what}"),
+            serde_json::json!({ "messages": returned }),
+        )
+    }
+}
+
+/// A text in a reason, quoted and cut to 80 characters.
+pub(crate) fn quote(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{:?}…", &text[..end]),
+        None => format!("{text:?}"),
+    }
+}
+
 /// What a stream hook in shadow would have changed in the step the run is in, kept by the
 /// run's reports to settle if the run ends before the step's stream does.
 pub(crate) trait UnsettledStream: Send + Sync + std::fmt::Debug {
@@ -193,6 +238,60 @@ impl Reporter {
                 metadata: serde_json::to_value(&decision).ok(),
             });
         }
+    }
+
+    /// Records what a processor in shadow would have done: the run hands it to `on_violation`
+    /// as a [`ViolationKind::Shadow`](crate::processor::ViolationKind::Shadow) when the hook
+    /// returns, logs it, and lists it in the result's `shadowed`. Outside a run it is only
+    /// logged.
+    pub(crate) fn record_shadow(&self, decision: ShadowDecision) {
+        match &self.run {
+            Some(run) => {
+                run.shadowed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+                    .push(decision);
+                run.warned.store(true, Ordering::Release);
+            }
+            None => log_shadow(&decision),
+        }
+    }
+
+    /// Keeps the stream diff of the processor in shadow `processor_id`, to settle if the run
+    /// ends before its step's stream does.
+    pub(crate) fn watch_shadow_stream(&self, processor_id: &str, diff: Arc<dyn UnsettledStream>) {
+        if let Some(run) = &self.run {
+            run.streams
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((processor_id.to_owned(), diff));
+        }
+    }
+
+    /// Records what the streams of processors in shadow would have changed in a step the run
+    /// ended before settling (a trip wire, a pause, a failure).
+    pub(crate) fn settle_shadow_streams(&self) {
+        let Some(run) = &self.run else { return };
+        let streams = run.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        for (id, diff) in streams.iter() {
+            if let Some(decision) = diff.settle_cut(id) {
+                self.record_shadow(decision);
+            }
+        }
+    }
+
+    /// What processors in shadow would have done during the run, in order.
+    pub(crate) fn shadowed(&self) -> Vec<ShadowDecision> {
+        (self.run.as_ref())
+            .map(|r| {
+                r.shadowed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+                    .clone()
+            })
+            .unwrap_or_default()
     }
 
     /// Reports an abort or a warning; a panicking callback is caught and logged.
@@ -345,60 +444,6 @@ impl RequestContext {
                 "processor warning (outside a run)"
             ),
         }
-    }
-
-    /// Records what a processor in shadow would have done: the run hands it to `on_violation`
-    /// as a [`ViolationKind::Shadow`](crate::processor::ViolationKind::Shadow) when the hook
-    /// returns, logs it, and lists it in the result's `shadowed`. Outside a run it is only
-    /// logged.
-    pub(crate) fn record_shadow(&self, decision: ShadowDecision) {
-        match self.reports() {
-            Some(run) => {
-                run.shadowed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0
-                    .push(decision);
-                run.warned.store(true, Ordering::Release);
-            }
-            None => log_shadow(&decision),
-        }
-    }
-
-    /// Keeps the stream diff of the processor in shadow `processor_id`, to settle if the run
-    /// ends before its step's stream does.
-    pub(crate) fn watch_shadow_stream(&self, processor_id: &str, diff: Arc<dyn UnsettledStream>) {
-        if let Some(run) = self.reports() {
-            run.streams
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((processor_id.to_owned(), diff));
-        }
-    }
-
-    /// Records what the streams of processors in shadow would have changed in a step the run
-    /// ended before settling (a trip wire, a pause, a failure).
-    pub(crate) fn settle_shadow_streams(&self) {
-        let Some(run) = self.reports() else { return };
-        let streams = run.streams.lock().unwrap_or_else(PoisonError::into_inner);
-        for (id, diff) in streams.iter() {
-            if let Some(decision) = diff.settle_cut(id) {
-                self.record_shadow(decision);
-            }
-        }
-    }
-
-    /// What processors in shadow would have done during the run, in order.
-    pub(crate) fn shadowed(&self) -> Vec<ShadowDecision> {
-        self.reports()
-            .map(|r| {
-                r.shadowed
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0
-                    .clone()
-            })
-            .unwrap_or_default()
     }
 
     /// Starts a run's reports (whatever an earlier run left), and gives them to the run.

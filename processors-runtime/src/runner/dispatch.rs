@@ -22,7 +22,7 @@ use crate::model::{ApiError, ModelRequest};
 use crate::processor::HookError;
 use crate::processor::call::Called;
 use crate::processor::future_slot::FutureSlot;
-use crate::processor::report::Reporter;
+use crate::processor::report::{Reporter, Verdict};
 use crate::processor::state::StateMap;
 use crate::processor::*;
 use futures::FutureExt;
@@ -88,6 +88,24 @@ pub(crate) trait HookCx: Dispatch + Sized + Sync {
 
     /// Takes a branch's copy as the hook's own (the selected branch of a parallel step).
     fn adopt(&mut self, branch: Self);
+
+    /// A copy of what the hook may change, but the request context, which is the run's own,
+    /// moved into the copy: what a processor in shadow runs on. It reads and sets the request
+    /// context as it would; its other changes stay in the copy, and are judged
+    /// ([`judge`](HookCx::judge)). The context is not used until it takes the request context
+    /// back ([`take_back`](HookCx::take_back)).
+    fn lend(&mut self) -> Self;
+
+    /// Takes the request context back from a lent copy, and gives the message list the copy's
+    /// processor left, for a hook whose processors may edit it.
+    fn take_back(&mut self, lent: Self) -> Option<MessageList>;
+
+    /// The message list the hook's processors may edit, when they may.
+    fn list(&self) -> Option<&MessageList>;
+
+    /// What `outcome` would change, were it applied ([`apply`](HookCx::apply)): the decision
+    /// of a processor in shadow, recorded instead. `None` when it would change nothing.
+    fn judge(&self, outcome: Self::Outcome) -> Option<Verdict>;
 }
 
 /// What a workflow's branch condition sees: what the hook being run works on (each hook's

@@ -7,11 +7,12 @@
 use super::dispatch::{Dispatch, HookCx, MapFn, Place, WorkflowInput, run};
 pub(crate) use super::stream::StreamCx;
 use super::{Chain, Halt, HookEntry, HookError, Scope, ids};
-use crate::chunk::{FinishReason, Usage};
+use crate::chunk::{ChunkKind, FinishReason, Usage};
 use crate::context::RequestContext;
 use crate::message::{Message, MessageList, MessageSource, Role, Text, ToolCall, concat_texts};
 use crate::model::{ApiError, LanguageModel, ModelRequest};
-use crate::processor::report::Reporter;
+use crate::processor::ShadowAction;
+use crate::processor::report::{Reporter, Verdict, quote};
 use crate::processor::table::for_each_hook;
 use crate::processor::{
     ApiErrorAction, ApiErrorArgs, Hook, InputArgs, InputOutcome, InputStepArgs, LlmRequestAction,
@@ -21,8 +22,9 @@ use crate::processor::{
 };
 use crate::step::{RunSummary, StepResult};
 use crate::tool::Tool;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::any::Any;
+use std::sync::Arc;
 
 /// Implements [`Dispatch`] for each hook's context, from the hook table.
 macro_rules! dispatch_impls {
@@ -63,14 +65,18 @@ fn copy_if<T: Default>(reads: bool, copy: impl FnOnce() -> T) -> T {
     if reads { copy() } else { T::default() }
 }
 
-/// A context's [`HookCx::fork`] and [`HookCx::adopt`]: its `places` copied for a parallel
-/// branch and the selected branch's taken; what the processors change besides (`state`)
-/// copied and taken; what they cannot change (`fixed`) copied.
+/// A context's [`HookCx::fork`] and [`HookCx::adopt`], [`HookCx::lend`] and
+/// [`HookCx::take_back`]: its `places` copied for a parallel branch and the selected branch's
+/// taken; the request context (`cx`) copied for a branch too, and moved into the copy lent to a
+/// processor in shadow (which gets copies of the other places) until it is taken back; what the processors change besides (`state`) copied and
+/// taken; what they cannot change (`fixed`) copied. `list` names the place of the message list
+/// the hook's processors may edit, or is `none`.
 macro_rules! branches {
-    (places: [$($place:ident),*], state: [$($state:ident),*], fixed: [$($fixed:ident),*]) => {
+    ($cx:ident; places: [$($place:ident),*], state: [$($state:ident),*], fixed: [$($fixed:ident),*], list: $list:tt) => {
         fn fork(&self) -> Self {
             Self {
                 $($place: self.$place.fork(),)*
+                cx: self.cx.fork(),
                 $($state: self.$state.clone(),)*
                 $($fixed: self.$fixed,)*
             }
@@ -78,7 +84,40 @@ macro_rules! branches {
 
         fn adopt(&mut self, branch: Self) {
             $(self.$place.adopt(branch.$place);)*
+            self.cx.adopt(branch.cx);
             $(self.$state = branch.$state;)*
+        }
+
+        fn lend(&mut self) -> Self {
+            Self {
+                $($place: self.$place.fork(),)*
+                // An empty stand-in until the copy gives it back.
+                cx: std::mem::replace(&mut self.cx, Place::copy(RequestContext::default())),
+                $($state: self.$state.clone(),)*
+                $($fixed: self.$fixed,)*
+            }
+        }
+
+        branches!(@list $list);
+    };
+    (@list none) => {
+        fn list(&self) -> Option<&MessageList> {
+            None
+        }
+
+        fn take_back(&mut self, lent: Self) -> Option<MessageList> {
+            self.cx = lent.cx;
+            None
+        }
+    };
+    (@list $list:ident) => {
+        fn list(&self) -> Option<&MessageList> {
+            Some(&self.$list)
+        }
+
+        fn take_back(&mut self, lent: Self) -> Option<MessageList> {
+            self.cx = lent.cx;
+            Some(lent.$list.into_inner())
         }
     };
 }
@@ -147,7 +186,24 @@ impl HookCx for InputCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::Input, e))
     }
 
-    branches!(places: [list, cx], state: [changed], fixed: [retry_count]);
+    fn judge(&self, outcome: InputOutcome) -> Option<Verdict> {
+        let given = || self.list.input().cloned().collect::<Vec<_>>();
+        match outcome {
+            InputOutcome::Unchanged => None,
+            InputOutcome::Messages(m) => Verdict::messages(&given(), m, "the input"),
+            InputOutcome::MessagesAndSystem { messages, system }
+                if messages == given() && system == self.list.system_messages() =>
+            {
+                None
+            }
+            InputOutcome::MessagesAndSystem { messages, system } => Verdict::change(
+                "would have changed the input and the system messages",
+                json!({ "messages": messages, "systemMessages": system }),
+            ),
+        }
+    }
+
+    branches!(InputCx; places: [list], state: [changed], fixed: [retry_count], list: list);
 }
 
 /// Which step settings the processors of a `process_input_step` run named.
@@ -268,7 +324,64 @@ impl HookCx for InputStepCx<'_> {
         f(&WorkflowInput::Conversation(&self.list))
     }
 
-    branches!(places: [config, list, cx], state: [named], fixed: [step_number, steps, retry_count]);
+    fn judge(&self, o: StepOverrides) -> Option<Verdict> {
+        let config = &*self.config;
+        let same_model = |m: &Arc<dyn LanguageModel>| {
+            m.provider() == config.model.provider() && m.model_id() == config.model.model_id()
+        };
+        let names = |tools: &[Arc<dyn Tool>]| -> Vec<String> {
+            tools.iter().map(|t| t.name().to_owned()).collect()
+        };
+        let given = || self.list.all().cloned().collect::<Vec<_>>();
+        let given_system = || self.list.all_system_messages().cloned().collect::<Vec<_>>();
+        let set = [
+            ("model", o.model.as_ref().is_some_and(|m| !same_model(m))),
+            (
+                "tools",
+                (o.tools.as_ref()).is_some_and(|t| names(t) != names(&config.tools)),
+            ),
+            (
+                "tool_choice",
+                (o.tool_choice.as_ref()).is_some_and(|c| *c != config.tool_choice),
+            ),
+            (
+                "active_tools",
+                (o.active_tools.as_ref()).is_some_and(|a| Some(a) != config.active_tools.as_ref()),
+            ),
+            (
+                "messages",
+                o.messages.as_ref().is_some_and(|m| *m != given()),
+            ),
+            (
+                "system_messages",
+                (o.system_messages.as_ref()).is_some_and(|m| *m != given_system()),
+            ),
+            (
+                "provider_options",
+                (o.provider_options.as_ref()).is_some_and(|p| *p != config.provider_options),
+            ),
+            (
+                "model_settings",
+                (o.model_settings.as_ref()).is_some_and(|m| *m != config.model_settings),
+            ),
+        ];
+        let set: Vec<&str> = set.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
+        if set.is_empty() {
+            return None;
+        }
+        Verdict::change(
+            format!("would have set the step's {}", set.join(", ")),
+            json!({
+                "overrides": set,
+                "model": o.model.map(|m| m.model_id().to_owned()),
+                "messages": o.messages,
+                "systemMessages": o.system_messages,
+                "activeTools": o.active_tools,
+            }),
+        )
+    }
+
+    branches!(InputStepCx; places: [config, list], state: [named], fixed: [step_number, steps, retry_count], list: list);
 }
 
 /// `process_llm_request`: the request about to be sent. A returned prompt replaces the
@@ -341,7 +454,35 @@ impl HookCx for LlmRequestCx<'_> {
         f(&WorkflowInput::Request(&self.request))
     }
 
-    branches!(places: [request, cx], state: [answer, prompt_changed, request_changed], fixed: [step_number, model]);
+    fn judge(&self, action: LlmRequestAction) -> Option<Verdict> {
+        match action {
+            LlmRequestAction::Continue => None,
+            LlmRequestAction::Prompt(prompt) if prompt == self.request.prompt => None,
+            LlmRequestAction::Request(new) if *new == *self.request => None,
+            LlmRequestAction::Request(new) => Verdict::change(
+                "would have rewritten the request",
+                json!({ "request": new }),
+            ),
+            LlmRequestAction::Prompt(prompt) => Verdict::change(
+                "would have rewritten the prompt",
+                json!({ "prompt": prompt }),
+            ),
+            LlmRequestAction::Respond(response) => {
+                let text: String = (response.chunks.iter())
+                    .filter_map(|c| match c {
+                        ChunkKind::TextDelta { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Verdict::change(
+                    format!("would have answered in the model's place: {}", quote(&text)),
+                    json!({ "text": text, "chunks": response.chunks.len() }),
+                )
+            }
+        }
+    }
+
+    branches!(LlmRequestCx; places: [request], state: [answer, prompt_changed, request_changed], fixed: [step_number, model], list: none);
 }
 
 /// `process_llm_response`: the step's request and response; side effects only.
@@ -383,7 +524,11 @@ impl HookCx for LlmResponseCx<'_> {
         f(&WorkflowInput::Response(self.response))
     }
 
-    branches!(places: [cx], state: [], fixed: [step_number, request, response, delivered, from_cache]);
+    fn judge(&self, (): ()) -> Option<Verdict> {
+        None
+    }
+
+    branches!(LlmResponseCx; places: [], state: [], fixed: [step_number, request, response, delivered, from_cache], list: none);
 }
 
 /// `process_output_step`: the step's messages (followed by id) and what the step produced.
@@ -473,7 +618,16 @@ impl HookCx for OutputStepCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::OutputStep, e))
     }
 
-    branches!(places: [step_ids, list, cx], state: [changed], fixed: [step_number, text, finish_reason, usage, run_usage, tool_calls, steps, retry_count]);
+    fn judge(&self, outcome: OutputOutcome) -> Option<Verdict> {
+        match outcome {
+            OutputOutcome::Unchanged => None,
+            OutputOutcome::Messages(m) => {
+                Verdict::messages(&self.messages(), m, "the step's messages")
+            }
+        }
+    }
+
+    branches!(OutputStepCx; places: [step_ids, list], state: [changed], fixed: [step_number, text, finish_reason, usage, run_usage, tool_calls, steps, retry_count], list: list);
 }
 
 /// `process_tool_call`: a call the model made, before it runs. Each processor sees the call
@@ -534,7 +688,41 @@ impl HookCx for ToolCallCx<'_> {
         f(&WorkflowInput::ToolCall(&self.call))
     }
 
-    branches!(places: [call, cx], state: [rewritten, decided], fixed: [tool, step_number, steps, list, retry_count]);
+    fn judge(&self, action: ToolCallAction) -> Option<Verdict> {
+        let name = &self.call.tool_name;
+        let (action, reason, mut details) = match action {
+            ToolCallAction::Continue => return None,
+            ToolCallAction::Rewrite(args) if args == self.call.args => return None,
+            ToolCallAction::Rewrite(args) => (
+                ShadowAction::Change,
+                format!("would have rewritten the arguments of `{name}`"),
+                json!({ "args": args }),
+            ),
+            ToolCallAction::Respond(answer) => (
+                ShadowAction::Change,
+                format!("would have answered `{name}` in the tool's place"),
+                json!({ "answer": answer }),
+            ),
+            ToolCallAction::Refuse(why) => (
+                ShadowAction::Block,
+                format!("would have refused `{name}`: {why}"),
+                json!({ "refusal": why }),
+            ),
+            ToolCallAction::RequireApproval { reason, .. } => (
+                ShadowAction::Block,
+                format!("would have asked for approval of `{name}`: {reason}"),
+                json!({ "approval": reason }),
+            ),
+        };
+        details["toolCallId"] = json!(self.call.tool_call_id);
+        Some(Verdict {
+            action,
+            reason,
+            details,
+        })
+    }
+
+    branches!(ToolCallCx; places: [call], state: [rewritten, decided], fixed: [tool, step_number, steps, list, retry_count], list: none);
 }
 
 /// `process_tool_result`: a tool's call and result. Each processor sees the result as the
@@ -594,7 +782,27 @@ impl HookCx for ToolResultCx<'_> {
         })
     }
 
-    branches!(places: [result, cx], state: [model_output, changed], fixed: [tool_call, is_error]);
+    fn judge(&self, action: ToolResultAction) -> Option<Verdict> {
+        let (what, details) = match action {
+            ToolResultAction::Keep => return None,
+            ToolResultAction::Replace(v) if v == *self.result => return None,
+            ToolResultAction::ForModel(v) if Some(&v) == self.model_output.as_ref() => {
+                return None;
+            }
+            ToolResultAction::Replace(v) => ("the result", json!({ "result": v })),
+            ToolResultAction::ForModel(v) => {
+                ("the model's copy of the result", json!({ "forModel": v }))
+            }
+            ToolResultAction::ReplaceWithCopy { result, for_model } => (
+                "the result and the model's copy",
+                json!({ "result": result, "forModel": for_model }),
+            ),
+        };
+        let name = &self.tool_call.tool_name;
+        Verdict::change(format!("would have replaced {what} of `{name}`"), details)
+    }
+
+    branches!(ToolResultCx; places: [result], state: [model_output, changed], fixed: [tool_call, is_error], list: none);
 }
 
 /// `process_output_result`: the response and the run's summary. Returned messages are
@@ -658,7 +866,17 @@ impl HookCx for OutputResultCx<'_> {
             .map_err(|e| HookError::invalid(id, Hook::OutputResult, e))
     }
 
-    branches!(places: [summary, list, cx], state: [changed], fixed: [retry_count]);
+    fn judge(&self, outcome: OutputOutcome) -> Option<Verdict> {
+        match outcome {
+            OutputOutcome::Unchanged => None,
+            OutputOutcome::Messages(m) => {
+                let given: Vec<Message> = self.list.response().cloned().collect();
+                Verdict::messages(&given, m, "the response")
+            }
+        }
+    }
+
+    branches!(OutputResultCx; places: [summary, list], state: [changed], fixed: [retry_count], list: list);
 }
 
 /// `process_api_error`: the provider's error. The first processor that asks for a retry
@@ -702,7 +920,17 @@ impl HookCx for ApiErrorCx<'_> {
         f(&WorkflowInput::Error(self.error))
     }
 
-    branches!(places: [list, cx], state: [], fixed: [error, step_number, steps, retry_count]);
+    fn judge(&self, action: ApiErrorAction) -> Option<Verdict> {
+        match action {
+            ApiErrorAction::Unhandled => None,
+            ApiErrorAction::Retry => Verdict::change(
+                format!("would have called the model again after: {}", self.error),
+                json!({ "status": self.error.status }),
+            ),
+        }
+    }
+
+    branches!(ApiErrorCx; places: [list], state: [], fixed: [error, step_number, steps, retry_count], list: list);
 }
 
 /// The response text: the text of the response's assistant messages.

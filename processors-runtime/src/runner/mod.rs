@@ -362,9 +362,9 @@ impl Scope {
     /// What processors in shadow would have done, at the run's end: the steps their streams
     /// had not settled recorded, and every decision handed to `on_violation`.
     pub(crate) fn shadowed(&self) -> Vec<crate::processor::ShadowDecision> {
-        self.cx.settle_shadow_streams();
+        self.report.settle_shadow_streams();
         self.report.flush();
-        self.cx.shadowed()
+        self.report.shadowed()
     }
 }
 

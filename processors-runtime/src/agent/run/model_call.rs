@@ -43,7 +43,7 @@ pub(crate) fn model_call<I: Pipeline, O: Pipeline, E: Pipeline>(
             outcome = tracing::field::Empty,
         );
         let called = in_span!(run.call(&inner, request, tools), span);
-        run.s.cx.settle_shadow_streams();
+        run.s.report.settle_shadow_streams();
         run.s.report.flush();
         let stop = match called {
             Ok(finish) => {
