@@ -606,6 +606,17 @@ pub mod prelude {
         SystemMessages,
     };
     pub use processors_runtime::processor::{DataWriter, StepConfig};
+    // A paused run's approvals, and what a `#[tool]` function asks for by type.
+    pub use processors_runtime::agent::{Approval, ApprovalRequest, Decision};
+    pub use processors_runtime::tool::ToolContext;
+    // The built-ins a first agent reaches for (every one is in `processors::builtins`).
+    pub use processors_builtins::regex_filter::Preset;
+    pub use processors_builtins::{
+        Anonymizer, BatchParts, CostGuard, EnsureFinalResponse, Judge, Moderation, PiiDetector,
+        PrefillErrorHandler, PromptInjectionDetector, PromptLeakDetector, ProviderHistoryCompat,
+        RegexFilter, StreamErrorRetry, SystemPromptScrubber, TokenLimiter, ToolApproval,
+        ToolValidation, UnicodeNormalizer,
+    };
     /// A JSON value (`serde_json::Value`): what tools return, and what a `tool_result` hook
     /// reads and may replace. An alias rather than a re-export, so the variants' names
     /// (`String`, …) do not come along and make the compiler spell out `std::string::String`

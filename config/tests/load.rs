@@ -231,6 +231,92 @@ fn docs_list_every_built_in_by_name() {
     }
 }
 
+/// The rows of docs/builtins.md's "Every built-in, in Rust and in files": the name in files
+/// (`None` for a built-in made in Rust only), the type, its source under `builtins/src/`.
+fn builtins_table() -> Vec<(Option<String>, String, String)> {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/builtins.md"))
+        .unwrap();
+    let table = docs
+        .split("## Every built-in, in Rust and in files")
+        .nth(1)
+        .expect("docs/builtins.md has the table of every built-in");
+    let between = |cell: &str, open: &str, close: &str| -> Option<String> {
+        let start = cell.find(open)? + open.len();
+        let end = start + cell[start..].find(close)?;
+        Some(cell[start..end].to_owned())
+    };
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with("|---"))
+        .skip(1)
+        .take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let name = between(cells[1], "`", "`");
+            let ty = between(cells[2], "[`", "`]").expect("a type in the second column");
+            let source = between(cells[4], "`", "`").expect("a source file in the last column");
+            (name, ty, source)
+        })
+        .collect()
+}
+
+/// The doc examples of a Rust source: the code of each fenced block in its `///` and `//!`
+/// comments that rustdoc compiles (not `ignore` or `text`).
+fn doc_examples(source: &str) -> Vec<String> {
+    let mut examples = Vec::new();
+    // Inside a block: `Some(code)` for one rustdoc compiles, `None` for one it does not.
+    let mut block: Option<Option<String>> = None;
+    for line in source.lines() {
+        let t = line.trim_start();
+        let Some(doc) = t.strip_prefix("///").or_else(|| t.strip_prefix("//!")) else {
+            continue;
+        };
+        let doc = doc.strip_prefix(' ').unwrap_or(doc);
+        match (doc.strip_prefix("```"), &mut block) {
+            (Some(_), Some(_)) => examples.extend(block.take().flatten()),
+            (Some(fence), None) => {
+                let compiled = !(fence.contains("ignore") || fence.contains("text"));
+                block = Some(compiled.then(String::new));
+            }
+            (None, Some(Some(code))) => {
+                code.push_str(doc);
+                code.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    examples
+}
+
+#[test]
+fn docs_give_every_built_in_its_rust_type_and_an_example() {
+    let table = builtins_table();
+    for name in Registry::new().names() {
+        assert!(
+            table.iter().any(|(n, _, _)| n.as_deref() == Some(name)),
+            "docs/builtins.md's table of every built-in lacks `{name}`"
+        );
+    }
+    for (_, ty, source) in &table {
+        let path = format!("{}/../builtins/src/{source}", env!("CARGO_MANIFEST_DIR"));
+        let code = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(
+            code.contains(&format!("pub struct {ty}")),
+            "`{ty}` is not defined in builtins/src/{source}"
+        );
+        assert!(
+            doc_examples(&code).iter().any(|e| e.contains(ty.as_str())),
+            "builtins/src/{source} has no compiled doc example that names `{ty}`"
+        );
+    }
+}
+
+#[test]
+fn a_doc_example_is_a_block_rustdoc_compiles() {
+    let source = "/// ```\n/// let a = A::new();\n/// ```\n/// ```text\n/// B\n/// ```\n//! ```ignore\n//! C\n//! ```\n";
+    assert_eq!(doc_examples(source), ["let a = A::new();\n"]);
+}
+
 /// Ends the run when the input holds a word of the list.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
