@@ -170,6 +170,43 @@
 ///
 /// The struct derives nothing (its fields may not allow it); implement `Debug` or `Clone` on it
 /// as on any of your types, or share one value through an `Arc` (see [`agent!`](crate::agent!)).
+/// A `#[config]` parameter's doc comment documents its field.
+///
+/// # `options`
+///
+/// With `options`, the struct derives `serde::Deserialize` (unknown fields refused): its
+/// fields are its options in files, with no second struct to write. Register it by name
+/// (`Registry::register::<T>(name)`); an `Option` field may be left out.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use processors::config::{Loader, Registry};
+/// use processors::prelude::*;
+///
+/// /// Ends the run when the input holds one of the words.
+/// #[processor(input, options)]
+/// fn blocklist(
+///     messages: Vec<Message>,
+///     /// The words, lowercase.
+///     #[config] words: &[String],
+/// ) -> Result<(), ProcessorError> {
+///     let text: String = messages.iter().map(|m| m.text().to_lowercase()).collect();
+///     match words.iter().find(|w| text.contains(w.as_str())) {
+///         Some(w) => Err(ProcessorError::abort(format!("`{w}` is not allowed"))),
+///         None => Ok(()),
+///     }
+/// }
+///
+/// let file = r#"
+/// model = { scripted = ["ok"] }
+/// input = [{ processor = "blocklist", words = ["refund"] }]
+/// "#;
+/// let loader = Loader::new().registry(Registry::new().register::<Blocklist>("blocklist"));
+/// let agent = loader.agent_str("agent.toml", file).unwrap();
+/// let result = agent.generate("A refund, please").await.unwrap();
+/// assert_eq!(result.tripwire.unwrap().reason, "`refund` is not allowed");
+/// # });
+/// ```
 ///
 /// # `stream_history`
 ///

@@ -18,6 +18,7 @@ pub use crate::processor::{
     OutputProcessor, OutputResultArgs, OutputStepArgs, OutputStreamArgs, Processor, StepOverrides,
     StreamAction, ToolCallAction, ToolCallArgs, ToolResultAction, ToolResultArgs,
 };
+pub use serde;
 pub use serde_json::Value;
 
 pub use crate::error::BoxError;

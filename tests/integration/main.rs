@@ -10,6 +10,7 @@ mod common;
 mod support;
 
 mod behaviours;
+mod file_options;
 mod middleware;
 mod readme_testing;
 mod robustness;

@@ -10,12 +10,13 @@ use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Path, Token, Type};
 
 /// The options that are not hooks.
-pub const KEYS: [&str; 6] = [
+pub const KEYS: [&str; 7] = [
     "id",
     "name",
     "state",
     "process_data_parts",
     "stream_history",
+    "options",
     "crate",
 ];
 
@@ -93,6 +94,8 @@ pub struct Options {
     pub process_data_parts: Option<Ident>,
     /// `stream_history`, as written.
     pub stream_history: Option<Ident>,
+    /// `options` (a function's `#[config]` parameters are its options in files), as written.
+    pub options: Option<Ident>,
     /// `crate = path`.
     pub krate: Option<Path>,
 }
@@ -172,6 +175,11 @@ impl Options {
             "stream_history" => {
                 if keys.first_time(&word, errors) {
                     self.stream_history = Some(word);
+                }
+            }
+            "options" => {
+                if keys.first_time(&word, errors) {
+                    self.options = Some(word);
                 }
             }
             "id" | "name" | "state" | "crate" => {

@@ -281,7 +281,12 @@ pub fn fallback(p: &Processor, errors: syn::Error) -> TokenStream {
 /// function the struct that stands for it.
 fn source(p: &Processor) -> TokenStream {
     match &p.source {
-        Source::Fn { item, name, config } => {
+        Source::Fn {
+            item,
+            name,
+            config,
+            options,
+        } => {
             let mut item = (*item).clone();
             without_config_attributes(&mut item.sig);
             let Some(name) = name else {
@@ -302,7 +307,7 @@ fn source(p: &Processor) -> TokenStream {
                     )]
                     #vis struct #name;
                 },
-                false => config_struct(vis, name, config),
+                false => config_struct(vis, name, config, options.then_some(&p.private)),
             };
             quote! {
                 #item
@@ -329,20 +334,38 @@ fn source(p: &Processor) -> TokenStream {
     }
 }
 
-/// Removes the `#[config]` attributes of a signature's parameters.
+/// Removes the `#[config]` attributes of a signature's parameters, and those parameters' doc
+/// comments (which the fields get).
 fn without_config_attributes(sig: &mut syn::Signature) {
     for arg in &mut sig.inputs {
-        if let syn::FnArg::Typed(pt) = arg {
-            pt.attrs.retain(|a| !a.path().is_ident("config"));
+        if let syn::FnArg::Typed(pt) = arg
+            && pt.attrs.iter().any(|a| a.path().is_ident("config"))
+        {
+            pt.attrs
+                .retain(|a| !a.path().is_ident("config") && !a.path().is_ident("doc"));
         }
     }
 }
 
-/// The struct of a function with `#[config]` parameters: one field each, and `new`.
-fn config_struct(vis: &syn::Visibility, name: &Ident, config: &[ConfigField]) -> TokenStream {
+/// The struct of a function with `#[config]` parameters: one field each (with the parameter's
+/// doc comment), and `new`; with `options`, it derives `Deserialize` through the runtime's
+/// serde (`private`), unknown fields refused, so that it is its own options in files.
+fn config_struct(
+    vis: &syn::Visibility,
+    name: &Ident,
+    config: &[ConfigField],
+    options: Option<&TokenStream>,
+) -> TokenStream {
     let fields = config.iter().map(|c| {
-        let (field, ty) = (c.name, &c.field);
-        quote!(#vis #field: #ty)
+        let (field, ty, docs) = (c.name, &c.field, &c.docs);
+        quote!(#(#docs)* #vis #field: #ty)
+    });
+    let derive = options.map(|private| {
+        let serde = format!("{private}::serde").replace(' ', "");
+        quote! {
+            #[derive(#private::serde::Deserialize)]
+            #[serde(crate = #serde, deny_unknown_fields)]
+        }
     });
     let params = config.iter().map(|c| {
         let (field, ty) = (c.name, &c.field);
@@ -350,6 +373,7 @@ fn config_struct(vis: &syn::Visibility, name: &Ident, config: &[ConfigField]) ->
     });
     let names = config.iter().map(|c| c.name);
     quote! {
+        #derive
         #vis struct #name {
             #(#fields,)*
         }

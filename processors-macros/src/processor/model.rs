@@ -46,6 +46,9 @@ pub enum Source<'a> {
         item: &'a ItemFn,
         name: Option<Ident>,
         config: Vec<ConfigField<'a>>,
+        /// Whether the struct derives `Deserialize` (`options`): its fields are its options in
+        /// files.
+        options: bool,
     },
     /// An inherent impl block whose methods named after hooks are the hooks.
     Impl(&'a ItemImpl),
@@ -62,6 +65,8 @@ pub struct ConfigField<'a> {
     pub ty: &'a Type,
     /// Passed as a copy (a parameter `T`) rather than a reference (`&T`).
     pub by_value: bool,
+    /// The parameter's doc comment, for the field.
+    pub docs: Vec<&'a syn::Attribute>,
 }
 
 /// A user function implementing a hook.
@@ -176,6 +181,14 @@ impl<'a> Processor<'a> {
         }
         let mut config = Vec::new();
         let params = params(sig, Some(&mut config), errors);
+        if let Some(word) = &options.options
+            && config.is_empty()
+        {
+            errors.at(
+                word,
+                "`options` makes the `#[config]` parameters the processor's options in files, and this function has none: mark the parameters that configure it `#[config]`",
+            );
+        }
         let hooks = options
             .hook
             .iter()
@@ -191,6 +204,7 @@ impl<'a> Processor<'a> {
                 item: f,
                 name,
                 config,
+                options: options.options.is_some(),
             },
             Generics::default(),
             id,
@@ -211,6 +225,12 @@ impl<'a> Processor<'a> {
             errors.at(
                 name,
                 "`name` names the struct generated for a function; an impl block already has its type",
+            );
+        }
+        if let Some(word) = &options.options {
+            errors.at(
+                word,
+                "`options` is for a function's `#[config]` parameters; an impl block's type is yours: derive `serde::Deserialize` on it, with `#[serde(deny_unknown_fields)]`, to give it options in files",
             );
         }
         let borrows = check_static(imp, errors);
@@ -615,6 +635,11 @@ fn config_field<'a>(pt: &'a syn::PatType, errors: &mut Errors) -> Option<ConfigF
         field,
         ty: &pt.ty,
         by_value,
+        docs: pt
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .collect(),
     })
 }
 
