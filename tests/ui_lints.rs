@@ -92,6 +92,56 @@ impl Guard {
     }
 }
 
+/// Ends the run on a listed word; its `#[config]` parameters are its options in files.
+#[processor(input, options)]
+fn blocklist(
+    messages: Vec<Message>,
+    /// The words.
+    #[config]
+    words: &[String],
+    /// Whether a match only warns.
+    #[config]
+    warn_only: Option<bool>,
+) -> Result<(), ProcessorError> {
+    let hit = messages
+        .into_iter()
+        .any(|m| words.iter().any(|w| m.text().contains(w.as_str())));
+    match (hit, warn_only) {
+        (true, Some(true)) => Err(Abort::new().reason("listed").warn()),
+        (true, _) => Err(ProcessorError::abort("listed")),
+        (false, _) => Ok(()),
+    }
+}
+
+/// The status of an order.
+#[tool]
+async fn order_status(
+    /// The order's id.
+    id: String,
+    /// Whether to include its lines.
+    lines: Option<bool>,
+    cx: ToolContext<'_>,
+) -> Result<Value, String> {
+    Ok(json!({ "id": id, "lines": lines, "call": cx.tool_call_id }))
+}
+
+/// A refund's arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Refund {
+    /// The order.
+    order_id: String,
+}
+
+/// Refunds an order.
+#[tool]
+async fn refund(#[args] refund: Refund) -> String {
+    refund.order_id
+}
+
+/// Rings.
+#[tool]
+async fn ring() {}
+
 const RETRIES: u32 = 2;
 const STEPS: u32 = 4;
 
@@ -102,8 +152,9 @@ fn an_agent_of_every_kind_of_entry_runs() {
         name: "lints",
         instructions: "Be brief.",
         model: ScriptedModel::new([Turn::text("ok")]),
+        tools: [OrderStatusTool, RefundTool, RingTool],
         memory: Memory::new(store),
-        input: [memory, Look, (Guard { id: "guard".to_owned() })],
+        input: [memory, Look, (Guard { id: "guard".to_owned() }), Blocklist::new(Vec::new(), None)],
         output: [(Shout), Arc::new(Count::new(8)), NotEmpty, Gate, Hide, memory],
         error: [RetryAll],
         max_processor_retries: RETRIES,

@@ -113,6 +113,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return quote!(#errors #item);
     }
     let generated = generate(&item, &options, &params, &name, &description);
+    // A tool is async because the agent awaits it, whether its body waits or not.
+    item.attrs
+        .push(syn::parse_quote!(#[allow(clippy::unused_async)]));
     quote!(#item #generated)
 }
 
