@@ -9,9 +9,9 @@
 //! ```
 //!
 //! The paused run is kept in the agent's memory store (`approvals.db` in the current
-//! directory unless `--db` says otherwise); the run's id is kept beside it in
-//! `approvals.db.pending`, so the second run knows what to answer. Offline, the model is a
-//! small local one: it asks for the refund, then reports the tool's result.
+//! directory unless `--db` says otherwise); the second run finds it there by its
+//! conversation (`Agent::waiting_runs`), with the calls it waits on, and answers each. Offline,
+//! the model is a small local one: it asks for the refund, then reports the tool's result.
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -96,8 +96,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown argument `{other}`").into()),
         }
     }
-    let pending_file = format!("{db}.pending");
-
     let refund = tool(
         "refund",
         "Refunds an order",
@@ -127,17 +125,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .await?
             }
             Some(decision) => {
-                let run_id = std::fs::read_to_string(&pending_file)
-                    .map_err(|e| format!("no paused run to answer ({pending_file}: {e})"))?;
-                let run_id = run_id.trim();
-                let answer = match decision {
-                    None => Approval::new(run_id).approve("call-1"),
-                    Some(reason) => Approval::new(run_id).deny("call-1", reason),
-                };
-                println!("[resuming run {run_id} from {db}]");
-                let result = agent.resume_with(answer, options()).await?;
-                std::fs::remove_file(&pending_file)?;
-                result
+                // What waits in this conversation, read from the store: the run and its calls.
+                let waiting = agent.waiting_runs(Some("refunds"), None).await?;
+                let run = waiting
+                    .first()
+                    .ok_or("no paused run to answer in `refunds`")?;
+                let mut answer = Approval::new(&run.run_id);
+                for request in &run.requests {
+                    answer = match &decision {
+                        None => answer.approve(&request.tool_call_id),
+                        Some(reason) => answer.deny(&request.tool_call_id, reason),
+                    };
+                }
+                println!("[resuming run {} from {db}]", run.run_id);
+                agent.resume_with(answer, options()).await?
             }
         };
         for request in &result.pending_approvals {
@@ -145,7 +146,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "[waiting for approval: `{}` {} ({}), asked by {}]",
                 request.tool_name, request.args, request.reason, request.processor_id
             );
-            std::fs::write(&pending_file, &request.run_id)?;
             println!(
                 "[answer with: cargo run --example approvals -- approve   (or: deny \"why\")]"
             );

@@ -375,6 +375,8 @@ fn a_run_ended_by_a_trip_wire_saves_nothing(store: SharedStore) {
 fn a_paused_run_is_kept_and_taken_once(store: &dyn MemoryStore) {
     let record = |data: &str| PausedRunRecord {
         run_id: "run-1".into(),
+        thread_id: Some("t-1".into()),
+        resource_id: None,
         expires_at: 1_700_000_000_000,
         data: data.into(),
     };
@@ -387,6 +389,41 @@ fn a_paused_run_is_kept_and_taken_once(store: &dyn MemoryStore) {
         Some(record(r#"{"v": 2, "text": "it's \"quoted\""}"#))
     );
     assert_eq!(block_on(store.take_paused_run("run-1")).unwrap(), None);
+}
+
+fn paused_runs_are_listed_by_thread_and_resource(store: &dyn MemoryStore) {
+    let record =
+        |run: &str, thread: Option<&str>, resource: Option<&str>, expires_at| PausedRunRecord {
+            run_id: run.into(),
+            thread_id: thread.map(Into::into),
+            resource_id: resource.map(Into::into),
+            expires_at,
+            data: format!(r#"{{"run": "{run}"}}"#),
+        };
+    let runs = |thread, resource| -> Vec<String> {
+        (block_on(store.list_paused_runs(thread, resource)).unwrap())
+            .into_iter()
+            .map(|r| r.run_id)
+            .collect()
+    };
+    assert!(runs(None, None).is_empty());
+    block_on(store.save_paused_run(record("run-b", Some("t-1"), Some("ada"), 20))).unwrap();
+    block_on(store.save_paused_run(record("run-a", Some("t-2"), Some("ada"), 20))).unwrap();
+    block_on(store.save_paused_run(record("run-c", Some("t-3"), Some("bob"), 10))).unwrap();
+    block_on(store.save_paused_run(record("run-d", None, None, 30))).unwrap();
+    // Oldest to expire first, then by run id.
+    assert_eq!(runs(None, None), ["run-c", "run-a", "run-b", "run-d"]);
+    assert_eq!(runs(None, Some("ada")), ["run-a", "run-b"]);
+    assert_eq!(runs(Some("t-1"), None), ["run-b"]);
+    assert_eq!(runs(Some("t-1"), Some("bob")), Vec::<String>::new());
+    // Listed whole, and not taken.
+    let listed = block_on(store.list_paused_runs(Some("t-3"), None)).unwrap();
+    assert_eq!(listed, [record("run-c", Some("t-3"), Some("bob"), 10)]);
+    assert_eq!(
+        block_on(store.take_paused_run("run-c")).unwrap(),
+        Some(record("run-c", Some("t-3"), Some("bob"), 10))
+    );
+    assert_eq!(runs(None, Some("bob")), Vec::<String>::new());
 }
 
 fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent(store: SharedStore) {
@@ -424,9 +461,24 @@ fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent(store: Shar
             .unwrap()
             .is_empty()
     );
-    // Another agent on the same store, as another process would be.
+    // Another agent on the same store, as another process would be, finds the run and the
+    // call it waits on by the conversation, and answers it.
     let second = agent(ScriptedModel::new([Turn::text("Refunded.")]));
-    let answer = Approval::new(&paused.run_id).approve("call-1");
+    let waiting = block_on(second.waiting_runs(Some("t-1"), None)).unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].run_id, paused.run_id);
+    assert_eq!(waiting[0].resource_id.as_deref(), Some("ada"));
+    let call = &waiting[0].requests[0];
+    assert_eq!(
+        (call.tool_name.as_str(), &call.args),
+        ("refund", &serde_json::json!({"order": 7}))
+    );
+    assert!(
+        block_on(second.waiting_runs(None, Some("bob")))
+            .unwrap()
+            .is_empty()
+    );
+    let answer = Approval::new(&waiting[0].run_id).approve(&call.tool_call_id);
     let done = block_on(second.resume(answer.clone())).unwrap();
     assert_eq!(done.text, "Refunded.");
     assert_eq!(
@@ -539,6 +591,12 @@ macro_rules! conformance {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
                 super::a_paused_run_is_kept_and_taken_once(&*s.0);
+            }
+            #[test]
+            fn paused_runs_are_listed_by_thread_and_resource() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::paused_runs_are_listed_by_thread_and_resource(&*s.0);
             }
             #[test]
             fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent() {

@@ -1,6 +1,7 @@
 //! What the PostgreSQL store adds to the conformance suite, on a real server
 //! (`scripts/services.sh` starts it): two pools (two processes) running 32 turns of four
-//! threads at once save every turn whole; a schema a newer version wrote is refused; a
+//! threads at once save every turn whole; a schema a newer version wrote is refused; runs
+//! paused under schema 4 are listed by their thread after the migration; a
 //! connection killed during a run fails the run cleanly, with nothing of the turn written,
 //! and the next run works.
 #![cfg(feature = "postgres")]
@@ -61,6 +62,39 @@ async fn two_pools_running_32_turns_at_once_save_every_turn_whole() {
             assert_eq!(pair[1].text(), format!("answer {n}"), "thread t-{t}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_paused_under_schema_4_are_listed_by_their_thread_after_the_migration() {
+    let Some(url) = services::postgres_url() else {
+        return;
+    };
+    let schema = services::unique("paused-v4");
+    drop(store(&url, &schema).await);
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // Back to schema 4: the table without its thread and resource, and a run kept then.
+    client
+        .batch_execute(&format!(
+            "DROP TABLE \"{schema}\".paused_runs;
+             DELETE FROM \"{schema}\".schema_version WHERE version > 4;
+             CREATE TABLE \"{schema}\".paused_runs (run_id TEXT PRIMARY KEY,
+                 expires_at BIGINT NOT NULL, body TEXT NOT NULL);
+             INSERT INTO \"{schema}\".paused_runs VALUES ('run-1', 5,
+                 '{{\"thread_id\": \"t-1\", \"resource_id\": \"ada\"}}');"
+        ))
+        .await
+        .unwrap();
+    let store = store(&url, &schema).await;
+    let listed = store
+        .list_paused_runs(Some("t-1"), Some("ada"))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].run_id, "run-1");
+    assert_eq!(listed[0].resource_id.as_deref(), Some("ada"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -561,6 +561,69 @@ async fn b79_a_paused_run_expires_after_the_agents_approval_timeout() {
     ));
 }
 
+#[tokio::test]
+async fn b113_waiting_runs_lists_a_conversations_paused_runs_with_their_calls() {
+    let store = InMemoryStore::new();
+    // Agents on one store, as processes would be: each run pauses on its first turn.
+    let agent = |name: &str, timeout: std::time::Duration, turns: ScriptedModel| {
+        Agent::builder()
+            .name(name)
+            .model(turns)
+            .memory(Memory::new(store.clone()))
+            .tool(echo_tool("refund"))
+            .tool(echo_tool("weather"))
+            .output(ask_for_refunds())
+            .approval_timeout(timeout)
+            .build()
+            .unwrap()
+    };
+    let day = std::time::Duration::from_secs(86_400);
+    let in_thread = |t: &str, r: &str| {
+        GenerateOptions::new().request_context(RequestContext::new().with_thread(t, r))
+    };
+    let pause = |name: &str, timeout, t: &str| {
+        let agent = agent(name, timeout, refund_turns());
+        let options = in_thread(t, "ann");
+        async move { agent.generate_with("Refund 7", options).await.unwrap() }
+    };
+    let first = pause("support", day, "t-1").await;
+    let second = pause("support", day, "t-2").await;
+    // A run of another agent on the store, and one that already expired.
+    pause("billing", day, "t-1").await;
+    pause("support", std::time::Duration::ZERO, "t-1").await;
+    assert_eq!(second.finish_reason, FinishReason::AwaitingApproval);
+
+    let support = agent("support", day, model([Turn::text("Refunded.")]));
+    let waiting = support.waiting_runs(None, Some("ann")).await.unwrap();
+    let runs: Vec<&str> = waiting.iter().map(|w| w.run_id.as_str()).collect();
+    assert_eq!(runs, [first.run_id.as_str(), second.run_id.as_str()]);
+    let in_t1 = support.waiting_runs(Some("t-1"), None).await.unwrap();
+    assert_eq!(in_t1.len(), 1);
+    let run = &in_t1[0];
+    assert_eq!(
+        (run.thread_id.as_deref(), run.resource_id.as_deref()),
+        (Some("t-1"), Some("ann"))
+    );
+    // Only the call that waits: the weather call was let through.
+    assert_eq!(run.requests.len(), 1);
+    assert_eq!(run.requests[0], first.pending_approvals[0]);
+    assert!(
+        support
+            .waiting_runs(None, Some("bob"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Listing takes nothing: the listed run is answered, and is then no longer listed.
+    let answer = Approval::new(&run.run_id).approve(&run.requests[0].tool_call_id);
+    let done = support.resume(answer).await.unwrap();
+    assert_eq!(done.text, "Refunded.");
+    let left = support.waiting_runs(None, None).await.unwrap();
+    let left: Vec<&str> = left.iter().map(|w| w.run_id.as_str()).collect();
+    assert_eq!(left, [second.run_id.as_str()]);
+}
+
 /// A store that keeps no paused runs (the default of `MemoryStore`'s approval methods).
 #[derive(Clone, Default)]
 struct NoPauses(InMemoryStore);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio_postgres::NoTls;
 
 /// The schema version this build writes (the same numbering as the SQLite store's).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 4;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 5;
 
 /// The migrations, in order; `{s}` is the schema's quoted name.
 const MIGRATIONS: &[&str] = &[
@@ -57,7 +57,25 @@ const MIGRATIONS: &[&str] = &[
         expires_at BIGINT NOT NULL,
         body TEXT NOT NULL
     );",
+    // 5: paused runs by thread and resource, to list a conversation's (those kept before
+    // read from their JSON).
+    "ALTER TABLE {s}.paused_runs ADD COLUMN thread_id TEXT, ADD COLUMN resource_id TEXT;
+    UPDATE {s}.paused_runs SET thread_id = body::jsonb ->> 'thread_id',
+        resource_id = body::jsonb ->> 'resource_id';
+    CREATE INDEX ON {s}.paused_runs (thread_id, expires_at);
+    CREATE INDEX ON {s}.paused_runs (resource_id, expires_at);",
 ];
+
+/// A paused run's row (`run_id, thread_id, resource_id, expires_at, body`).
+fn paused_run(r: &tokio_postgres::Row) -> PausedRunRecord {
+    PausedRunRecord {
+        run_id: r.get(0),
+        thread_id: r.get(1),
+        resource_id: r.get(2),
+        expires_at: from_sql(r.get(3)),
+        data: r.get(4),
+    }
+}
 
 /// A [`MemoryStore`] in PostgreSQL, for several processes (several machines) sharing
 /// conversations. Needs a Tokio runtime.
@@ -173,6 +191,7 @@ struct Sql {
     set_working: String,
     save_paused: String,
     take_paused: String,
+    list_paused: String,
     embedding_owner: String,
     upsert_embedding: String,
     embeddings: String,
@@ -228,12 +247,20 @@ impl Sql {
                      updated_at = excluded.updated_at"
             ),
             save_paused: format!(
-                "INSERT INTO {s}.paused_runs (run_id, expires_at, body) VALUES ($1, $2, $3)
-                 ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,
+                "INSERT INTO {s}.paused_runs (run_id, thread_id, resource_id, expires_at, body)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id,
+                     resource_id = excluded.resource_id, expires_at = excluded.expires_at,
                      body = excluded.body"
             ),
             take_paused: format!(
-                "DELETE FROM {s}.paused_runs WHERE run_id = $1 RETURNING expires_at, body"
+                "DELETE FROM {s}.paused_runs WHERE run_id = $1
+                 RETURNING run_id, thread_id, resource_id, expires_at, body"
+            ),
+            list_paused: format!(
+                "SELECT run_id, thread_id, resource_id, expires_at, body FROM {s}.paused_runs
+                 WHERE ($1::TEXT IS NULL OR thread_id = $1) AND ($2::TEXT IS NULL OR resource_id = $2)
+                 ORDER BY expires_at, run_id"
             ),
             quoted: s,
         }
@@ -494,7 +521,16 @@ impl MemoryStore for PostgresStore {
                 .map_err(db)?;
             let expires_at = to_sql(record.expires_at);
             client
-                .execute(&stmt, &[&record.run_id, &expires_at, &record.data])
+                .execute(
+                    &stmt,
+                    &[
+                        &record.run_id,
+                        &record.thread_id,
+                        &record.resource_id,
+                        &expires_at,
+                        &record.data,
+                    ],
+                )
                 .await
                 .map_err(db)?;
             Ok(())
@@ -513,11 +549,26 @@ impl MemoryStore for PostgresStore {
                 .await
                 .map_err(db)?;
             let row = client.query_opt(&stmt, &[&run_id]).await.map_err(db)?;
-            Ok(row.map(|r| PausedRunRecord {
-                run_id: run_id.to_owned(),
-                expires_at: from_sql(r.get(0)),
-                data: r.get(1),
-            }))
+            Ok(row.map(|r| paused_run(&r)))
+        })
+    }
+
+    fn list_paused_runs<'a>(
+        &'a self,
+        thread_id: Option<&'a str>,
+        resource_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRunRecord>, MemoryError>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let stmt = client
+                .prepare_cached(&self.sql.list_paused)
+                .await
+                .map_err(db)?;
+            let rows = client
+                .query(&stmt, &[&thread_id, &resource_id])
+                .await
+                .map_err(db)?;
+            Ok(rows.iter().map(paused_run).collect())
         })
     }
 

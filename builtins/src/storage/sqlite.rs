@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The schema version this build writes; [`SqliteStore::open`] migrates older databases to
 /// it and refuses newer ones.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The migrations, in order: the database at version `n` has run the first `n`.
 const MIGRATIONS: &[&str] = &[
@@ -61,6 +61,14 @@ const MIGRATIONS: &[&str] = &[
         expires_at INTEGER NOT NULL,
         body TEXT NOT NULL
     );",
+    // 5: paused runs by thread and resource, to list a conversation's (those kept before
+    // read from their JSON).
+    "ALTER TABLE paused_runs ADD COLUMN thread_id TEXT;
+    ALTER TABLE paused_runs ADD COLUMN resource_id TEXT;
+    UPDATE paused_runs SET thread_id = json_extract(body, '$.thread_id'),
+        resource_id = json_extract(body, '$.resource_id');
+    CREATE INDEX paused_runs_by_thread ON paused_runs (thread_id, expires_at);
+    CREATE INDEX paused_runs_by_resource ON paused_runs (resource_id, expires_at);",
 ];
 
 /// How long a write waits for another connection's (another process's) write to end.
@@ -253,6 +261,17 @@ fn to_sql(ms: u64) -> i64 {
 
 fn from_sql(ms: i64) -> u64 {
     u64::try_from(ms).unwrap_or(0)
+}
+
+/// A paused run's row (`run_id, thread_id, resource_id, expires_at, body`).
+fn paused_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<PausedRunRecord> {
+    Ok(PausedRunRecord {
+        run_id: r.get(0)?,
+        thread_id: r.get(1)?,
+        resource_id: r.get(2)?,
+        expires_at: from_sql(r.get(3)?),
+        data: r.get(4)?,
+    })
 }
 
 /// A stored message, parsed.
@@ -472,12 +491,16 @@ impl MemoryStore for SqliteStore {
     fn save_paused_run(&self, record: PausedRunRecord) -> BoxFuture<'_, Result<(), MemoryError>> {
         self.run(move |conn| {
             conn.prepare_cached(
-                "INSERT INTO paused_runs (run_id, expires_at, body) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,
+                "INSERT INTO paused_runs (run_id, thread_id, resource_id, expires_at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id,
+                     resource_id = excluded.resource_id, expires_at = excluded.expires_at,
                      body = excluded.body",
             )?
             .execute(params![
                 record.run_id,
+                record.thread_id,
+                record.resource_id,
                 to_sql(record.expires_at),
                 record.data
             ])?;
@@ -495,16 +518,29 @@ impl MemoryStore for SqliteStore {
         self.run(move |conn| {
             Ok(conn
                 .prepare_cached(
-                    "DELETE FROM paused_runs WHERE run_id = ?1 RETURNING expires_at, body",
+                    "DELETE FROM paused_runs WHERE run_id = ?1
+                     RETURNING run_id, thread_id, resource_id, expires_at, body",
                 )?
-                .query_row([&run_id], |r| {
-                    Ok(PausedRunRecord {
-                        run_id: run_id.clone(),
-                        expires_at: from_sql(r.get(0)?),
-                        data: r.get(1)?,
-                    })
-                })
+                .query_row([&run_id], paused_run)
                 .optional()?)
+        })
+    }
+
+    fn list_paused_runs<'a>(
+        &'a self,
+        thread_id: Option<&'a str>,
+        resource_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRunRecord>, MemoryError>> {
+        let (thread_id, resource_id) =
+            (thread_id.map(str::to_owned), resource_id.map(str::to_owned));
+        self.run(move |conn| {
+            let mut query = conn.prepare_cached(
+                "SELECT run_id, thread_id, resource_id, expires_at, body FROM paused_runs
+                 WHERE (?1 IS NULL OR thread_id = ?1) AND (?2 IS NULL OR resource_id = ?2)
+                 ORDER BY expires_at, run_id",
+            )?;
+            let rows = query.query_map(params![thread_id, resource_id], paused_run)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
     }
 

@@ -106,6 +106,30 @@ fn a_version_1_database_is_migrated_and_keeps_its_conversations() {
 }
 
 #[test]
+fn a_version_4_database_lists_the_runs_it_paused_by_their_thread() {
+    let path = temp_db();
+    {
+        // Opened at version 4, then a run kept as version 4 kept it: no thread column.
+        drop(SqliteStore::open(&path).unwrap());
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "DROP TABLE paused_runs;
+             DELETE FROM schema_version WHERE version > 4;
+             CREATE TABLE paused_runs (run_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL,
+                 body TEXT NOT NULL);
+             INSERT INTO paused_runs VALUES ('run-1', 5,
+                 '{\"thread_id\": \"t-1\", \"resource_id\": \"ada\"}');",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let listed = block_on(store.list_paused_runs(Some("t-1"), Some("ada"))).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].run_id, "run-1");
+    assert_eq!(listed[0].thread_id.as_deref(), Some("t-1"));
+}
+
+#[test]
 fn the_database_is_in_wal_mode() {
     let path = temp_db();
     let _store = SqliteStore::open(&path).unwrap();

@@ -666,22 +666,25 @@ fn retry_warnings(c: &Config, lists: &[ListOut]) -> TokenStream {
     let calls = entries.iter().zip(methods).map(|(e, method)| {
         let var = &e.var;
         let method = Ident::new(&method.to_string(), e.spans.0);
-        quote!(RetryWithoutLimit((&&#p::Probe(&#var)).__retries()).#method();)
+        quote!((&&#p::Probe(&#var)).__retries().#method();)
     });
     let phantom = quote!(::core::marker::PhantomData);
+    // Traits, not a generic struct's methods, so that the warning names
+    // `RetryWithoutLimit::output_1` and no type of the runtime's.
     quote! {
         {
             #[allow(unused_imports)]
             use #p::{ViaNoRetries as _, ViaRetries as _};
-            struct RetryWithoutLimit<K>(#phantom<K>);
             #[allow(dead_code)]
-            impl RetryWithoutLimit<#p::AsksForRetry> {
+            trait RetryWithoutLimit {
                 #(#warned)*
             }
             #[allow(dead_code)]
-            impl RetryWithoutLimit<#p::NoRetryAsked> {
+            trait NoRetryToLimit {
                 #(#quiet)*
             }
+            impl RetryWithoutLimit for #phantom<#p::AsksForRetry> {}
+            impl NoRetryToLimit for #phantom<#p::NoRetryAsked> {}
             #(#calls)*
         }
     }

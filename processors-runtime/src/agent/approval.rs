@@ -89,6 +89,24 @@ impl Approval {
     }
 }
 
+/// A run waiting for approval, as [`Agent::waiting_runs`](crate::Agent::waiting_runs) lists
+/// it: what a person is asked to decide, and where the run belongs.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct WaitingRun {
+    /// The run's id, to answer with [`Approval::new`].
+    pub run_id: String,
+    /// Its thread, when it had one.
+    pub thread_id: Option<String>,
+    /// Its resource, when it had one.
+    pub resource_id: Option<String>,
+    /// When it expires (the agent's `approval_timeout` after it paused), in milliseconds since
+    /// the Unix epoch.
+    pub expires_at: u64,
+    /// The calls that wait, in the order the model made them.
+    pub requests: Vec<ApprovalRequest>,
+}
+
 /// Why a paused run could not be resumed. The paused run is kept unless it is gone or
 /// expired: an answer that misses a call, or names one the run does not wait for, can be
 /// given again.
@@ -149,6 +167,13 @@ pub enum ApprovalError {
     Store {
         /// The run's id.
         run_id: String,
+        /// What the store said.
+        #[source]
+        source: MemoryError,
+    },
+    /// The store failed while listing the paused runs.
+    #[error("the paused runs could not be listed: {source}")]
+    List {
         /// What the store said.
         #[source]
         source: MemoryError,
@@ -232,6 +257,8 @@ impl PausedRun {
         })?;
         Ok(PausedRunRecord {
             run_id: self.run_id.clone(),
+            thread_id: self.thread_id.clone(),
+            resource_id: self.resource_id.clone(),
             expires_at,
             data,
         })

@@ -14,7 +14,7 @@ pub use crate::processor::HookError;
 pub use crate::processor::{Violation, ViolationKind};
 pub use crate::step::{RunSummary, StepResult};
 pub use answer::{AnswerText, TextChange};
-pub use approval::{Approval, ApprovalError, ApprovalRequest, Decision};
+pub use approval::{Approval, ApprovalError, ApprovalRequest, Decision, WaitingRun};
 pub use options::{GenerateOptions, PrepareStep, PrepareStepInfo};
 pub use result::{AgentError, GenerateResult};
 pub use run::FEEDBACK_TAG;
@@ -286,6 +286,78 @@ impl<I: Pipeline, O: Pipeline, E: Pipeline> Agent<I, O, E> {
         let inner = self.inner.clone();
         inner.resolvers.apply(&mut options);
         AgentStream::new(move |slot| run::resume(inner, answer, options, Some(slot)))
+    }
+
+    /// The runs of this agent that wait for approval, in a thread and a resource (`None`
+    /// matches every one), each with its waiting calls, the oldest first. Runs that expired
+    /// and runs of other agents sharing the store are left out, and one that cannot be read
+    /// back is logged and left out; nothing is taken, so each can be answered with
+    /// [`resume`](Self::resume), here or in another process.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// use processors_runtime::agent::Approval;
+    /// use processors_runtime::prelude::*;
+    ///
+    /// let ask = tool_call_fn("ask", |_: &mut ToolCallArgs<'_, ()>| {
+    ///     ToolCallAction::approval("refunds move money")
+    /// });
+    /// let refund = tool("refund", "Refunds an order", json!({ "type": "object" }), |_| async {
+    ///     Ok(json!("refunded"))
+    /// });
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([
+    ///         Turn::empty().tool_call("call-1", "refund", json!({ "order": 7 })),
+    ///         Turn::text("Refunded."),
+    ///     ]))
+    ///     .tool(refund)
+    ///     .output(ask)
+    ///     .build()
+    ///     .unwrap();
+    /// let cx = RequestContext::new().with_thread("t-1", "ann");
+    /// agent.generate_with("Refund order 7", GenerateOptions::new().request_context(cx)).await.unwrap();
+    ///
+    /// // Later, somewhere else: what waits in Ann's conversations.
+    /// let waiting = agent.waiting_runs(None, Some("ann")).await.unwrap();
+    /// let run = &waiting[0];
+    /// assert_eq!(run.thread_id.as_deref(), Some("t-1"));
+    /// assert_eq!(run.requests[0].tool_name, "refund");
+    /// let answer = Approval::new(&run.run_id).approve(&run.requests[0].tool_call_id);
+    /// assert_eq!(agent.resume(answer).await.unwrap().text, "Refunded.");
+    /// assert!(agent.waiting_runs(None, Some("ann")).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn waiting_runs(
+        &self,
+        thread_id: Option<&str>,
+        resource_id: Option<&str>,
+    ) -> Result<Vec<WaitingRun>, ApprovalError> {
+        let records = (self.inner.paused)
+            .list_paused_runs(thread_id, resource_id)
+            .await
+            .map_err(|source| ApprovalError::List { source })?;
+        let now = crate::message::now_millis();
+        let mut waiting = Vec::with_capacity(records.len());
+        for record in records.iter().filter(|r| r.expires_at > now) {
+            let run = match approval::PausedRun::from_record(record) {
+                Ok(run) => run,
+                Err(e) => {
+                    tracing::warn!(run = %record.run_id, error = %e, "a paused run cannot be read back; not listed");
+                    continue;
+                }
+            };
+            if run.agent != self.inner.name {
+                continue;
+            }
+            waiting.push(WaitingRun {
+                requests: run.requests(),
+                run_id: run.run_id,
+                thread_id: run.thread_id,
+                resource_id: run.resource_id,
+                expires_at: record.expires_at,
+            });
+        }
+        Ok(waiting)
     }
 }
 

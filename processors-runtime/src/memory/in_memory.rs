@@ -198,4 +198,19 @@ impl MemoryStore for InMemoryStore {
         let record = self.with(|d| d.paused.remove(run_id));
         Box::pin(async move { Ok(record) })
     }
+
+    fn list_paused_runs<'a>(
+        &'a self,
+        thread_id: Option<&'a str>,
+        resource_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRunRecord>, MemoryError>> {
+        let mut records: Vec<PausedRunRecord> = self.with(|d| {
+            (d.paused.values())
+                .filter(|r| super::paused_run_matches(r, thread_id, resource_id))
+                .cloned()
+                .collect()
+        });
+        super::sort_paused_runs(&mut records);
+        Box::pin(async move { Ok(records) })
+    }
 }

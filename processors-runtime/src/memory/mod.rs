@@ -283,24 +283,59 @@ pub trait MemoryStore: Send + Sync + 'static {
         let _ = run_id;
         Box::pin(async { Err(no_paused_runs()) })
     }
+
+    /// The paused runs kept for `thread_id` and `resource_id` (each `None` matches every one),
+    /// expired ones too, oldest to expire first, then by run id. Nothing is taken.
+    ///
+    /// The default keeps none and fails, as [`take_paused_run`](Self::take_paused_run) does.
+    fn list_paused_runs<'a>(
+        &'a self,
+        thread_id: Option<&'a str>,
+        resource_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRunRecord>, MemoryError>> {
+        let _ = (thread_id, resource_id);
+        Box::pin(async { Err(no_paused_runs()) })
+    }
+}
+
+/// Sorts paused runs as [`MemoryStore::list_paused_runs`] returns them: oldest to expire
+/// first, then by run id.
+pub fn sort_paused_runs(records: &mut [PausedRunRecord]) {
+    records.sort_by(|a, b| (a.expires_at, &a.run_id).cmp(&(b.expires_at, &b.run_id)));
+}
+
+/// Whether a paused run belongs to `thread_id` and `resource_id` (each `None` matches every
+/// one): the filter of [`MemoryStore::list_paused_runs`].
+pub fn paused_run_matches(
+    record: &PausedRunRecord,
+    thread_id: Option<&str>,
+    resource_id: Option<&str>,
+) -> bool {
+    thread_id.is_none_or(|t| record.thread_id.as_deref() == Some(t))
+        && resource_id.is_none_or(|r| record.resource_id.as_deref() == Some(r))
 }
 
 /// What a store that keeps no paused runs fails with.
 fn no_paused_runs() -> MemoryError {
     MemoryError::Backend(
         "this memory store does not keep paused runs (tool calls waiting for approval); \
-         implement `MemoryStore::save_paused_run` and `take_paused_run`, or use a store that \
+         implement `MemoryStore::save_paused_run`, `take_paused_run` and `list_paused_runs`, \
+         or use a store that \
          does (`InMemoryStore`, `SqliteStore`, `PostgresStore`)"
             .into(),
     )
 }
 
-/// A paused run as a store keeps it: its id, when it expires, and its state as JSON (opaque
-/// to the store).
+/// A paused run as a store keeps it: its id, its thread and resource (to list a
+/// conversation's waiting runs), when it expires, and its state as JSON (opaque to the store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PausedRunRecord {
     /// The run's id.
     pub run_id: String,
+    /// The run's thread, when it had one.
+    pub thread_id: Option<String>,
+    /// The run's resource, when it had one.
+    pub resource_id: Option<String>,
     /// When it expires, in milliseconds since the Unix epoch.
     pub expires_at: u64,
     /// The run's state, as JSON.
