@@ -307,6 +307,9 @@ fn number_checks(c: &Config) -> Vec<TokenStream> {
         let mut constant = number_constant(key);
         constant.set_span(path.span());
         items.push(quote_spanned!(path.span()=> const #constant: u32 = #path;));
+        if let Some(hint) = variable_hint(key, path) {
+            items.push(hint);
+        }
         if let Some(why) = refused {
             let text = names::tokens_text(&path.to_token_stream());
             let message = format!("`{key}: {text}` is 0, {why}");
@@ -315,6 +318,30 @@ fn number_checks(c: &Config) -> Vec<TokenStream> {
         }
     }
     items
+}
+
+/// A warning at a numeric key's value that is one lowercase name (`max_steps: steps`), which
+/// is most likely a `let` binding, where the compiler's own error (a non-constant value in a
+/// constant) does not say what the key takes. A warning, not an error: a lowercase `const`
+/// is allowed (the compiler already warns at its name). Rust has no warning of a macro's own on
+/// stable; a deprecated function named after the key, called at the value, gives one.
+fn variable_hint(key: &Ident, path: &syn::ExprPath) -> Option<TokenStream> {
+    let name = path.path.get_ident()?.to_string();
+    if !name.chars().any(char::is_lowercase) {
+        return None;
+    }
+    let note = format!(
+        "`{name}` looks like a variable, and `{key}` is checked at compile time: give it a literal (`{key}: 3`) or a `const` (`const {}: u32 = 3;`); for a value known only at run time, use `Agent::builder().{key}({name})`",
+        name.to_uppercase()
+    );
+    let hint = Ident::new(&key.to_string(), path.span());
+    Some(quote! {
+        {
+            #[deprecated(note = #note)]
+            fn #hint() {}
+            #hint();
+        }
+    })
 }
 
 /// The constant that holds a numeric key's value: `__PROCESSORS_MAX_STEPS`.
