@@ -223,6 +223,10 @@ pub enum ChunkKind {
     /// A tool call waits for a person's approval: the run pauses after this (its `finish`
     /// says `awaiting-approval`) until `Agent::resume` continues it.
     ToolApprovalRequest(Box<ApprovalRequest>),
+    /// A call a person approved runs now, in the resumed run (with the arguments it was
+    /// approved with): before its data chunks and its `tool-result` or `tool-error`, so a
+    /// client tells a resumed call from a new one.
+    ToolCallResumed(Box<ToolCall>),
     /// A custom `data-<name>` chunk.
     Data {
         /// The name after `data-`.
@@ -256,6 +260,7 @@ impl ChunkKind {
             ChunkKind::Error { .. } => Borrowed("error"),
             ChunkKind::Tripwire(_) => Borrowed("tripwire"),
             ChunkKind::ToolApprovalRequest(_) => Borrowed("tool-approval-request"),
+            ChunkKind::ToolCallResumed(_) => Borrowed("tool-call-resumed"),
             ChunkKind::Data { name, .. } => std::borrow::Cow::Owned(format!("data-{name}")),
         }
     }

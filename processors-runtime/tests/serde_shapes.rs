@@ -91,6 +91,11 @@ fn every_kind() -> Vec<ChunkKind> {
             processor_id: "guard".into(),
         }),
         ChunkKind::ToolApprovalRequest(Box::new(approval_request())),
+        ChunkKind::ToolCallResumed(Box::new(ToolCall {
+            tool_call_id: "c".into(),
+            tool_name: "refund".into(),
+            args: json!({"order": 7}),
+        })),
         ChunkKind::Finish {
             finish_reason: FinishReason::AwaitingApproval,
             usage: Usage::default(),
@@ -180,6 +185,17 @@ fn chunk_json_shapes() {
         json!({"type": "tool-approval-request", "runId": "r", "from": "AGENT", "payload": {
             "runId": "run-1", "toolCallId": "c", "toolName": "refund", "args": {"order": 7},
             "processorId": "ask", "reason": "moves money"
+        }})
+    );
+    let resumed = ChunkKind::ToolCallResumed(Box::new(ToolCall {
+        tool_call_id: "c".into(),
+        tool_name: "refund".into(),
+        args: json!({"order": 7}),
+    }));
+    assert_eq!(
+        serde_json::to_value(Chunk::new("r".into(), resumed)).unwrap(),
+        json!({"type": "tool-call-resumed", "runId": "r", "from": "AGENT", "payload": {
+            "toolCallId": "c", "toolName": "refund", "args": {"order": 7}
         }})
     );
     assert_eq!(

@@ -460,6 +460,57 @@ on_every_path!(
     }
 );
 
+on_every_path!(
+    b114_a_resumed_run_streams_tool_call_resumed_before_each_approved_calls_result,
+    |path| {
+        let m = model([
+            Turn::empty()
+                .tool_call("call-1", "refund", json!({"order": 7}))
+                .tool_call("call-2", "refund", json!({"order": 8}))
+                .tool_call("call-3", "refund", json!({"order": 9}))
+                .tool_call("call-4", "weather", json!({"city": "Oslo"})),
+            Turn::text("Two refunded."),
+        ]);
+        let agent = build_agent!(path, model: m, tools: [echo_tool("refund"), echo_tool("weather")], output: [ask_for_refunds()]);
+        let paused = agent
+            .generate_with("Refund 7, 8 and 9".into(), thread())
+            .await
+            .unwrap();
+        let answer = Approval::new(&paused.run_id)
+            .approve("call-1")
+            .approve_with("call-2", json!({"order": 80}))
+            .deny("call-3", "order 9 was never paid");
+        let mut stream = agent.resume_stream_with(answer, GenerateOptions::new());
+        let mut tools = Vec::new();
+        while let Some(c) = futures::StreamExt::next(&mut stream).await {
+            match c.kind {
+                ChunkKind::ToolCallResumed(call) => {
+                    tools.push(format!("resumed {} {}", call.tool_call_id, call.args));
+                }
+                ChunkKind::ToolResult(r) => tools.push(format!("result {}", r.tool_call_id)),
+                ChunkKind::ToolError { tool_call_id, .. } => {
+                    tools.push(format!("error {tool_call_id}"));
+                }
+                _ => {}
+            }
+        }
+        stream.finish().await.unwrap();
+        // The approved calls, with the arguments they run with; not the denied call, nor the
+        // call let through before the pause.
+        assert_eq!(
+            tools,
+            [
+                r#"resumed call-1 {"order":7}"#,
+                "result call-1",
+                r#"resumed call-2 {"order":80}"#,
+                "result call-2",
+                "error call-3",
+                "result call-4",
+            ]
+        );
+    }
+);
+
 on_every_path!(b77_a_paused_run_is_resumed_once, |path| {
     let m = refund_turns();
     let runs = Arc::new(AtomicUsize::new(0));

@@ -317,13 +317,13 @@ impl PausedRun {
                 continue;
             };
             *gate = match decision {
-                Decision::Approve => Gate::Run,
+                Decision::Approve => Gate::Approved,
                 Decision::ApproveWith(args) => {
                     call.args = args.clone();
                     if let Some(recorded) = self.list.response_tool_call_mut(&call.tool_call_id) {
                         recorded.args = args.clone();
                     }
-                    Gate::Run
+                    Gate::Approved
                 }
                 Decision::Deny(reason) => Gate::Refuse {
                     message: reason.clone(),

@@ -37,6 +37,8 @@ pub(crate) enum Gate {
         /// Why it asked.
         reason: String,
     },
+    /// A person approved the call: the tool runs, after a `tool-call-resumed` chunk.
+    Approved,
 }
 
 /// `process_tool_call` on each of a step's calls, in order. A rewritten call is rewritten in
@@ -92,6 +94,11 @@ pub(crate) async fn execute<O: Pipeline>(
         let mut writes = Vec::new();
         let outcome = match gates.get(i).unwrap_or(&Gate::Run) {
             Gate::Run => invoke(call, offered, &s.cx, &mut writes).await,
+            Gate::Approved => {
+                let resumed = ChunkKind::ToolCallResumed(Box::new(call.clone()));
+                driver.emit(s, out, resumed, true).await?;
+                invoke(call, offered, &s.cx, &mut writes).await
+            }
             Gate::Respond { result } => Ok(result.clone()),
             Gate::Refuse { message } => Err(message.clone()),
             Gate::Approval { .. } => {
