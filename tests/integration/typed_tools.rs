@@ -184,7 +184,7 @@ async fn b110_a_tool_context_writer_streams_its_data_chunks() {
 
     // The test kit's call gives the chunks too.
     let cx = RequestContext::new().with_thread("t", "ana");
-    let run = run_tool_with(&WhoTool, json!({}), &cx).await;
+    let run = run_tool_with(&WhoTool, json!({}), &cx, &MessageList::new()).await;
     assert_eq!(run.result.unwrap(), json!("ana asks"));
     assert!(matches!(&run.data[..], [ChunkKind::Data { name, .. }] if name == "progress"));
 }
@@ -264,5 +264,57 @@ async fn b112_an_args_type_takes_the_whole_object_and_its_errors_name_the_field(
     assert_eq!(
         result,
         json!("the arguments of `refund_order` do not fit: missing field `order_id`")
+    );
+}
+
+/// What the conversation says so far, as the tool reads it.
+#[tool]
+async fn recall(cx: ToolContext<'_>) -> Vec<String> {
+    (cx.message_list.all())
+        .map(|m| format!("{:?}: {}", m.role, m.text()))
+        .collect()
+}
+
+#[tokio::test]
+async fn b115_a_tool_reads_the_runs_messages_not_a_calls_rewritten_prompt() {
+    let store = InMemoryStore::new();
+    let earlier = Agent::builder()
+        .model(ScriptedModel::new([Turn::text("Hello Ann.")]))
+        .memory(Memory::new(store.clone()))
+        .build()
+        .unwrap();
+    let ann =
+        || GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "ann"));
+    earlier.generate_with("I am Ann.", ann()).await.unwrap();
+
+    // Each model call sees only the last message; the tool still reads the whole run.
+    let last_only = llm_request_fn("last-only", |a: &mut LlmRequestArgs<'_, ()>| {
+        LlmRequestAction::Prompt(a.request.prompt.last().cloned().into_iter().collect())
+    });
+    let model = ScriptedModel::new([
+        Turn::text("Let me look.").tool_call("c1", RecallTool::NAME, json!({})),
+        Turn::text("You are Ann."),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .memory(Memory::new(store))
+        .input(last_only)
+        .tool(RecallTool)
+        .build()
+        .unwrap();
+    let result = agent.generate_with("Who am I?", ann()).await.unwrap();
+    assert_eq!(
+        result.tool_results[0].result,
+        json!([
+            "User: I am Ann.",
+            "Assistant: Hello Ann.",
+            "User: Who am I?",
+            "Assistant: Let me look."
+        ])
+    );
+    assert_eq!(
+        model.requests()[0].prompt.len(),
+        1,
+        "the model's prompt was cut"
     );
 }

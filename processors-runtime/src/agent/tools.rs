@@ -2,7 +2,7 @@
 
 use crate::chunk::{ChunkKind, DataWriter};
 use crate::context::RequestContext;
-use crate::message::{Message, MessageSource, Part, Role, ToolCall, ToolResult};
+use crate::message::{Message, MessageList, MessageSource, Part, Role, ToolCall, ToolResult};
 use crate::processor::{Hook, Pipeline, ToolCallAction};
 use crate::runner::stream::StreamDriver;
 use crate::runner::stream::outbox::Outbox;
@@ -93,11 +93,11 @@ pub(crate) async fn execute<O: Pipeline>(
     for (i, call) in calls.iter().enumerate() {
         let mut writes = Vec::new();
         let outcome = match gates.get(i).unwrap_or(&Gate::Run) {
-            Gate::Run => invoke(call, offered, &s.cx, &mut writes).await,
+            Gate::Run => invoke(call, offered, (&s.cx, &s.list), &mut writes).await,
             Gate::Approved => {
                 let resumed = ChunkKind::ToolCallResumed(Box::new(call.clone()));
                 driver.emit(s, out, resumed, true).await?;
-                invoke(call, offered, &s.cx, &mut writes).await
+                invoke(call, offered, (&s.cx, &s.list), &mut writes).await
             }
             Gate::Respond { result } => Ok(result.clone()),
             Gate::Refuse { message } => Err(message.clone()),
@@ -149,7 +149,7 @@ pub(crate) async fn execute<O: Pipeline>(
 async fn invoke(
     call: &ToolCall,
     offered: &[Arc<dyn Tool>],
-    request_context: &RequestContext,
+    (request_context, message_list): (&RequestContext, &MessageList),
     writes: &mut Vec<ChunkKind>,
 ) -> Result<Value, String> {
     let Some(tool) = offered.iter().find(|t| t.name() == call.tool_name) else {
@@ -161,6 +161,7 @@ async fn invoke(
     let cx = ToolContext {
         tool_call_id: &call.tool_call_id,
         request_context,
+        message_list,
         writer: DataWriter { buf: writes },
     };
     let span = tracing::debug_span!("tool", name = %call.tool_name);

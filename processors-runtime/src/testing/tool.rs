@@ -3,6 +3,7 @@
 use crate::chunk::{ChunkKind, DataWriter};
 use crate::context::RequestContext;
 use crate::error::BoxError;
+use crate::message::MessageList;
 use crate::tool::{Tool, ToolContext};
 use serde_json::Value;
 
@@ -18,7 +19,7 @@ pub struct ToolRun {
 }
 
 /// Calls `tool` with `args` as an agent's run would (call id `call-0`, an empty request
-/// context), outside a run.
+/// context and message list), outside a run.
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -33,19 +34,21 @@ pub struct ToolRun {
 /// # });
 /// ```
 pub async fn run_tool(tool: &dyn Tool, args: Value) -> ToolRun {
-    run_tool_with(tool, args, &RequestContext::new()).await
+    run_tool_with(tool, args, &RequestContext::new(), &MessageList::new()).await
 }
 
-/// [`run_tool`] with a request context of the test's.
+/// [`run_tool`] with a request context and a message list of the test's.
 pub async fn run_tool_with(
     tool: &dyn Tool,
     args: Value,
     request_context: &RequestContext,
+    message_list: &MessageList,
 ) -> ToolRun {
     let mut data = Vec::new();
     let cx = ToolContext {
         tool_call_id: "call-0",
         request_context,
+        message_list,
         writer: DataWriter { buf: &mut data },
     };
     let result = tool.execute(args, cx).await;

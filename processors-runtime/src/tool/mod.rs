@@ -7,6 +7,7 @@ pub use typed::{IntoTool, ToolError, ToolOutput};
 use crate::chunk::DataWriter;
 use crate::context::RequestContext;
 use crate::error::BoxError;
+use crate::message::MessageList;
 use crate::model::ToolSpec;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -21,6 +22,10 @@ pub struct ToolContext<'a> {
     pub tool_call_id: &'a str,
     /// The request's context.
     pub request_context: &'a RequestContext,
+    /// The run's messages, read-only: those remembered, the input and this run's responses so
+    /// far (the answer that made this call among them), as the run's list holds them, not as a
+    /// `process_llm_request` processor rewrote one call's prompt.
+    pub message_list: &'a MessageList,
     /// Emits `data-*` chunks into the agent's stream; they stream right after the tool
     /// returns, before its result, and non-transient ones are saved with the tool's result.
     pub writer: DataWriter<'a>,
