@@ -60,6 +60,22 @@ pub const fn same_id(a: Option<&str>, b: Option<&str>) -> bool {
     true
 }
 
+/// A type a `#[processor(<hook>, options)]` function's `#[config]` parameter may have: read
+/// from the processor's entry in a file.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an option in files: it has no `Deserialize`",
+    label = "`options` reads this parameter from the processor's entry in a file",
+    note = "derive `serde::Deserialize` on it, or drop `options` and register a factory of your own (`Registry::register_with`)"
+)]
+pub trait FileOption: serde::de::DeserializeOwned {}
+
+impl<T: serde::de::DeserializeOwned> FileOption for T {}
+
+/// Reads one option of a `#[processor(<hook>, options)]` struct.
+pub fn file_option<'de, T: FileOption, D: serde::Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+    T::deserialize(d)
+}
+
 /// The error of a hook that asked for one parameter twice.
 pub fn param_taken(id: &str, what: &str) -> ProcessorError {
     ProcessorError::msg(format!(

@@ -349,22 +349,50 @@ fn without_config_attributes(sig: &mut syn::Signature) {
 
 /// The struct of a function with `#[config]` parameters: one field each (with the parameter's
 /// doc comment), and `new`; with `options`, it derives `Deserialize` through the runtime's
-/// serde (`private`), unknown fields refused, so that it is its own options in files.
+/// serde (`private`), unknown fields refused, so that it is its own options in files. Each
+/// field is read by a function of the struct's (`deserialize_with`), where its type is bound
+/// once, so a field type that cannot be read is one error at the parameter, not one per place
+/// serde's derive reads it; an `Option` field may be left out (`default`).
 fn config_struct(
     vis: &syn::Visibility,
     name: &Ident,
     config: &[ConfigField],
     options: Option<&TokenStream>,
 ) -> TokenStream {
+    let reader = |c: &ConfigField| format_ident!("__processors_read_{}", c.name);
     let fields = config.iter().map(|c| {
         let (field, ty, docs) = (c.name, &c.field, &c.docs);
-        quote!(#(#docs)* #vis #field: #ty)
+        let read = options.map(|_| {
+            let with = format!("{name}::{}", reader(c));
+            let default = is_option(ty).then(|| quote!(default,));
+            quote!(#[serde(#default deserialize_with = #with)])
+        });
+        quote!(#(#docs)* #read #vis #field: #ty)
     });
     let derive = options.map(|private| {
         let serde = format!("{private}::serde").replace(' ', "");
         quote! {
             #[derive(#private::serde::Deserialize)]
             #[serde(crate = #serde, deny_unknown_fields)]
+        }
+    });
+    let readers = options.map(|private| {
+        let each = config.iter().map(|c| {
+            let (read, ty) = (reader(c), &c.field);
+            let call = quote_spanned!(c.ty.span()=> #private::file_option::<#ty, D>(d));
+            quote! {
+                fn #read<'de, D: #private::serde::Deserializer<'de>>(
+                    d: D,
+                ) -> ::core::result::Result<#ty, D::Error> {
+                    #call
+                }
+            }
+        });
+        quote! {
+            /// How each option is read from a file.
+            impl #name {
+                #(#each)*
+            }
         }
     });
     let params = config.iter().map(|c| {
@@ -385,6 +413,16 @@ fn config_struct(
                 Self { #(#names),* }
             }
         }
+
+        #readers
+    }
+}
+
+/// Whether `ty` is an `Option` (by its last path segment).
+fn is_option(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Option"),
+        _ => false,
     }
 }
 
