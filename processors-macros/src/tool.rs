@@ -346,25 +346,27 @@ fn generate(
     let whole = params.iter().any(|p| matches!(p, Param::Args { .. }));
     let read = match whole {
         true => quote!(),
-        false => quote!(let mut __args = #p::ToolArgs::new(#name, __args, &[#(#names),*])?;),
+        false => {
+            quote!(let mut __processors_args = #p::ToolArgs::new(#name, __processors_args, &[#(#names),*])?;)
+        }
     };
     let mut uses_context = false;
     let values: Vec<TokenStream> = params
         .iter()
         .map(|param| match param {
             Param::Arg { name, ty, .. } => {
-                quote_spanned!(ty.span()=> __args.take::<#ty>(#name)?)
+                quote_spanned!(ty.span()=> __processors_args.take::<#ty>(#name)?)
             }
             Param::Args { ty } => {
-                quote_spanned!(ty.span()=> #p::args_struct::<#ty>(#name, __args)?)
+                quote_spanned!(ty.span()=> #p::args_struct::<#ty>(#name, __processors_args)?)
             }
             Param::Context => {
                 uses_context = true;
-                quote!(__cx)
+                quote!(__processors_cx)
             }
         })
         .collect();
-    let unused = (!uses_context).then(|| quote!(let _ = __cx;));
+    let unused = (!uses_context).then(|| quote!(let _ = __processors_cx;));
     let output = output(&p, item, quote!(#f(#(#values),*).await));
     quote! {
         #[doc = #doc]
@@ -392,8 +394,8 @@ fn generate(
 
             fn execute<'a>(
                 &'a self,
-                __args: #p::Value,
-                __cx: #p::ToolContext<'a>,
+                __processors_args: #p::Value,
+                __processors_cx: #p::ToolContext<'a>,
             ) -> #p::BoxFuture<'a, ::core::result::Result<#p::Value, #p::BoxError>> {
                 ::std::boxed::Box::pin(async move {
                     #unused

@@ -348,6 +348,18 @@ fn refund_turns() -> ScriptedModel {
     ])
 }
 
+/// A model that refunds orders 7, 8 and 9 and checks the weather in one step, then answers.
+fn three_refunds_and_the_weather() -> ScriptedModel {
+    model([
+        Turn::empty()
+            .tool_call("call-1", "refund", json!({"order": 7}))
+            .tool_call("call-2", "refund", json!({"order": 8}))
+            .tool_call("call-3", "refund", json!({"order": 9}))
+            .tool_call("call-4", "weather", json!({"city": "Oslo"})),
+        Turn::text("Two refunded."),
+    ])
+}
+
 fn thread() -> GenerateOptions {
     GenerateOptions::new().request_context(RequestContext::new().with_thread("t", "u"))
 }
@@ -404,14 +416,7 @@ on_every_path!(
 on_every_path!(
     b76_a_resumed_run_runs_the_calls_as_decided_and_goes_on,
     |path| {
-        let m = model([
-            Turn::empty()
-                .tool_call("call-1", "refund", json!({"order": 7}))
-                .tool_call("call-2", "refund", json!({"order": 8}))
-                .tool_call("call-3", "refund", json!({"order": 9}))
-                .tool_call("call-4", "weather", json!({"city": "Oslo"})),
-            Turn::text("Two refunded."),
-        ]);
+        let m = three_refunds_and_the_weather();
         let (refunds, weather) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let store = InMemoryStore::new();
         let agent = build_agent!(path, model: m, tools: [counted("refund", &refunds), counted("weather", &weather)], memory: Memory::new(store.clone()), output: [ask_for_refunds()]);
@@ -463,14 +468,7 @@ on_every_path!(
 on_every_path!(
     b114_a_resumed_run_streams_tool_call_resumed_before_each_approved_calls_result,
     |path| {
-        let m = model([
-            Turn::empty()
-                .tool_call("call-1", "refund", json!({"order": 7}))
-                .tool_call("call-2", "refund", json!({"order": 8}))
-                .tool_call("call-3", "refund", json!({"order": 9}))
-                .tool_call("call-4", "weather", json!({"city": "Oslo"})),
-            Turn::text("Two refunded."),
-        ]);
+        let m = three_refunds_and_the_weather();
         let agent = build_agent!(path, model: m, tools: [echo_tool("refund"), echo_tool("weather")], output: [ask_for_refunds()]);
         let paused = agent
             .generate_with("Refund 7, 8 and 9".into(), thread())
