@@ -573,7 +573,8 @@ pub use processors_macros::agent;
 ///   (``argument `days` of `forecast`: invalid type: string "three", expected u8``), and the
 ///   function is not called. An `Option` parameter may be left out.
 /// - A parameter of type [`ToolContext`](crate::tool::ToolContext) gets the call's context
-///   (its id, the request context, a writer for `data-*` chunks); it is not an argument.
+///   (its id, the request context, the run's messages, a writer for `data-*` chunks); it is
+///   not an argument.
 /// - The function returns anything `Serialize`, or a `Result` of it whose error converts into
 ///   a [`BoxError`](crate::BoxError) (a `String`, a `&str`, any `std::error::Error + Send +
 ///   Sync`): an `Err` is the tool's error, shown to the model.
