@@ -15,6 +15,7 @@ mod processor;
 #[cfg(test)]
 mod test_support;
 mod tool;
+mod types;
 
 use proc_macro::TokenStream;
 

@@ -3,8 +3,11 @@
 //! type, and it returns anything `Serialize` (or a `Result` of it).
 
 use crate::errors::{Errors, Keys};
+use crate::names;
+use crate::types::{is_option, last_segment_is};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, ItemFn, LitStr, Pat, Path, ReturnType, Token, Type};
@@ -180,7 +183,7 @@ fn params(item: &mut ItemFn, errors: &mut Errors) -> Vec<Param> {
         }
         match &*pt.pat {
             Pat::Ident(p) if p.ident != "_" => params.push(Param::Arg {
-                name: p.ident.to_string().trim_start_matches("r#").to_owned(),
+                name: p.ident.unraw().to_string(),
                 ty: pt.ty.clone(),
                 description: docs,
             }),
@@ -203,20 +206,6 @@ fn params(item: &mut ItemFn, errors: &mut Errors) -> Vec<Param> {
         );
     }
     params
-}
-
-/// Whether `ty` is an `Option` (by its last path segment): an argument the model may leave
-/// out.
-fn is_option(ty: &Type) -> bool {
-    last_segment_is(ty, "Option")
-}
-
-/// Whether `ty` is a path whose last segment is `name`.
-fn last_segment_is(ty: &Type, name: &str) -> bool {
-    match ty {
-        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
-        _ => false,
-    }
 }
 
 /// Whether `ty` is the `ToolContext` (by its last path segment).
@@ -283,10 +272,7 @@ fn tool_name(item: &ItemFn, options: &Options, errors: &mut Errors) -> String {
         Some(n) => (n.value(), n.span()),
         None => {
             let ident = &item.sig.ident;
-            (
-                ident.to_string().trim_start_matches("r#").to_owned(),
-                ident.span(),
-            )
+            (ident.unraw().to_string(), ident.span())
         }
     };
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
@@ -303,18 +289,7 @@ fn tool_name(item: &ItemFn, options: &Options, errors: &mut Errors) -> String {
 
 /// `weather_now` → `WeatherNowTool`.
 fn type_name(f: &Ident) -> Ident {
-    let pascal: String = f
-        .to_string()
-        .trim_start_matches("r#")
-        .split('_')
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|first| first.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect();
+    let pascal = names::upper_camel(&f.unraw().to_string());
     format_ident!("{}Tool", pascal, span = f.span())
 }
 

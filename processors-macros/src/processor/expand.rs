@@ -4,6 +4,7 @@
 
 use super::model::{ConfigField, HookFn, Id, Param, Processor, Source};
 use crate::hooks::{Hook, Side};
+use crate::types::is_option;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -415,14 +416,6 @@ fn config_struct(
         }
 
         #readers
-    }
-}
-
-/// Whether `ty` is an `Option` (by its last path segment).
-fn is_option(ty: &syn::Type) -> bool {
-    match ty {
-        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "Option"),
-        _ => false,
     }
 }
 
