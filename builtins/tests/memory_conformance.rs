@@ -1,11 +1,11 @@
 //! One suite for every memory store: the same tests run against the in-memory store, the
 //! SQLite store (in memory and in a file) and, with the feature `postgres`, the PostgreSQL
 //! store on a real server (`scripts/services.sh` starts it; each test has a schema of its
-//! own). What a store must do: keep threads and their
-//! messages in order, replace a known message in place, refuse a message id of another
-//! thread or resource without saving any of its batch, save a turn whole or not at all, keep a
-//! working memory per scope key, and, through the agent's memory, never show one resource
-//! another's threads.
+//! own). What a store must do: keep threads and their messages in order (a turn saved again
+//! in its place), replace a known message in place, refuse a message id of another thread or
+//! resource without saving any of its batch, save a turn whole or not at all, keep a working
+//! memory per scope key, and, through the agent's memory, never show one resource another's
+//! threads.
 
 mod services;
 
@@ -114,6 +114,30 @@ fn a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(store: &dyn
     // The same id in the same thread of another resource is foreign too.
     let err = block_on(store.save_messages(vec![message("m1", "t-1", "bob", "x")])).unwrap_err();
     assert!(matches!(err, MemoryError::ForeignMessage { .. }));
+}
+
+/// A turn saved in two parts (a run paused for approval saves its input, the resumed run the
+/// whole turn) is listed together, where its first part was, ahead of turns saved between.
+fn a_turn_saved_again_stays_in_its_place_ahead_of_later_turns(store: &dyn MemoryStore) {
+    let t = || thread("t-1", "ada");
+    let turn = |ids: &[&str]| -> Vec<Message> {
+        ids.iter().map(|id| message(id, "t-1", "ada", id)).collect()
+    };
+    block_on(store.save_turn(t(), turn(&["a1", "a2"]))).unwrap();
+    block_on(store.save_turn(t(), turn(&["p1"]))).unwrap();
+    block_on(store.save_turn(t(), turn(&["b1", "b2"]))).unwrap();
+    block_on(store.save_turn(t(), turn(&["p1", "p2", "p3"]))).unwrap();
+    block_on(store.save_turn(t(), turn(&["c1"]))).unwrap();
+    block_on(store.save_messages(turn(&["d1"]))).unwrap();
+    let all = block_on(store.list_messages("t-1", None)).unwrap();
+    assert_eq!(
+        texts(&all),
+        ["a1", "a2", "p1", "p2", "p3", "b1", "b2", "c1", "d1"]
+    );
+    let last = block_on(store.list_messages("t-1", Some(6))).unwrap();
+    assert_eq!(texts(&last), ["p2", "p3", "b1", "b2", "c1", "d1"]);
+    let by_resource = block_on(store.list_messages_by_resource("ada")).unwrap();
+    assert_eq!(texts(&by_resource), texts(&all));
 }
 
 fn a_turn_is_saved_whole_or_not_at_all(store: &dyn MemoryStore) {
@@ -456,10 +480,10 @@ fn a_run_paused_for_approval_resumes_from_the_store_in_another_agent(store: Shar
         block_on(first.generate_with("Refund 7", GenerateOptions::new().request_context(cx)))
             .unwrap();
     assert_eq!(paused.finish_reason, FinishReason::AwaitingApproval);
-    assert!(
-        block_on(store.0.list_messages("t-1", None))
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        texts(&block_on(store.0.list_messages("t-1", None)).unwrap()),
+        ["Refund 7"],
+        "the paused turn's input, in its place"
     );
     // Another agent on the same store, as another process would be, finds the run and the
     // call it waits on by the conversation, and answers it.
@@ -531,6 +555,12 @@ macro_rules! conformance {
                 let _cx = $cx;
                 let Some(s) = store() else { return };
                 super::a_foreign_message_id_is_refused_and_nothing_of_its_batch_is_saved(&*s.0);
+            }
+            #[test]
+            fn a_turn_saved_again_stays_in_its_place_ahead_of_later_turns() {
+                let _cx = $cx;
+                let Some(s) = store() else { return };
+                super::a_turn_saved_again_stays_in_its_place_ahead_of_later_turns(&*s.0);
             }
             #[test]
             fn a_turn_is_saved_whole_or_not_at_all() {

@@ -9,7 +9,8 @@
 mod services;
 
 use processors_builtins::storage::{POSTGRES_SCHEMA_VERSION, PostgresStore};
-use processors_runtime::memory::MemoryStore;
+use processors_runtime::memory::{MemoryStore, Thread};
+use processors_runtime::message::Message;
 use processors_runtime::prelude::*;
 
 fn ada(thread: &str) -> GenerateOptions {
@@ -75,11 +76,28 @@ async fn runs_paused_under_schema_4_are_listed_by_their_thread_after_the_migrati
         .await
         .unwrap();
     tokio::spawn(connection);
-    // Back to schema 4: the table without its thread and resource, and a run kept then.
+    // Back to schema 4: the table without its thread and resource, and a run kept then;
+    // messages without their turn, and two saved then.
+    let message = |id: &str| {
+        let mut m = Message::user(id);
+        m.id = id.into();
+        m.thread_id = Some("t-1".into());
+        m.resource_id = Some("ada".into());
+        m
+    };
+    let body = |id: &str| {
+        serde_json::to_string(&message(id))
+            .unwrap()
+            .replace('\'', "''")
+    };
+    let (p, o) = (body("paused-input"), body("old"));
     client
         .batch_execute(&format!(
             "DROP TABLE \"{schema}\".paused_runs;
              DELETE FROM \"{schema}\".schema_version WHERE version > 4;
+             ALTER TABLE \"{schema}\".messages DROP COLUMN turn;
+             INSERT INTO \"{schema}\".messages (id, thread_id, resource_id, created_at, body)
+                 VALUES ('paused-input', 't-1', 'ada', 1, '{p}'), ('old', 't-1', 'ada', 1, '{o}');
              CREATE TABLE \"{schema}\".paused_runs (run_id TEXT PRIMARY KEY,
                  expires_at BIGINT NOT NULL, body TEXT NOT NULL);
              INSERT INTO \"{schema}\".paused_runs VALUES ('run-1', 5,
@@ -95,6 +113,30 @@ async fn runs_paused_under_schema_4_are_listed_by_their_thread_after_the_migrati
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].run_id, "run-1");
     assert_eq!(listed[0].resource_id.as_deref(), Some("ada"));
+    let mut answer = Message::assistant("answer");
+    answer.thread_id = Some("t-1".into());
+    answer.resource_id = Some("ada".into());
+    let thread = store.get_thread("t-1").await.unwrap();
+    let thread = thread.unwrap_or(Thread {
+        id: "t-1".into(),
+        resource_id: "ada".into(),
+        title: None,
+        created_at: 1,
+        updated_at: 1,
+        metadata: None,
+    });
+    store
+        .save_turn(thread, vec![message("paused-input"), answer])
+        .await
+        .unwrap();
+    let texts: Vec<String> = store
+        .list_messages("t-1", None)
+        .await
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(texts, ["paused-input", "answer", "old"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

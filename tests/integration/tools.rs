@@ -406,9 +406,73 @@ on_every_path!(
                 ..
             }
         ));
+        let saved = store.list_messages("t", None).await.unwrap();
+        let saved: Vec<(Role, String)> = saved.iter().map(|m| (m.role, m.text())).collect();
+        assert_eq!(
+            saved,
+            [(Role::User, "Refund order 7".to_owned())],
+            "the paused turn's input keeps its place; its answer waits for the resumed run"
+        );
+    }
+);
+
+on_every_path!(
+    b116_a_resumed_turn_is_saved_in_its_place_ahead_of_turns_that_came_later,
+    |path| {
+        let m = model([
+            Turn::empty().tool_call("call-1", "refund", json!({"order": 7})),
+            Turn::text("Sunny in Oslo."),
+            Turn::text("Refunded."),
+        ]);
+        let store = InMemoryStore::new();
+        let agent = build_agent!(path, model: m, tools: [echo_tool("refund")], memory: Memory::new(store.clone()), output: [ask_for_refunds()]);
+        let paused = agent
+            .generate_with("Refund order 7".into(), thread())
+            .await
+            .unwrap();
+        assert_eq!(paused.finish_reason, FinishReason::AwaitingApproval);
+        let later = agent
+            .generate_with("And the weather?".into(), thread())
+            .await
+            .unwrap();
+        assert_eq!(later.text, "Sunny in Oslo.");
+        let read: Vec<String> = m.requests()[1].prompt.iter().map(|p| p.text()).collect();
         assert!(
-            store.list_messages("t", None).await.unwrap().is_empty(),
-            "nothing of the paused turn is saved"
+            read.contains(&"Refund order 7".to_owned()),
+            "a later turn reads the waiting question: {read:?}"
+        );
+        let resumed = agent
+            .resume_with(
+                Approval::new(&paused.run_id).approve("call-1"),
+                GenerateOptions::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resumed.text, "Refunded.");
+        let saved = store.list_messages("t", None).await.unwrap();
+        let saved: Vec<(Role, String)> = saved.iter().map(|m| (m.role, m.text())).collect();
+        let roles: Vec<Role> = saved.iter().map(|(r, _)| *r).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant
+            ],
+            "{saved:?}"
+        );
+        let texts: Vec<&str> = saved.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            [texts[0], texts[3], texts[4], texts[5]],
+            [
+                "Refund order 7",
+                "Refunded.",
+                "And the weather?",
+                "Sunny in Oslo."
+            ]
         );
     }
 );

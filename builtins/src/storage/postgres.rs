@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio_postgres::NoTls;
 
 /// The schema version this build writes (the same numbering as the SQLite store's).
-pub const POSTGRES_SCHEMA_VERSION: i32 = 5;
+pub const POSTGRES_SCHEMA_VERSION: i32 = 6;
 
 /// The migrations, in order; `{s}` is the schema's quoted name.
 const MIGRATIONS: &[&str] = &[
@@ -64,6 +64,15 @@ const MIGRATIONS: &[&str] = &[
         resource_id = body::jsonb ->> 'resource_id';
     CREATE INDEX ON {s}.paused_runs (thread_id, expires_at);
     CREATE INDEX ON {s}.paused_runs (resource_id, expires_at);",
+    // 6: messages listed turn by turn: `turn` is the `seq` of the first message its turn
+    // saved, so a resumed turn's answer joins the input it saved when it paused (each
+    // message saved before is a turn of its own).
+    "ALTER TABLE {s}.messages ADD COLUMN turn BIGINT;
+    UPDATE {s}.messages SET turn = seq;
+    DROP INDEX IF EXISTS {s}.messages_thread_id_seq_idx;
+    DROP INDEX IF EXISTS {s}.messages_resource_id_seq_idx;
+    CREATE INDEX ON {s}.messages (thread_id, turn, seq);
+    CREATE INDEX ON {s}.messages (resource_id, turn, seq);",
 ];
 
 /// A paused run's row (`run_id, thread_id, resource_id, expires_at, body`).
@@ -184,6 +193,7 @@ struct Sql {
     owner: String,
     update: String,
     insert: String,
+    own_turn: String,
     list: String,
     by_resource: String,
     delete: String,
@@ -212,20 +222,21 @@ impl Sql {
                      title = excluded.title, updated_at = excluded.updated_at,
                      metadata = excluded.metadata"
             ),
-            owner: format!("SELECT thread_id, resource_id FROM {s}.messages WHERE id = $1"),
+            owner: format!("SELECT thread_id, resource_id, turn FROM {s}.messages WHERE id = $1"),
             update: format!("UPDATE {s}.messages SET created_at = $2, body = $3 WHERE id = $1"),
             insert: format!(
-                "INSERT INTO {s}.messages (id, thread_id, resource_id, created_at, body)
-                 VALUES ($1, $2, $3, $4, $5)"
+                "INSERT INTO {s}.messages (id, thread_id, resource_id, created_at, body, turn)
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq"
             ),
+            own_turn: format!("UPDATE {s}.messages SET turn = seq WHERE seq = $1"),
             list: format!(
                 "SELECT id, body FROM (
-                     SELECT seq, id, body FROM {s}.messages WHERE thread_id = $1
-                     ORDER BY seq DESC LIMIT $2
-                 ) AS last ORDER BY seq"
+                     SELECT turn, seq, id, body FROM {s}.messages WHERE thread_id = $1
+                     ORDER BY turn DESC, seq DESC LIMIT $2
+                 ) AS last ORDER BY turn, seq"
             ),
             by_resource: format!(
-                "SELECT id, body FROM {s}.messages WHERE resource_id = $1 ORDER BY seq"
+                "SELECT id, body FROM {s}.messages WHERE resource_id = $1 ORDER BY turn, seq"
             ),
             delete: format!("DELETE FROM {s}.messages WHERE id = ANY($1)"),
             embedding_owner: format!(
@@ -376,40 +387,64 @@ impl PostgresStore {
             .await
             .map_err(db)?;
         }
+        self.save_messages_in(&tx, messages, thread.is_some())
+            .await?;
+        tx.commit().await.map_err(db)
+    }
+
+    /// Saves messages in `tx`; a known id of another thread or resource refuses them all. As
+    /// a turn (`turn`), the new messages take the turn of the first known one, or one turn
+    /// together when none is known; otherwise each new one is a turn of its own.
+    async fn save_messages_in(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        messages: &[Message],
+        turn: bool,
+    ) -> Result<(), MemoryError> {
         let owner = tx.prepare_cached(&self.sql.owner).await.map_err(db)?;
         let update = tx.prepare_cached(&self.sql.update).await.map_err(db)?;
         let insert = tx.prepare_cached(&self.sql.insert).await.map_err(db)?;
+        let own_turn = tx.prepare_cached(&self.sql.own_turn).await.map_err(db)?;
+        let mut place: Option<i64> = None;
         for m in messages {
-            let body = serde_json::to_string(m).map_err(|e| MemoryError::Backend(Box::new(e)))?;
-            let known = tx.query_opt(&owner, &[&m.id]).await.map_err(db)?;
-            match known {
-                Some(row) => {
-                    let (thread, resource): (Option<String>, Option<String>) =
-                        (row.get(0), row.get(1));
-                    if thread != m.thread_id || resource != m.resource_id {
-                        return Err(MemoryError::ForeignMessage { id: m.id.clone() });
-                    }
-                    tx.execute(&update, &[&m.id, &to_sql(m.created_at), &body])
-                        .await
-                        .map_err(db)?;
+            if let Some(row) = tx.query_opt(&owner, &[&m.id]).await.map_err(db)? {
+                let (thread, resource): (Option<String>, Option<String>) = (row.get(0), row.get(1));
+                if thread != m.thread_id || resource != m.resource_id {
+                    return Err(MemoryError::ForeignMessage { id: m.id.clone() });
                 }
-                None => {
-                    tx.execute(
-                        &insert,
-                        &[
-                            &m.id,
-                            &m.thread_id,
-                            &m.resource_id,
-                            &to_sql(m.created_at),
-                            &body,
-                        ],
-                    )
-                    .await
-                    .map_err(db)?;
+                if turn && place.is_none() {
+                    place = row.get(2);
                 }
             }
         }
-        tx.commit().await.map_err(db)
+        for m in messages {
+            let body = serde_json::to_string(m).map_err(|e| MemoryError::Backend(Box::new(e)))?;
+            let created_at = to_sql(m.created_at);
+            if tx
+                .execute(&update, &[&m.id, &created_at, &body])
+                .await
+                .map_err(db)?
+                > 0
+            {
+                continue;
+            }
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+                &m.id,
+                &m.thread_id,
+                &m.resource_id,
+                &created_at,
+                &body,
+                &place,
+            ];
+            let seq: i64 = tx.query_one(&insert, &params).await.map_err(db)?.get(0);
+            if place.is_none() {
+                tx.execute(&own_turn, &[&seq]).await.map_err(db)?;
+                if turn {
+                    place = Some(seq);
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn read(

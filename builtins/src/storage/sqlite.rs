@@ -15,7 +15,7 @@ use std::time::Duration;
 
 /// The schema version this build writes; [`SqliteStore::open`] migrates older databases to
 /// it and refuses newer ones.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, in order: the database at version `n` has run the first `n`.
 const MIGRATIONS: &[&str] = &[
@@ -69,6 +69,15 @@ const MIGRATIONS: &[&str] = &[
         resource_id = json_extract(body, '$.resource_id');
     CREATE INDEX paused_runs_by_thread ON paused_runs (thread_id, expires_at);
     CREATE INDEX paused_runs_by_resource ON paused_runs (resource_id, expires_at);",
+    // 6: messages listed turn by turn: `turn` is the `seq` of the first message its turn
+    // saved, so a resumed turn's answer joins the input it saved when it paused (each
+    // message saved before is a turn of its own).
+    "ALTER TABLE messages ADD COLUMN turn INTEGER;
+    UPDATE messages SET turn = seq;
+    DROP INDEX IF EXISTS messages_by_thread;
+    DROP INDEX IF EXISTS messages_by_resource;
+    CREATE INDEX messages_by_thread ON messages (thread_id, turn, seq);
+    CREATE INDEX messages_by_resource ON messages (resource_id, turn, seq);",
 ];
 
 /// How long a write waits for another connection's (another process's) write to end.
@@ -94,8 +103,9 @@ type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 /// - **Bad data**: a stored message that no longer parses is an error naming it, never a
 ///   panic or a silently shorter history.
 ///
-/// Messages are stored as the JSON of [`Message`], in the order they were first saved; saving
-/// a known id again replaces it in place. Working memory
+/// Messages are stored as the JSON of [`Message`], listed in the order they were first saved,
+/// a turn's messages together (a resumed turn's answer joins the input it saved when it
+/// paused, [`MemoryStore::save_turn`]); saving a known id again replaces it in place. Working memory
 /// ([`MemoryStore::set_working_memory`]) is one row per scope key, replaced by each write.
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -303,38 +313,57 @@ fn upsert_thread(tx: &Transaction<'_>, t: &Thread) -> Result<(), Fail> {
 }
 
 /// Saves messages; a known id of another thread or resource refuses the whole transaction.
-fn save_messages_in(tx: &Transaction<'_>, messages: &[Message]) -> Result<(), Fail> {
+/// As a turn (`turn`), the new messages take the turn of the first known one, or one turn
+/// together when none is known; otherwise each new one is a turn of its own.
+fn save_messages_in(tx: &Transaction<'_>, messages: &[Message], turn: bool) -> Result<(), Fail> {
     let mut owner =
-        tx.prepare_cached("SELECT thread_id, resource_id FROM messages WHERE id = ?1")?;
+        tx.prepare_cached("SELECT thread_id, resource_id, turn FROM messages WHERE id = ?1")?;
     let mut update =
         tx.prepare_cached("UPDATE messages SET created_at = ?2, body = ?3 WHERE id = ?1")?;
     let mut insert = tx.prepare_cached(
-        "INSERT INTO messages (id, thread_id, resource_id, created_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO messages (id, thread_id, resource_id, created_at, body, turn)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
+    let mut own_turn = tx.prepare_cached("UPDATE messages SET turn = seq WHERE seq = ?1")?;
+    let mut place = None;
     for m in messages {
-        let body = serde_json::to_string(m).map_err(|e| MemoryError::Backend(Box::new(e)))?;
-        let known = owner
+        let row = owner
             .query_row([&m.id], |r| {
                 Ok((
                     r.get::<_, Option<String>>(0)?,
                     r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<i64>>(2)?,
                 ))
             })
             .optional()?;
-        match known {
-            Some((thread, resource)) if thread != m.thread_id || resource != m.resource_id => {
+        match row {
+            Some((thread, resource, _)) if thread != m.thread_id || resource != m.resource_id => {
                 return Err(MemoryError::ForeignMessage { id: m.id.clone() }.into());
             }
-            Some(_) => update.execute(params![m.id, to_sql(m.created_at), body])?,
-            None => insert.execute(params![
-                m.id,
-                m.thread_id,
-                m.resource_id,
-                to_sql(m.created_at),
-                body
-            ])?,
-        };
+            Some((_, _, known)) if turn && place.is_none() => place = known,
+            _ => {}
+        }
+    }
+    for m in messages {
+        let body = serde_json::to_string(m).map_err(|e| MemoryError::Backend(Box::new(e)))?;
+        if update.execute(params![m.id, to_sql(m.created_at), body])? > 0 {
+            continue;
+        }
+        insert.execute(params![
+            m.id,
+            m.thread_id,
+            m.resource_id,
+            to_sql(m.created_at),
+            body,
+            place
+        ])?;
+        if place.is_none() {
+            let seq = tx.last_insert_rowid();
+            own_turn.execute([seq])?;
+            if turn {
+                place = Some(seq);
+            }
+        }
     }
     Ok(())
 }
@@ -428,9 +457,9 @@ impl MemoryStore for SqliteStore {
             read_messages(
                 conn,
                 "SELECT id, body FROM (
-                     SELECT seq, id, body FROM messages WHERE thread_id = ?1
-                     ORDER BY seq DESC LIMIT ?2
-                 ) ORDER BY seq",
+                     SELECT turn, seq, id, body FROM messages WHERE thread_id = ?1
+                     ORDER BY turn DESC, seq DESC LIMIT ?2
+                 ) ORDER BY turn, seq",
                 params![id, limit],
             )
         })
@@ -444,7 +473,7 @@ impl MemoryStore for SqliteStore {
         self.run(move |conn| {
             read_messages(
                 conn,
-                "SELECT id, body FROM messages WHERE resource_id = ?1 ORDER BY seq",
+                "SELECT id, body FROM messages WHERE resource_id = ?1 ORDER BY turn, seq",
                 [id],
             )
         })
@@ -453,7 +482,7 @@ impl MemoryStore for SqliteStore {
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
         self.run(move |conn| {
             let tx = write(conn)?;
-            save_messages_in(&tx, &messages)?;
+            save_messages_in(&tx, &messages, false)?;
             tx.commit()?;
             Ok(())
         })
@@ -467,7 +496,7 @@ impl MemoryStore for SqliteStore {
         self.run(move |conn| {
             let tx = write(conn)?;
             upsert_thread(&tx, &thread)?;
-            save_messages_in(&tx, &messages)?;
+            save_messages_in(&tx, &messages, true)?;
             tx.commit()?;
             Ok(())
         })

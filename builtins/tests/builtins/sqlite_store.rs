@@ -4,8 +4,8 @@
 
 use futures::executor::block_on;
 use processors_builtins::storage::{SCHEMA_VERSION, SqliteMemory, SqliteStore};
-use processors_runtime::memory::MemoryStore;
-use processors_runtime::message::Role;
+use processors_runtime::memory::{MemoryStore, Thread};
+use processors_runtime::message::{Message, Role};
 use processors_runtime::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -105,6 +105,64 @@ fn a_version_1_database_is_migrated_and_keeps_its_conversations() {
     );
 }
 
+/// Takes the messages table back to its shape before schema 6: no `turn`.
+const TO_VERSION_5_MESSAGES: &str = "DROP INDEX messages_by_thread;
+     DROP INDEX messages_by_resource;
+     ALTER TABLE messages DROP COLUMN turn;
+     CREATE INDEX messages_by_thread ON messages (thread_id, seq);
+     CREATE INDEX messages_by_resource ON messages (resource_id, seq);";
+
+#[test]
+fn a_version_5_database_keeps_its_order_and_places_a_resumed_turn_with_its_input() {
+    let path = temp_db();
+    {
+        drop(SqliteStore::open(&path).unwrap());
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(&format!(
+            "DELETE FROM schema_version WHERE version > 5; {TO_VERSION_5_MESSAGES}"
+        ))
+        .unwrap();
+    }
+    let message = |id: &str| {
+        let mut m = Message::user(id);
+        m.id = id.into();
+        m.thread_id = Some("t-1".into());
+        m.resource_id = Some("ada".into());
+        m
+    };
+    {
+        // Messages saved as version 5 saved them.
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        for id in ["old-1", "paused-input", "old-2"] {
+            let body = serde_json::to_string(&message(id)).unwrap();
+            raw.execute(
+                "INSERT INTO messages (id, thread_id, resource_id, created_at, body)
+                 VALUES (?1, 't-1', 'ada', 1, ?2)",
+                [id, body.as_str()],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let thread = Thread {
+        id: "t-1".into(),
+        resource_id: "ada".into(),
+        title: None,
+        created_at: 1,
+        updated_at: 1,
+        metadata: None,
+    };
+    let resumed = vec![message("paused-input"), message("answer")];
+    block_on(store.save_turn(thread.clone(), resumed)).unwrap();
+    block_on(store.save_turn(thread, vec![message("new")])).unwrap();
+    let listed: Vec<String> = block_on(store.list_messages("t-1", None))
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(listed, ["old-1", "paused-input", "answer", "old-2", "new"]);
+}
+
 #[test]
 fn a_version_4_database_lists_the_runs_it_paused_by_their_thread() {
     let path = temp_db();
@@ -112,14 +170,15 @@ fn a_version_4_database_lists_the_runs_it_paused_by_their_thread() {
         // Opened at version 4, then a run kept as version 4 kept it: no thread column.
         drop(SqliteStore::open(&path).unwrap());
         let raw = rusqlite::Connection::open(&path).unwrap();
-        raw.execute_batch(
+        raw.execute_batch(&format!(
             "DROP TABLE paused_runs;
              DELETE FROM schema_version WHERE version > 4;
+             {TO_VERSION_5_MESSAGES}
              CREATE TABLE paused_runs (run_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL,
                  body TEXT NOT NULL);
              INSERT INTO paused_runs VALUES ('run-1', 5,
-                 '{\"thread_id\": \"t-1\", \"resource_id\": \"ada\"}');",
-        )
+                 '{{\"thread_id\": \"t-1\", \"resource_id\": \"ada\"}}');"
+        ))
         .unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();

@@ -5,15 +5,22 @@ use std::sync::{Mutex, PoisonError};
 #[derive(Default)]
 struct Data {
     threads: HashMap<String, Thread>,
+    /// Every message, in the order they are listed: turn by turn.
     messages: Vec<Message>,
+    /// The turn of each message, by id: a number given to each save that placed a new turn.
+    turns: HashMap<String, u64>,
+    /// The number of turns placed so far.
+    placed: u64,
     working: HashMap<String, String>,
     embeddings: Vec<MessageEmbedding>,
     paused: HashMap<String, PausedRunRecord>,
 }
 
 impl Data {
-    /// Saves messages, or none of them when one is foreign.
-    fn save(&mut self, messages: Vec<Message>) -> Result<(), MemoryError> {
+    /// Saves messages, or none of them when one is foreign. A known id is replaced in place.
+    /// As a turn (`turn`), the new messages go after the messages of the turn of the first
+    /// known one, or all together last when none is known; otherwise each new one goes last.
+    fn save(&mut self, messages: Vec<Message>, turn: bool) -> Result<(), MemoryError> {
         let foreign = messages.iter().find(|m| {
             self.messages.iter().any(|x| {
                 x.id == m.id && (x.thread_id != m.thread_id || x.resource_id != m.resource_id)
@@ -22,11 +29,31 @@ impl Data {
         if let Some(m) = foreign {
             return Err(MemoryError::ForeignMessage { id: m.id.clone() });
         }
+        let mut place = match turn {
+            true => messages.iter().find_map(|m| self.turns.get(&m.id).copied()),
+            false => None,
+        };
         for m in messages {
-            match self.messages.iter_mut().find(|x| x.id == m.id) {
-                Some(slot) => *slot = m,
-                None => self.messages.push(m),
+            if let Some(slot) = self.messages.iter_mut().find(|x| x.id == m.id) {
+                *slot = m;
+                continue;
             }
+            let at = place.and_then(|t| {
+                let last = self
+                    .messages
+                    .iter()
+                    .rposition(|x| self.turns.get(&x.id) == Some(&t));
+                last.map(|i| (t, i + 1))
+            });
+            let (t, at) = at.unwrap_or_else(|| {
+                self.placed += 1;
+                (self.placed, self.messages.len())
+            });
+            if turn {
+                place = Some(t);
+            }
+            self.turns.insert(m.id.clone(), t);
+            self.messages.insert(at, m);
         }
         Ok(())
     }
@@ -97,7 +124,7 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>> {
-        let saved = self.with(|d| d.save(messages));
+        let saved = self.with(|d| d.save(messages, false));
         Box::pin(async move { saved })
     }
 
@@ -107,7 +134,7 @@ impl MemoryStore for InMemoryStore {
         messages: Vec<Message>,
     ) -> BoxFuture<'_, Result<(), MemoryError>> {
         let saved = self.with(|d| {
-            d.save(messages)?;
+            d.save(messages, true)?;
             d.threads.insert(thread.id.clone(), thread);
             Ok(())
         });
@@ -115,7 +142,10 @@ impl MemoryStore for InMemoryStore {
     }
 
     fn delete_messages<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, Result<(), MemoryError>> {
-        self.with(|d| d.messages.retain(|m| !ids.contains(&m.id)));
+        self.with(|d| {
+            d.messages.retain(|m| !ids.contains(&m.id));
+            d.turns.retain(|id, _| !ids.contains(id));
+        });
         Box::pin(async { Ok(()) })
     }
 

@@ -179,13 +179,15 @@ pub trait MemoryStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Option<Thread>, MemoryError>>;
     /// Creates or updates a thread.
     fn save_thread(&self, thread: Thread) -> BoxFuture<'_, Result<(), MemoryError>>;
-    /// The last `limit` messages of a thread (all with `None`), oldest first.
+    /// The last `limit` messages of a thread (all with `None`), in the thread's order: as they
+    /// were first saved, a turn's messages together (see [`save_turn`](Self::save_turn)).
     fn list_messages<'a>(
         &'a self,
         thread_id: &'a str,
         limit: Option<usize>,
     ) -> BoxFuture<'a, Result<Vec<Message>, MemoryError>>;
-    /// Every message of a resource, across its threads, oldest first.
+    /// Every message of a resource, across its threads, in the order of
+    /// [`list_messages`](Self::list_messages).
     fn list_messages_by_resource<'a>(
         &'a self,
         resource_id: &'a str,
@@ -195,9 +197,17 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// [`MemoryError::ForeignMessage`]. All or nothing.
     fn save_messages(&self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), MemoryError>>;
     /// Saves a run's turn: creates or updates its thread and saves its messages, as
-    /// [`save_thread`](Self::save_thread) and [`save_messages`](Self::save_messages) do.
-    /// A store that can should do both at once, so that a failure leaves neither (the
-    /// default does one, then the other).
+    /// [`save_thread`](Self::save_thread) and [`save_messages`](Self::save_messages) do,
+    /// with one rule of order: a turn's messages stay together. When some of them were saved
+    /// before (a run paused for approval saves its input when it pauses), the new ones are
+    /// listed right after the turn's messages already saved, ahead of the turns saved since;
+    /// a turn none of whose messages is known is listed last. A store that can should do
+    /// both at once, so that a failure leaves neither.
+    ///
+    /// The default does one, then the other, with `save_messages`' order: a store that
+    /// lists in the order messages were first saved lists a resumed turn's answer after the
+    /// turns saved while it waited. The stores of this crate and of `processors-builtins`
+    /// keep the rule.
     fn save_turn(
         &self,
         thread: Thread,
@@ -640,6 +650,29 @@ impl Memory {
         cx: &crate::context::RequestContext,
         list: &crate::message::MessageList,
     ) -> Result<(), MemoryError> {
+        self.save_of(cx, list, &[MessageSource::Input, MessageSource::Response])
+            .await
+    }
+
+    /// Saves the input of a run that pauses for approval, so that its turn keeps its place
+    /// in the thread: the resumed run saves the rest of the turn with it
+    /// ([`MemoryStore::save_turn`]). Its answer so far is not saved: the output processors
+    /// that would check it before memory have not run.
+    pub(crate) async fn save_paused_input(
+        &self,
+        cx: &crate::context::RequestContext,
+        list: &crate::message::MessageList,
+    ) -> Result<(), MemoryError> {
+        self.save_of(cx, list, &[MessageSource::Input]).await
+    }
+
+    /// Saves the messages of `sources` of `list` as a turn of the context's thread.
+    async fn save_of(
+        &self,
+        cx: &crate::context::RequestContext,
+        list: &crate::message::MessageList,
+        sources: &[MessageSource],
+    ) -> Result<(), MemoryError> {
         let (Some(thread_id), Some(resource_id)) = (cx.thread_id(), cx.resource_id()) else {
             return Ok(());
         };
@@ -658,9 +691,9 @@ impl Memory {
                 metadata: None,
             },
         };
-        let turn: Vec<Message> = list
-            .view(MessageSource::Input)
-            .chain(list.view(MessageSource::Response))
+        let turn: Vec<Message> = sources
+            .iter()
+            .flat_map(|source| list.view(*source))
             .map(|m| {
                 let mut m = m.clone();
                 m.thread_id = Some(thread_id.to_owned());

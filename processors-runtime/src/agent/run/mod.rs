@@ -60,6 +60,8 @@ impl Pause {
 #[derive(Clone, Copy)]
 struct Pausing<'a> {
     store: &'a Arc<dyn MemoryStore>,
+    /// The agent's memory, which saves the paused turn's input.
+    memory: Option<&'a crate::memory::Memory>,
     timeout: std::time::Duration,
     agent: &'a str,
 }
@@ -68,6 +70,7 @@ impl<'a, I, O, E> From<&'a AgentInner<I, O, E>> for Pausing<'a> {
     fn from(agent: &'a AgentInner<I, O, E>) -> Self {
         Pausing {
             store: &agent.paused,
+            memory: agent.memory.as_ref(),
             timeout: agent.approval_timeout,
             agent: &agent.name,
         }

@@ -184,9 +184,10 @@ impl Run {
 }
 
 impl Run {
-    /// Keeps the paused run in the store, then streams a `tool-approval-request` per waiting
-    /// call and a `finish` that says `awaiting-approval`. Nothing of the turn is saved to
-    /// memory: it is saved when the resumed run ends.
+    /// Saves the turn's input to memory, so that the turn keeps its place in the thread,
+    /// keeps the paused run in the store, then streams a `tool-approval-request` per waiting
+    /// call and a `finish` that says `awaiting-approval`. The rest of the turn is saved, with
+    /// its input, when the resumed run ends.
     async fn pause(
         &mut self,
         pause: Pause,
@@ -207,16 +208,23 @@ impl Run {
             carried: self.carried.clone(),
             step: pause.step,
         };
+        let store_error = |source| ApprovalError::Store {
+            run_id: self.run_id.clone(),
+            source,
+        };
+        if let Some(memory) = pausing.memory {
+            memory
+                .save_paused_input(&self.s.cx, &self.s.list)
+                .await
+                .map_err(store_error)?;
+        }
         let timeout = u64::try_from(pausing.timeout.as_millis()).unwrap_or(u64::MAX);
         let expires_at = crate::message::now_millis().saturating_add(timeout);
         pausing
             .store
             .save_paused_run(paused.record(expires_at)?)
             .await
-            .map_err(|source| ApprovalError::Store {
-                run_id: self.run_id.clone(),
-                source,
-            })?;
+            .map_err(store_error)?;
         let requests = paused.requests();
         tracing::info!(
             waiting = requests.len(),
