@@ -113,20 +113,16 @@ async fn runs_paused_under_schema_4_are_listed_by_their_thread_after_the_migrati
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].run_id, "run-1");
     assert_eq!(listed[0].resource_id.as_deref(), Some("ada"));
-    let mut answer = Message::assistant("answer");
-    answer.thread_id = Some("t-1".into());
-    answer.resource_id = Some("ada".into());
-    let thread = store.get_thread("t-1").await.unwrap();
-    let thread = thread.unwrap_or(Thread {
+    let thread = Thread {
         id: "t-1".into(),
         resource_id: "ada".into(),
         title: None,
         created_at: 1,
         updated_at: 1,
         metadata: None,
-    });
+    };
     store
-        .save_turn(thread, vec![message("paused-input"), answer])
+        .save_turn(thread, vec![message("paused-input"), message("answer")])
         .await
         .unwrap();
     let texts: Vec<String> = store
